@@ -1,0 +1,74 @@
+#include "base/names.hpp"
+
+namespace ctx {
+
+namespace {
+
+bool is_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+bool ends_with(std::string_view s, std::string_view suf) {
+  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
+}
+
+// Checks length, first character and allowed set; `extra` lists the
+// punctuation allowed besides alphanumerics.
+std::optional<std::string> simple_issue(std::string_view n, std::size_t max, std::string_view extra,
+                                        std::string_view what) {
+  if (n.empty()) return std::string(what) + " is empty";
+  if (n.size() > max) return std::string(what) + " is longer than " + std::to_string(max) + " bytes";
+  if (!is_alnum(n.front())) return std::string(what) + " must begin with a letter or digit";
+  for (char c : n)
+    if (!is_alnum(c) && extra.find(c) == std::string_view::npos)
+      return std::string(what) + " may contain only letters, digits and '" + std::string(extra) + "'";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> agent_name_issue(std::string_view n) {
+  return simple_issue(n, 64, "_-", "agent name");
+}
+
+std::optional<std::string> tool_name_issue(std::string_view n) {
+  if (auto e = simple_issue(n, 128, "_.-", "tool name")) return e;
+  if (n.find("..") != std::string_view::npos) return "tool name must not contain '..'";
+  if (n.back() == '.' || ends_with(n, ".d")) return "tool name must not end in '.' or '.d'";
+  return std::nullopt;
+}
+
+std::optional<std::string> model_name_issue(std::string_view n) {
+  if (n.empty()) return "model name is empty";
+  if (n.size() > 255) return "model name is longer than 255 bytes";
+  std::size_t start = 0;
+  while (true) {
+    std::size_t end = n.find('/', start);
+    std::string_view seg = n.substr(start, end == std::string_view::npos ? end : end - start);
+    if (auto e = simple_issue(seg, 64, "_.-", "model name segment")) return e;
+    if (seg.find("..") != std::string_view::npos) return "model name must not contain '..'";
+    if (seg.back() == '.' || ends_with(seg, ".d")) return "model name segment must not end in '.' or '.d'";
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> space_name_issue(std::string_view n) {
+  if (auto e = simple_issue(n, 64, "_.-", "name")) return e;
+  if (n.find("..") != std::string_view::npos) return "name must not contain '..'";
+  if (n.back() == '.') return "name must not end in '.'";
+  return std::nullopt;
+}
+
+std::optional<std::string> type_name_issue(std::string_view n) {
+  if (n.empty()) return "type is empty";
+  if (n.size() > 64) return "type is longer than 64 bytes";
+  if (!is_alpha(n.front())) return "type must begin with a letter";
+  for (char c : n)
+    if (!is_alnum(c) && c != '_') return "type may contain only letters, digits and '_'";
+  return std::nullopt;
+}
+
+}  // namespace ctx

@@ -1,0 +1,33 @@
+// Validity of the short names the ABI uses: agents, tools, models, shared
+// spaces, sessions, label types. Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ctx {
+
+/// Agent names: 1..64 bytes of [A-Za-z0-9_-], first one alphanumeric
+/// ("coder", "rev-123"). Dots are excluded so that "<name>.d" and
+/// "<name>.sock" can never be confused with another agent.
+std::optional<std::string> agent_name_issue(std::string_view n);
+
+/// Tool names: 1..128 bytes of [A-Za-z0-9_.-], first alphanumeric, no
+/// "..", not ending in ".d" or "." ("fs.read", "mcp.github.search_issues").
+std::optional<std::string> tool_name_issue(std::string_view n);
+
+/// Model names: one or more '/'-separated segments, each 1..64 bytes of
+/// [A-Za-z0-9_.-] beginning alphanumeric, not ending in ".d"
+/// ("debug/echo", "openai/gpt-4o"); at most 255 bytes.
+std::optional<std::string> model_name_issue(std::string_view n);
+
+/// Shared space and session names: like agent names, dots allowed inside
+/// ("project-a", "design-review", "v1.2").
+std::optional<std::string> space_name_issue(std::string_view n);
+
+/// Label types and policy subject types: 1..64 bytes of [A-Za-z0-9_],
+/// first a letter ("coder_t").
+std::optional<std::string> type_name_issue(std::string_view n);
+
+}  // namespace ctx

@@ -1,0 +1,44 @@
+// Strict reading of control-file text (seed 001, "File Formats"): UTF-8,
+// one value per file or one item per line, every line ending in '\n'.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace ctx {
+
+/// Largest control file accepted, in bytes.
+inline constexpr std::size_t kMaxControlFileSize = 64 * 1024;
+
+/// Makes an error that reads like a compiler's:
+/// "coder.d/mount:3:2: EINVAL: target must be an absolute path".
+/// line and col are 1-based; 0 leaves them out.
+Error located(std::string_view file, int line, int col, int code, std::string_view text);
+
+/// One line of a control file, without its '\n'.
+struct Line {
+  std::string_view text;
+  int number = 0;  ///< 1-based
+};
+
+/// Checks the whole content and splits it into lines. Refused, with the
+/// position of the first offence: NUL, CR, invalid UTF-8, a last line
+/// without '\n'. An empty content has no lines.
+Result<std::vector<Line>> split_lines(std::string_view file, std::string_view content);
+
+/// The items of a list or key/value file: lines that are neither empty nor
+/// comments ('#' as first character).
+std::vector<Line> list_items(const std::vector<Line>& lines);
+
+/// The one value of a single-value file: exactly one line, not empty, no
+/// leading or trailing blanks.
+Result<Line> single_value(std::string_view file, std::string_view content);
+
+/// Returns the 1-based column of the first byte of `part` inside `line`,
+/// where part is a view into line.
+int column_of(std::string_view line, std::string_view part);
+
+}  // namespace ctx

@@ -1,0 +1,154 @@
+#include "sys/file.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+
+#include "sys/error.hpp"
+
+namespace ctx::sys {
+
+namespace {
+
+FileStat from_stat(const struct stat& s) {
+  return FileStat{s.st_mode, s.st_uid, s.st_gid, static_cast<std::uint64_t>(s.st_size), s.st_dev,
+                  s.st_ino};
+}
+
+Result<void> write_all(int fd, std::string_view data, const char* what) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail_errno(what);
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<UniqueFd> open_dir(const std::string& path, bool nofollow) {
+  int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return fail_errno("open " + path);
+  return UniqueFd(fd);
+}
+
+Result<UniqueFd> open_dir_at(int dirfd, const std::string& name) {
+  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return fail_errno("openat " + name);
+  return UniqueFd(fd);
+}
+
+Result<FileStat> stat_fd(int fd) {
+  struct stat s {};
+  if (::fstat(fd, &s) < 0) return fail_errno("fstat");
+  return from_stat(s);
+}
+
+Result<std::optional<FileStat>> stat_at(int dirfd, const std::string& name) {
+  struct stat s {};
+  if (::fstatat(dirfd, name.c_str(), &s, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (errno == ENOENT) return std::optional<FileStat>();
+    return fail_errno("fstatat " + name);
+  }
+  return std::optional<FileStat>(from_stat(s));
+}
+
+Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string& name,
+                                                   std::size_t max_size) {
+  // O_NONBLOCK: a FIFO planted as a control file must not hang the reader;
+  // it is refused below as not regular.
+  int raw = ::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+  if (raw < 0) {
+    int err = errno;
+    if (err == ENOENT) return std::optional<FileContent>();
+    if (err == ELOOP) return fail(Error{ELOOP, "is a symbolic link; control files must be regular files"});
+    return fail(sys_error("openat", err));
+  }
+  UniqueFd fd(raw);
+  CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
+  if (!S_ISREG(st.mode)) return fail(Error{EINVAL, "is not a regular file"});
+  if (st.size > max_size)
+    return fail(Error{EFBIG, "is larger than " + std::to_string(max_size) + " bytes"});
+  std::string data;
+  data.resize(max_size + 1);
+  std::size_t got = 0;
+  while (got < data.size()) {
+    ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail_errno("read");
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  // The file may have grown between fstat and read.
+  if (got > max_size) return fail(Error{EFBIG, "is larger than " + std::to_string(max_size) + " bytes"});
+  data.resize(got);
+  return std::optional<FileContent>(FileContent{std::move(data), st});
+}
+
+Result<std::vector<std::string>> list_dir(int dirfd) {
+  int raw = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (raw < 0) return fail_errno("openat .");
+  DIR* d = ::fdopendir(raw);
+  if (d == nullptr) {
+    int err = errno;
+    ::close(raw);
+    return fail(sys_error("fdopendir", err));
+  }
+  std::vector<std::string> names;
+  errno = 0;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(std::move(n));
+    errno = 0;
+  }
+  int err = errno;
+  ::closedir(d);
+  if (err != 0) return fail(sys_error("readdir", err));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000007ULL);
+  int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (raw < 0) return fail_errno("openat " + tmp);
+  UniqueFd fd(raw);
+  auto cleanup = [&] { ::unlinkat(dirfd, tmp.c_str(), 0); };
+  if (auto r = write_all(fd.get(), data, "write"); !r) {
+    cleanup();
+    return fail(std::move(r).error().with_context(name));
+  }
+  // fchmod: the umask may have narrowed the create mode.
+  if (::fchmod(fd.get(), mode) < 0 || ::fsync(fd.get()) < 0) {
+    int err = errno;
+    cleanup();
+    return fail(sys_error("fsync " + tmp, err));
+  }
+  fd.reset();
+  if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) < 0) {
+    int err = errno;
+    cleanup();
+    return fail(sys_error("renameat " + tmp + " " + name, err));
+  }
+  return {};
+}
+
+Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode) {
+  int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (raw < 0) return fail_errno("openat " + name);
+  UniqueFd fd(raw);
+  return write_all(fd.get(), data, "write");
+}
+
+}  // namespace ctx::sys

@@ -1,0 +1,71 @@
+// File-system calls on descriptors: opening without following symlinks,
+// bounded reads of control files, listing, atomic replacement.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "base/unique_fd.hpp"
+
+namespace ctx::sys {
+
+/// What fstat says about an open file, in the fields the project uses.
+struct FileStat {
+  mode_t mode = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::uint64_t size = 0;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+/// Opens a directory by path (O_DIRECTORY|O_CLOEXEC). A symlink as the
+/// last component is refused when nofollow is set.
+Result<UniqueFd> open_dir(const std::string& path, bool nofollow = false);
+
+/// Opens a directory below dirfd by one name, never following a symlink.
+Result<UniqueFd> open_dir_at(int dirfd, const std::string& name);
+
+/// fstat(2) of an open descriptor.
+Result<FileStat> stat_fd(int fd);
+
+/// fstatat(2) of one name below dirfd, not following a symlink; nullopt if
+/// the name does not exist.
+Result<std::optional<FileStat>> stat_at(int dirfd, const std::string& name);
+
+/// A control file as read: its bytes and its metadata.
+struct FileContent {
+  std::string data;
+  FileStat st;
+};
+
+/// Reads one name below dirfd: never through a symlink (O_NOFOLLOW), only
+/// a regular file, at most max_size bytes. nullopt if it does not exist.
+/// Refusals carry a sentence for the caller to prefix with the file's name:
+/// ELOOP (symlink), EINVAL (not a regular file), EFBIG (too large); other
+/// errors are the syscall's.
+Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string& name,
+                                                   std::size_t max_size);
+
+/// Names in a directory, without "." and "..", sorted.
+Result<std::vector<std::string>> list_dir(int dirfd);
+
+/// Replaces dirfd/name atomically: writes a temporary file in the same
+/// directory, fsyncs it and renames it over the name. On any failure the
+/// temporary file is removed and the old content stays.
+Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data,
+                            mode_t mode = 0644);
+
+/// Appends data to dirfd/name (created with mode if missing) with one
+/// write(2) on an O_APPEND descriptor, so concurrent appenders of lines
+/// shorter than PIPE_BUF do not interleave.
+Result<void> append_file(int dirfd, const std::string& name, std::string_view data,
+                         mode_t mode = 0644);
+
+}  // namespace ctx::sys

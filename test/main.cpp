@@ -1,0 +1,54 @@
+// The one Catch2 runner. meson registers one test per tag; before running a
+// tag's cases, this main probes the facility the tag needs and exits 77
+// (skip) with the reason when the machine lacks it. CTX_TEST_STRICT turns
+// such a skip into a failure: "1" for every facility, or a comma list of
+// facility names ("userns,root,cgroup").
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "test/support/facility.hpp"
+
+namespace {
+
+bool strict_for(std::string_view facility) {
+  const char* s = std::getenv("CTX_TEST_STRICT");
+  if (s == nullptr || *s == '\0' || std::string_view(s) == "0") return false;
+  std::string_view list(s);
+  if (list == "1") return true;
+  while (!list.empty()) {
+    auto comma = list.find(',');
+    if (list.substr(0, comma) == facility) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The first argument that looks like "[tag]" names the facility.
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a(argv[i]);
+    if (a.size() < 3 || a.front() != '[' || a.back() != ']') continue;
+    std::string facility(a.substr(1, a.size() - 2));
+    std::optional<std::string> missing = ctx::test::facility_missing(facility);
+    if (missing) {
+      if (strict_for(facility)) {
+        std::fprintf(stderr, "FAIL: CTX_TEST_STRICT requires [%s], but %s\n", facility.c_str(),
+                     missing->c_str());
+        return 1;
+      }
+      std::fprintf(stderr, "SKIP: [%s] %s\n", facility.c_str(), missing->c_str());
+      return 77;
+    }
+    break;
+  }
+  return Catch::Session().run(argc, argv);
+}

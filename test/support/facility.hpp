@@ -1,0 +1,14 @@
+// Probes for the kernel and machine facilities that test tags need.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace ctx::test {
+
+/// nullopt when the facility named by a test tag ("unit", "fs", "userns",
+/// "root", "cgroup", "fuse", "vm") is usable here; else why not, in words
+/// that say what to change.
+std::optional<std::string> facility_missing(const std::string& facility);
+
+}  // namespace ctx::test

@@ -1,0 +1,41 @@
+// A temporary directory for one test, removed with everything in it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ctx::test {
+
+/// Creates a fresh directory under $TMPDIR (or /tmp) and removes it,
+/// recursively and without following symlinks, on destruction.
+class TempDir {
+ public:
+  TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+
+  const std::string& path() const { return path_; }
+  /// path() + "/" + rel
+  std::string operator/(std::string_view rel) const { return path_ + "/" + std::string(rel); }
+
+  /// Writes a file (creating parent directories) with the given mode.
+  void write(std::string_view rel, std::string_view content, unsigned mode = 0644) const;
+  /// Creates a directory and its parents.
+  void mkdir(std::string_view rel, unsigned mode = 0755) const;
+  /// Creates a symlink rel -> target.
+  void symlink(std::string_view target, std::string_view rel) const;
+  /// Reads a whole file.
+  std::string read(std::string_view rel) const;
+
+ private:
+  std::string path_;
+};
+
+/// Reads a whole file by path; throws std::runtime_error if it cannot.
+std::string read_file(const std::string& path);
+
+/// Directory of the test corpora (test/data), from CTX_TEST_DATA.
+std::string data_dir();
+
+}  // namespace ctx::test

@@ -1,0 +1,43 @@
+#include <catch2/catch.hpp>
+
+#include "base/result.hpp"
+
+namespace {
+
+ctx::Result<int> half(int v) {
+  if (v % 2 != 0) return ctx::fail(EINVAL, std::to_string(v) + " is odd");
+  return v / 2;
+}
+
+ctx::Result<int> quarter(int v) {
+  CTX_TRY_ASSIGN(int h, half(v));
+  CTX_TRY_ASSIGN(int q, half(h));
+  return q;
+}
+
+ctx::Result<void> check_even(int v) {
+  CTX_TRY_CTX(half(v), "checking " + std::to_string(v));
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("Result carries a value or an error with context", "[unit]") {
+  auto ok = quarter(8);
+  REQUIRE(ok.has_value());
+  CHECK(*ok == 2);
+  auto bad = quarter(6);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == EINVAL);
+  CHECK(bad.error().msg == "3 is odd");
+  auto v = check_even(5);
+  REQUIRE_FALSE(v);
+  CHECK(v.error().msg == "checking 5: 5 is odd");
+  CHECK(check_even(4).has_value());
+}
+
+TEST_CASE("errno_name names errno values", "[unit]") {
+  CHECK(ctx::errno_name(EINVAL) == "EINVAL");
+  CHECK(ctx::errno_name(EACCES) == "EACCES");
+  CHECK(ctx::errno_name(99999) == "E99999");
+}

@@ -1,0 +1,81 @@
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sys/file.hpp"
+#include "test/support/tempdir.hpp"
+
+using ctx::test::TempDir;
+
+TEST_CASE("read_small_file reads regular files and refuses the rest", "[fs]") {
+  TempDir t;
+  t.write("ok", "hello\n");
+  t.write("big", std::string(100, 'x'));
+  t.symlink("ok", "link");
+  t.mkdir("dir");
+  REQUIRE(::mkfifo((t / "fifo").c_str(), 0644) == 0);
+  auto dir = ctx::sys::open_dir(t.path());
+  REQUIRE(dir);
+
+  auto ok = ctx::sys::read_small_file(dir->get(), "ok", 64);
+  REQUIRE(ok);
+  REQUIRE(ok->has_value());
+  CHECK((*ok)->data == "hello\n");
+  CHECK((*ok)->st.size == 6);
+
+  auto missing = ctx::sys::read_small_file(dir->get(), "nope", 64);
+  REQUIRE(missing);
+  CHECK_FALSE(missing->has_value());
+
+  auto link = ctx::sys::read_small_file(dir->get(), "link", 64);
+  REQUIRE_FALSE(link);
+  CHECK(link.error().code == ELOOP);
+  CHECK(link.error().msg == "is a symbolic link; control files must be regular files");
+
+  auto big = ctx::sys::read_small_file(dir->get(), "big", 64);
+  REQUIRE_FALSE(big);
+  CHECK(big.error().msg == "is larger than 64 bytes");
+  CHECK(big.error().code == EFBIG);
+
+  for (auto name : {"dir", "fifo"}) {
+    auto r = ctx::sys::read_small_file(dir->get(), name, 64);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().msg == "is not a regular file");
+  }
+}
+
+TEST_CASE("atomic_replace leaves either the old or the new content", "[fs]") {
+  TempDir t;
+  t.write("status", "start\n");
+  auto dir = ctx::sys::open_dir(t.path());
+  REQUIRE(dir);
+  REQUIRE(ctx::sys::atomic_replace(dir->get(), "status", "ready\n", 0640));
+  CHECK(t.read("status") == "ready\n");
+  struct stat st {};
+  REQUIRE(::stat((t / "status").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0640);
+  auto names = ctx::sys::list_dir(dir->get());
+  REQUIRE(names);
+  CHECK(*names == std::vector<std::string>{"status"});  // no temporary left
+
+  // A failing rename (target is a non-empty directory) keeps nothing behind.
+  t.write("busy/x", "");
+  auto r = ctx::sys::atomic_replace(dir->get(), "busy", "x\n");
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == EISDIR);
+  CHECK(*ctx::sys::list_dir(dir->get()) == std::vector<std::string>{"busy", "status"});
+}
+
+TEST_CASE("append_file appends whole lines", "[fs]") {
+  TempDir t;
+  auto dir = ctx::sys::open_dir(t.path());
+  REQUIRE(dir);
+  REQUIRE(ctx::sys::append_file(dir->get(), "log", "a\n"));
+  REQUIRE(ctx::sys::append_file(dir->get(), "log", "b\n"));
+  CHECK(t.read("log") == "a\nb\n");
+  t.symlink("log", "log2");
+  auto r = ctx::sys::append_file(dir->get(), "log2", "c\n");
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ELOOP);
+}
