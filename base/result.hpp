@@ -25,10 +25,13 @@ std::string errno_name(int code);
 struct Error {
   int code = 0;
   std::string msg;
+  /// Optional machine-readable reason for denials ("mount_not_visible",
+  /// "agent_policy"); empty for ordinary errors.
+  std::string reason = {};
 
   /// Returns a copy whose message is "<ctx>: <msg>".
   [[nodiscard]] Error with_context(std::string_view ctx) const {
-    return Error{code, std::string(ctx) + ": " + msg};
+    return Error{code, std::string(ctx) + ": " + msg, reason};
   }
   bool operator==(const Error&) const = default;
 };

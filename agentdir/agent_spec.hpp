@@ -1,0 +1,84 @@
+// An agent's control files (`<ctx>/agent/<name>.d/*`, seed 000 "Agent as
+// File") as one plain value. Every decision of a launch is made from this
+// struct; meta.json is validated but never stored here, so no decision can
+// depend on it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mountspec/table.hpp"
+#include "policy/policy.hpp"
+
+namespace ctx::agentdir {
+
+/// Isolation profile (DESIGN.md section 3).
+enum class Iso { shared, uid, userns };
+
+/// Lifecycle ownership. `detached` is reserved by the spec and refused.
+enum class Life { owned };
+
+std::string_view to_string(Iso i);
+std::string_view to_string(Life l);
+
+/// A label: a bare type ("reviewer_t") or user:role:type:level.
+struct Label {
+  std::string user;   ///< empty for a bare type
+  std::string role;   ///< empty for a bare type
+  std::string type;   ///< the policy subject
+  std::string level;  ///< empty for a bare type; may itself contain ':'
+  bool operator==(const Label&) const = default;
+};
+
+/// `parent`: agent:<name> [session:<s>] [run:<r>]
+struct Parent {
+  std::string agent;
+  std::string session;  ///< empty when absent
+  std::string run;      ///< empty when absent
+  bool operator==(const Parent&) const = default;
+};
+
+/// The optional `limits` extension (KEY=VALUE): cgroup v2 values, already
+/// validated, as they will be written ("max", "1073741824", "50000 100000").
+struct Limits {
+  std::optional<std::string> memory_max;
+  std::optional<std::string> pids_max;
+  std::optional<std::string> cpu_max;
+  bool operator==(const Limits&) const = default;
+};
+
+/// Everything a launch needs from `<name>.d/`, defaults applied.
+struct AgentSpec {
+  std::string name;
+  std::string ctx_root;  ///< the CTX root the agent was read from, e.g. "/ctx"
+
+  std::uint32_t owner = 0;
+  std::uint32_t uid = 0;  ///< defaults to owner
+  std::uint32_t gid = 0;  ///< defaults to the owner's primary group
+  std::vector<std::uint32_t> groups;
+  std::optional<Label> label;  ///< none: default deny for everything
+  Iso iso = Iso::userns;
+  std::optional<Parent> parent;
+  Life life = Life::owned;
+  std::string root;  ///< defaults to <ctx>/home/<owner>/agent/<name>/root
+  std::string cwd;   ///< defaults to "/"
+  std::vector<std::pair<std::string, std::string>> env;  ///< file order
+  std::vector<std::string> path;                         ///< CTX_PATH dirs
+  bool path_set = false;  ///< false: the default CTX_PATH applies
+  mountspec::Table mounts;
+  std::vector<std::string> models;
+  policy::Policy policy;
+  std::optional<Limits> limits;
+
+  /// The label's type, or "" with no label.
+  std::string subject() const { return label ? label->type : std::string(); }
+
+  bool operator==(const AgentSpec&) const = default;
+};
+
+}  // namespace ctx::agentdir

@@ -1,0 +1,52 @@
+// Reading `<ctx>/agent/<name>.d/*` strictly into an AgentSpec.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agentdir/agent_spec.hpp"
+#include "base/result.hpp"
+
+namespace ctx::agentdir {
+
+/// The control files the loader knows. Anything else in `<name>.d/` is
+/// reported by `ctx check` as unknown (a warning), never read.
+const std::vector<std::string_view>& known_control_files();
+
+/// The raw bytes of the control files that exist, by file name. Pure input
+/// of build_spec; read_control_files fills it from disk.
+using ControlFiles = std::map<std::string, std::string, std::less<>>;
+
+/// Looks up a user's primary gid (the passwd database); nullopt if the user
+/// has none. Injected so that build_spec stays pure.
+using PrimaryGidLookup = std::function<std::optional<std::uint32_t>(std::uint32_t uid)>;
+
+/// Builds an AgentSpec from file contents, applying defaults. Messages name
+/// files as "<name>.d/<file>" with line and column. On failure returns the
+/// first error; `all` collects every error of every file.
+Result<AgentSpec> build_spec(std::string_view name, std::string_view ctx_root, const ControlFiles& files,
+                             const PrimaryGidLookup& primary_gid, std::vector<Error>* all = nullptr);
+
+/// Options of a load from disk.
+struct LoadOptions {
+  /// Refuse control files that are not owned by root or the agent's
+  /// owner, or that are writable by group or other (a privileged launch).
+  bool require_trusted_files = false;
+};
+
+/// Reads `<ctx_root>/agent/<name>.d/` without following symlinks (the
+/// `.d` directory itself and every file), each file at most 64 KiB, and
+/// builds the spec. Symlinked, oversized, non-regular files are errors.
+Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const LoadOptions& opts = {},
+                       std::vector<Error>* all = nullptr);
+
+/// The default primary-gid lookup through getpwuid_r (sys/).
+PrimaryGidLookup passwd_primary_gid();
+
+}  // namespace ctx::agentdir

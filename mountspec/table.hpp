@@ -1,0 +1,51 @@
+// The v0 mount table (seed 000, "Mount File") as plain data, and its
+// parser. Pure: nothing here touches the file system.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace ctx::mountspec {
+
+enum class Mode { ro, rw };
+
+/// bind: the source mount only; rbind: with every mount below it.
+/// The option "-" alone means bind without extra flags.
+enum class Kind { bind, rbind };
+
+/// One line of a mount table: source<TAB>target<TAB>mode<TAB>options.
+struct Entry {
+  std::string source;  ///< strict absolute path (base/path.hpp)
+  std::string target;  ///< strict absolute path, never "/"
+  Mode mode = Mode::ro;
+  Kind kind = Kind::bind;
+  bool nosuid = false;
+  bool nodev = false;
+  bool noexec = false;
+  int line = 0;  ///< 1-based line in the file it came from; 0 if derived
+
+  bool operator==(const Entry&) const = default;
+};
+
+using Table = std::vector<Entry>;
+
+/// Parses a v0 mount file. `file` names it in messages ("coder.d/mount").
+/// On failure returns the first error; when `all` is given, every error of
+/// the file is appended to it (for `ctx check`). Errors read
+/// "coder.d/mount:3:2: EINVAL: target must be an absolute path".
+Result<Table> parse(std::string_view file, std::string_view content, std::vector<Error>* all = nullptr);
+
+/// Formats one entry back as a mount-file line (without '\n'); parse of the
+/// result gives the same entry.
+std::string format_entry(const Entry& e);
+
+/// Formats a table as a whole mount file.
+std::string format_table(const Table& t);
+
+std::string_view to_string(Mode m);
+std::string_view to_string(Kind k);
+
+}  // namespace ctx::mountspec

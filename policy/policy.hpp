@@ -1,0 +1,99 @@
+// Policy v0 (seed 000, "Policy v0"): a type-enforcement allowlist.
+// Default deny, no deny rules, no globs, no priority, no inheritance, no
+// variables, no path matching. Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace ctx::policy {
+
+/// The fixed object classes of v1.
+enum class Class { tool, model, shared, session, mount, agent, network };
+
+std::string_view to_string(Class c);
+/// nullopt for a class that is not in the fixed table.
+std::optional<Class> class_from(std::string_view s);
+/// The permissions a class admits, in the spec's order.
+const std::vector<std::string_view>& permissions_of(Class c);
+
+/// One `allow <subject> <class>:<object> <permission>` line.
+struct Rule {
+  std::string subject;
+  Class cls = Class::tool;
+  std::string object;
+  std::string permission;
+  int line = 0;  ///< 1-based line in the policy file; 0 if made in code
+
+  bool operator==(const Rule&) const = default;
+};
+
+/// "allow coder_t tool:fs.read execute"
+std::string format_rule(const Rule& r);
+
+/// A parsed policy: the rules in file order and a hash index for
+/// constant-time checks.
+class Policy {
+ public:
+  Policy() = default;
+
+  /// Parses a policy file. `file` names it in messages. On failure returns
+  /// the first error; `all` collects every error. Unknown class or
+  /// permission is EINVAL.
+  static Result<Policy> parse(std::string_view file, std::string_view content,
+                              std::vector<Error>* all = nullptr);
+  /// Builds a policy from rules already validated (for derived policies).
+  static Result<Policy> from_rules(std::vector<Rule> rules);
+
+  /// True if exactly this rule is present. Constant time (one hash lookup).
+  bool allows(std::string_view subject, Class cls, std::string_view object,
+              std::string_view permission) const;
+  /// The rule that allows the request, if any.
+  std::optional<Rule> find(std::string_view subject, Class cls, std::string_view object,
+                           std::string_view permission) const;
+  const std::vector<Rule>& rules() const { return rules_; }
+
+  bool operator==(const Policy& o) const { return rules_ == o.rules_; }
+
+ private:
+  std::vector<Rule> rules_;
+  std::unordered_set<std::string> index_;
+};
+
+/// Decides whether a child's policy lies within its parent's effective
+/// policy: every child rule must name the child's subject type and the
+/// parent must hold the same class:object permission for its own type.
+/// Fails with EACCES, reason "exceeds_parent_policy", naming the first
+/// offending child rule and its line; a rule for another subject is
+/// EINVAL, reason "wrong_subject".
+Result<void> check_subset(const Policy& parent, std::string_view parent_type, const Policy& child,
+                          std::string_view child_type);
+
+/// A request as written on a command line: "tool:fs.read" + "execute".
+struct Request {
+  Class cls = Class::tool;
+  std::string object;
+  std::string permission;
+};
+
+/// Parses "CLASS:OBJECT" and "PERMISSION" with the same rules as a policy
+/// line (EINVAL naming the problem).
+Result<Request> parse_request(std::string_view class_object, std::string_view permission);
+
+/// Why a request is allowed or denied.
+struct Explanation {
+  bool allowed = false;
+  std::optional<Rule> rule;  ///< the allowing rule
+  std::string text;          ///< one sentence for people
+};
+
+/// Explains a decision: the allowing rule with its line, or that no rule
+/// allows it (with the exact line that would).
+Explanation explain(const Policy& p, std::string_view subject, const Request& r);
+
+}  // namespace ctx::policy
