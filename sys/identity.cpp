@@ -1,0 +1,165 @@
+#include "sys/identity.hpp"
+
+#include <cap-ng.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <pwd.h>
+#include <sched.h>
+#include <sys/fsuid.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/unique_fd.hpp"
+#include "sys/error.hpp"
+
+namespace ctx::sys {
+
+namespace {
+
+std::string format_map(const std::vector<IdMapLine>& m) {
+  std::string s;
+  for (const auto& l : m) s += std::to_string(l.inner) + " " + std::to_string(l.outer) + " " + std::to_string(l.count) + "\n";
+  return s;
+}
+
+Result<void> write_proc_file(const std::string& path, const std::string& data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return fail_errno("open " + path);
+  UniqueFd guard(fd);
+  // An id map must be written with a single write(2).
+  ssize_t n = ::write(fd, data.data(), data.size());
+  if (n < 0) return fail_errno("write " + path);
+  if (static_cast<std::size_t>(n) != data.size()) return fail(Error{EIO, "write " + path + ": short write"});
+  return {};
+}
+
+Result<void> run_helper(const char* helper, pid_t pid, const std::vector<IdMapLine>& m) {
+  std::vector<std::string> args{helper, std::to_string(pid)};
+  for (const auto& l : m) {
+    args.push_back(std::to_string(l.inner));
+    args.push_back(std::to_string(l.outer));
+    args.push_back(std::to_string(l.count));
+  }
+  pid_t child = ::fork();
+  if (child < 0) return fail_errno("fork");
+  if (child == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    char* envp[] = {nullptr};
+    ::execve((std::string("/usr/bin/") + helper).c_str(), argv.data(), envp);
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0)
+    if (errno != EINTR) return fail_errno("waitpid");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    return fail(Error{ENOENT, std::string(helper) + ": ENOENT: not installed (apt-get install uidmap)"});
+  return fail(Error{EPERM, std::string(helper) + ": EPERM: refused the map (is the range delegated in /etc/sub" +
+                               (std::strcmp(helper, "newuidmap") == 0 ? "uid" : "gid") + "?)"});
+}
+
+}  // namespace
+
+Result<void> write_id_maps(pid_t pid, const std::vector<IdMapLine>& uid_map, const std::vector<IdMapLine>& gid_map,
+                           bool deny_setgroups) {
+  std::string base = pid == 0 ? std::string("/proc/self/") : "/proc/" + std::to_string(pid) + "/";
+  // setgroups must be "deny" before an unprivileged gid_map write
+  // (user_namespaces(7), since Linux 3.19).
+  if (deny_setgroups) CTX_TRY(write_proc_file(base + "setgroups", "deny\n"));
+  CTX_TRY(write_proc_file(base + "uid_map", format_map(uid_map)));
+  CTX_TRY(write_proc_file(base + "gid_map", format_map(gid_map)));
+  return {};
+}
+
+Result<void> run_id_map_helpers(pid_t pid, const std::vector<IdMapLine>& uid_map,
+                                const std::vector<IdMapLine>& gid_map) {
+  CTX_TRY(run_helper("newuidmap", pid, uid_map));
+  CTX_TRY(run_helper("newgidmap", pid, gid_map));
+  return {};
+}
+
+Result<void> set_ids(std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups) {
+  std::vector<gid_t> g(groups.begin(), groups.end());
+  if (::setgroups(g.size(), g.data()) < 0) return fail_errno("setgroups");
+  if (::setresgid(gid, gid, gid) < 0) return fail_errno("setresgid");
+  if (::setresuid(uid, uid, uid) < 0) return fail_errno("setresuid");
+  return {};
+}
+
+Result<void> set_fs_ids(std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups) {
+  std::vector<gid_t> g(groups.begin(), groups.end());
+  if (::setgroups(g.size(), g.data()) < 0) return fail_errno("setgroups");
+  // setfsuid/setfsgid report no error; verify by reading back.
+  ::setfsgid(gid);
+  if (static_cast<std::uint32_t>(::setfsgid(static_cast<gid_t>(-1))) != gid)
+    return fail(Error{EPERM, "setfsgid: EPERM"});
+  ::setfsuid(uid);
+  if (static_cast<std::uint32_t>(::setfsuid(static_cast<uid_t>(-1))) != uid)
+    return fail(Error{EPERM, "setfsuid: EPERM"});
+  return {};
+}
+
+Result<Creds> current_creds() {
+  Creds c;
+  c.uid = ::geteuid();
+  c.gid = ::getegid();
+  int n = ::getgroups(0, nullptr);
+  if (n < 0) return fail_errno("getgroups");
+  std::vector<gid_t> g(static_cast<std::size_t>(n));
+  n = ::getgroups(n, g.data());
+  if (n < 0) return fail_errno("getgroups");
+  c.groups.assign(g.begin(), g.begin() + n);
+  return c;
+}
+
+Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t primary_gid) {
+  struct passwd pw {};
+  struct passwd* res = nullptr;
+  std::vector<char> buf(16384);
+  int rc = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &res);
+  if (rc != 0) return fail(sys_error("getpwuid_r", rc));
+  if (res == nullptr) return std::vector<std::uint32_t>{primary_gid};
+  int n = 64;
+  std::vector<gid_t> g(static_cast<std::size_t>(n));
+  while (::getgrouplist(pw.pw_name, primary_gid, g.data(), &n) < 0) g.resize(static_cast<std::size_t>(n));
+  g.resize(static_cast<std::size_t>(n));
+  return std::vector<std::uint32_t>(g.begin(), g.end());
+}
+
+Result<void> unshare_ns(int flags) {
+  if (::unshare(flags) < 0) return fail_errno("unshare");
+  return {};
+}
+
+Result<void> drop_all_capabilities() {
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) return fail_errno("prctl PR_CAP_AMBIENT_CLEAR_ALL");
+  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
+    // EINVAL: a capability this kernel does not know; nothing to drop.
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return fail_errno("prctl PR_CAPBSET_DROP");
+  }
+  capng_clear(CAPNG_SELECT_BOTH);
+  if (capng_apply(CAPNG_SELECT_BOTH) != 0) return fail(Error{EPERM, "capng_apply: EPERM: could not clear capabilities"});
+  return {};
+}
+
+Result<void> loopback_up() {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail_errno("socket");
+  UniqueFd s(fd);
+  struct ifreq ifr {};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  if (::ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) return fail_errno("ioctl SIOCGIFFLAGS lo");
+  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
+  if (::ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) return fail_errno("ioctl SIOCSIFFLAGS lo");
+  return {};
+}
+
+}  // namespace ctx::sys

@@ -1,0 +1,65 @@
+// Credentials: user-namespace id maps, uid/gid/groups, file-system ids,
+// capabilities, namespaces joined by unshare.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace ctx::sys {
+
+/// One line of an id map: `inner outer count`.
+struct IdMapLine {
+  std::uint32_t inner = 0;
+  std::uint32_t outer = 0;
+  std::uint32_t count = 1;
+};
+
+/// Writes /proc/<pid>/setgroups ("deny" when deny_setgroups) and the
+/// uid_map and gid_map of the process's user namespace. pid 0 means the
+/// caller itself ("self").
+Result<void> write_id_maps(pid_t pid, const std::vector<IdMapLine>& uid_map,
+                           const std::vector<IdMapLine>& gid_map, bool deny_setgroups);
+
+/// Runs newuidmap/newgidmap (the setuid helpers of the uidmap package)
+/// for pid: the way an unprivileged caller maps ids delegated to it in
+/// /etc/subuid and /etc/subgid.
+Result<void> run_id_map_helpers(pid_t pid, const std::vector<IdMapLine>& uid_map,
+                                const std::vector<IdMapLine>& gid_map);
+
+/// setgroups, setresgid, setresuid, in that order (each is needed before
+/// the next loses the privilege to do it).
+Result<void> set_ids(std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups);
+
+/// Sets the file-system ids and supplementary groups used for permission
+/// checks on paths, keeping CAP_SYS_ADMIN (setfsuid drops only the
+/// file-system capabilities), so mount sources are opened as the owner.
+Result<void> set_fs_ids(std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups);
+
+/// The caller's effective uid, gid and supplementary groups.
+struct Creds {
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<std::uint32_t> groups;
+};
+Result<Creds> current_creds();
+
+/// The group list of a user from the group database (getgrouplist), the
+/// primary gid included.
+Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t primary_gid);
+
+/// unshare(2).
+Result<void> unshare_ns(int flags);
+
+/// Drops every capability: bounding set, ambient, effective, permitted,
+/// inheritable (libcap-ng), and clears securebits' keep-caps.
+Result<void> drop_all_capabilities();
+
+/// Brings the loopback interface of the caller's network namespace up.
+Result<void> loopback_up();
+
+}  // namespace ctx::sys

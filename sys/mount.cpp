@@ -1,0 +1,71 @@
+#include "sys/mount.hpp"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sys/error.hpp"
+
+namespace ctx::sys {
+
+Result<UniqueFd> clone_tree(int dirfd, const std::string& path, bool recursive) {
+  unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+  if (path.empty()) flags |= AT_EMPTY_PATH;
+  int fd = ::open_tree(dirfd, path.c_str(), flags);
+  if (fd < 0) return fail_errno("open_tree");
+  return UniqueFd(fd);
+}
+
+Result<void> set_mount_attrs(int treefd, const MountAttrs& a, bool recursive) {
+  struct mount_attr attr {};
+  if (a.rdonly) attr.attr_set |= MOUNT_ATTR_RDONLY;
+  if (a.nosuid) attr.attr_set |= MOUNT_ATTR_NOSUID;
+  if (a.nodev) attr.attr_set |= MOUNT_ATTR_NODEV;
+  if (a.noexec) attr.attr_set |= MOUNT_ATTR_NOEXEC;
+  if (attr.attr_set == 0) return {};
+  unsigned flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
+  if (::mount_setattr(treefd, "", flags, &attr, sizeof attr) < 0) return fail_errno("mount_setattr");
+  return {};
+}
+
+Result<void> attach_tree(int treefd, int targetfd) {
+  if (::move_mount(treefd, "", targetfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    return fail_errno("move_mount");
+  return {};
+}
+
+Result<void> make_mounts_private() {
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return fail_errno("mount MS_PRIVATE /");
+  return {};
+}
+
+Result<void> mount_fresh(const std::string& fstype, int targetfd, unsigned long flags, const std::string& data) {
+  // mount(2) takes a path: /proc/self/fd/N names the already-resolved
+  // target without a second path walk.
+  std::string target = "/proc/self/fd/" + std::to_string(targetfd);
+  if (::mount(fstype.c_str(), target.c_str(), fstype.c_str(), flags, data.empty() ? nullptr : data.c_str()) < 0)
+    return fail_errno("mount " + fstype);
+  return {};
+}
+
+Result<void> pivot_to(int new_rootfd) {
+  if (::fchdir(new_rootfd) < 0) return fail_errno("fchdir new root");
+  // pivot_root(".", ".") stacks the old root on top of the new one; the
+  // detach below removes it (see pivot_root(2), NOTES).
+  if (::syscall(SYS_pivot_root, ".", ".") < 0) return fail_errno("pivot_root");
+  if (::umount2(".", MNT_DETACH) < 0) return fail_errno("umount2 old root");
+  if (::chdir("/") < 0) return fail_errno("chdir /");
+  return {};
+}
+
+Result<unsigned long long> mount_id_of(int fd) {
+  struct statx sx {};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0) return fail_errno("statx");
+  if ((sx.stx_mask & STATX_MNT_ID) == 0) return 0ULL;
+  return static_cast<unsigned long long>(sx.stx_mnt_id);
+}
+
+}  // namespace ctx::sys

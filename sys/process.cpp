@@ -1,0 +1,195 @@
+#include "sys/process.hpp"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include "sys/error.hpp"
+
+namespace ctx::sys {
+
+Result<Child> clone_child(const CloneSpec& spec) {
+  int pidfd = -1;
+  struct clone_args args {};
+  args.flags = spec.ns_flags | CLONE_PIDFD;
+  args.pidfd = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&pidfd));
+  args.exit_signal = SIGCHLD;
+  if (spec.cgroup_fd >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<std::uint64_t>(spec.cgroup_fd);
+  }
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) return fail_errno("clone3");
+  Child c;
+  c.pid = static_cast<pid_t>(pid);
+  if (pid > 0) c.pidfd.reset(pidfd);
+  return c;
+}
+
+Result<pid_t> fork_process() {
+  pid_t pid = ::fork();
+  if (pid < 0) return fail_errno("fork");
+  return pid;
+}
+
+Result<int> wait_pid(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return fail_errno("waitpid");
+  }
+  return status;
+}
+
+Result<int> try_wait_pid(pid_t pid) {
+  int status = 0;
+  pid_t r = ::waitpid(pid, &status, WNOHANG);
+  if (r < 0) return fail_errno("waitpid");
+  return r == 0 ? -1 : status;
+}
+
+Result<void> signal_pidfd(int pidfd, int sig) {
+  if (::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) < 0) return fail_errno("pidfd_send_signal");
+  return {};
+}
+
+Result<void> signal_pid(pid_t pid, int sig) {
+  if (::kill(pid, sig) < 0) return fail_errno("kill");
+  return {};
+}
+
+Result<UniqueFd> block_into_signalfd(const std::vector<int>& signals) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : signals) sigaddset(&set, s);
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) < 0) return fail_errno("sigprocmask");
+  int fd = ::signalfd(-1, &set, SFD_CLOEXEC);
+  if (fd < 0) return fail_errno("signalfd");
+  return UniqueFd(fd);
+}
+
+Result<int> read_signalfd(int fd) {
+  struct signalfd_siginfo si {};
+  while (true) {
+    ssize_t n = ::read(fd, &si, sizeof si);
+    if (n == static_cast<ssize_t>(sizeof si)) return static_cast<int>(si.ssi_signo);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail_errno("read signalfd");
+    return fail(Error{EIO, "read signalfd: short read"});
+  }
+}
+
+void reset_signals() {
+  for (int s = 1; s < NSIG; ++s) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    std::signal(s, SIG_DFL);
+  }
+  sigset_t empty;
+  sigemptyset(&empty);
+  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+}
+
+Result<void> set_parent_death_signal(int sig) {
+  if (::prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_PDEATHSIG");
+  return {};
+}
+
+Result<void> set_child_subreaper() {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_CHILD_SUBREAPER");
+  return {};
+}
+
+Result<void> set_no_new_privs() {
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_NO_NEW_PRIVS");
+  return {};
+}
+
+Result<void> new_session() {
+  if (::setsid() < 0) return fail_errno("setsid");
+  return {};
+}
+
+Result<void> keep_only_fds(const std::vector<int>& keep) {
+  // First lift every kept fd above the target range so that moving one
+  // into place cannot overwrite another that is still to be moved.
+  std::vector<int> lifted;
+  for (int fd : keep) {
+    int n = ::fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+    if (n < 0) return fail_errno("fcntl F_DUPFD_CLOEXEC");
+    lifted.push_back(n);
+  }
+  for (std::size_t i = 0; i < lifted.size(); ++i) {
+    int want = 3 + static_cast<int>(i);
+    if (::dup2(lifted[i], want) < 0) return fail_errno("dup2");  // dup2 clears CLOEXEC
+  }
+  unsigned first = 3 + static_cast<unsigned>(keep.size());
+  if (::close_range(first, ~0U, 0) < 0) return fail_errno("close_range");
+  return {};
+}
+
+Error exec(const std::string& path, const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  std::vector<char*> a, e;
+  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+  e.push_back(nullptr);
+  ::execve(path.c_str(), a.data(), e.data());
+  int err = errno;
+  return sys_error("execve " + path, err);
+}
+
+Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) return fail_errno("pipe2");
+  return std::pair<UniqueFd, UniqueFd>(UniqueFd(p[0]), UniqueFd(p[1]));
+}
+
+Result<void> write_all(int fd, const void* data, std::size_t len) {
+  const char* p = static_cast<const char*>(data);
+  while (len > 0) {
+    ssize_t n = ::write(fd, p, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail_errno("write");
+    }
+    p += n;
+    len -= static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+Result<std::string> read_to_eof(int fd, std::size_t max) {
+  std::string out;
+  char buf[4096];
+  while (out.size() < max) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail_errno("read");
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+Result<void> set_hostname(const std::string& name) {
+  if (::sethostname(name.c_str(), name.size()) < 0) return fail_errno("sethostname");
+  return {};
+}
+
+std::uint64_t now_us() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
+}
+
+}  // namespace ctx::sys

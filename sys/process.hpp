@@ -1,0 +1,93 @@
+// Processes: clone3 with namespaces, pidfd and cgroup placement; waiting,
+// signals, exec and the last steps before exec.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "base/unique_fd.hpp"
+
+namespace ctx::sys {
+
+/// What clone3 creates besides the child.
+struct CloneSpec {
+  std::uint64_t ns_flags = 0;  ///< CLONE_NEW* flags
+  int cgroup_fd = -1;          ///< >= 0: CLONE_INTO_CGROUP this directory
+};
+
+/// The parent's view of a new child.
+struct Child {
+  pid_t pid = 0;  ///< 0 in the child
+  UniqueFd pidfd;
+};
+
+/// clone3(2) with CLONE_PIDFD and SIGCHLD as exit signal. Returns pid 0 in
+/// the child (which must never return up the stack: it _exit()s).
+Result<Child> clone_child(const CloneSpec& spec);
+
+/// fork(2) for helpers that need no namespaces.
+Result<pid_t> fork_process();
+
+/// Waits for a pid and returns the raw wait status.
+Result<int> wait_pid(pid_t pid);
+
+/// waitpid(WNOHANG): the status if the child has exited, else -1.
+Result<int> try_wait_pid(pid_t pid);
+
+/// pidfd_send_signal(2).
+Result<void> signal_pidfd(int pidfd, int sig);
+
+/// kill(2).
+Result<void> signal_pid(pid_t pid, int sig);
+
+/// Blocks `signals` for the process and returns a signalfd reading them.
+Result<UniqueFd> block_into_signalfd(const std::vector<int>& signals);
+
+/// Reads one signal number from a signalfd (blocking).
+Result<int> read_signalfd(int fd);
+
+/// Restores the default disposition and an empty mask for every signal
+/// (before exec, so the runtime does not inherit our blocking).
+void reset_signals();
+
+/// PR_SET_PDEATHSIG: the kernel sends sig to the caller when its parent
+/// thread exits.
+Result<void> set_parent_death_signal(int sig);
+
+/// PR_SET_CHILD_SUBREAPER.
+Result<void> set_child_subreaper();
+
+/// PR_SET_NO_NEW_PRIVS.
+Result<void> set_no_new_privs();
+
+/// setsid(2): a new session without a controlling terminal, which closes
+/// the TIOCSTI channel to the caller's terminal.
+Result<void> new_session();
+
+/// Moves fds so that `keep[i]` becomes fd 3+i (CLOEXEC cleared) and closes
+/// every other fd above 2 (close_range).
+Result<void> keep_only_fds(const std::vector<int>& keep);
+
+/// execve(2); returns only on failure.
+Error exec(const std::string& path, const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
+/// pipe2(O_CLOEXEC).
+Result<std::pair<UniqueFd, UniqueFd>> make_pipe();
+
+/// Writes all bytes (EINTR-safe).
+Result<void> write_all(int fd, const void* data, std::size_t len);
+
+/// Reads until EOF or `max` bytes.
+Result<std::string> read_to_eof(int fd, std::size_t max);
+
+/// sethostname(2) (in a new UTS namespace).
+Result<void> set_hostname(const std::string& name);
+
+/// Monotonic clock in microseconds.
+std::uint64_t now_us();
+
+}  // namespace ctx::sys

@@ -1,0 +1,70 @@
+#include "sys/resolve.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sys/error.hpp"
+
+namespace ctx::sys {
+
+Result<UniqueFd> open_in_root(int rootfd, const std::string& rel, bool directory) {
+  struct open_how how {};
+  how.flags = O_PATH | O_CLOEXEC | (directory ? O_DIRECTORY : 0);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const char* p = rel.empty() ? "." : rel.c_str();
+  long fd = ::syscall(SYS_openat2, rootfd, p, &how, sizeof how);
+  if (fd < 0) return fail_errno("openat2 " + (rel.empty() ? std::string(".") : rel));
+  return UniqueFd(static_cast<int>(fd));
+}
+
+Result<void> make_dir_at(int dirfd, const std::string& name, mode_t mode) {
+  if (::mkdirat(dirfd, name.c_str(), mode) == 0) return {};
+  int err = errno;
+  if (err == EEXIST) {
+    struct stat st {};
+    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) return {};
+    if (S_ISLNK(st.st_mode)) return fail(Error{ELOOP, "mkdirat " + name + ": ELOOP: is a symbolic link"});
+    return fail(Error{ENOTDIR, "mkdirat " + name + ": ENOTDIR: exists and is not a directory"});
+  }
+  return fail(sys_error("mkdirat " + name, err));
+}
+
+Result<void> make_file_at(int dirfd, const std::string& name, mode_t mode) {
+  int fd = ::openat(dirfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd >= 0) {
+    ::close(fd);
+    return {};
+  }
+  int err = errno;
+  if (err == EEXIST) {
+    struct stat st {};
+    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) &&
+        !S_ISLNK(st.st_mode))
+      return {};
+    if (S_ISLNK(st.st_mode)) return fail(Error{ELOOP, "openat " + name + ": ELOOP: is a symbolic link"});
+    return fail(Error{EISDIR, "openat " + name + ": EISDIR: exists and is a directory"});
+  }
+  return fail(sys_error("openat " + name, err));
+}
+
+Result<UniqueFd> open_path_at(int dirfd, const std::string& name) {
+  int fd = ::openat(dirfd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return fail_errno("openat " + name);
+  return UniqueFd(fd);
+}
+
+Result<UniqueFd> open_path(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return fail_errno("open " + path);
+  return UniqueFd(fd);
+}
+
+Result<void> access_fd(int fd, int mode) {
+  if (::faccessat(fd, "", mode, AT_EACCESS | AT_EMPTY_PATH) < 0) return fail_errno("faccessat");
+  return {};
+}
+
+}  // namespace ctx::sys

@@ -1,0 +1,37 @@
+// Path resolution confined to a directory: openat2(RESOLVE_IN_ROOT |
+// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS), and creation of missing
+// mount points without ever following a symlink.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "base/result.hpp"
+#include "base/unique_fd.hpp"
+
+namespace ctx::sys {
+
+/// Opens rel (relative, no leading '/') below rootfd with O_PATH, treating
+/// rootfd as "/" and refusing every symlink on the way (ELOOP).
+Result<UniqueFd> open_in_root(int rootfd, const std::string& rel, bool directory);
+
+/// mkdirat(2) of one name below dirfd; EEXIST is success when the name is
+/// a directory and not a symlink.
+Result<void> make_dir_at(int dirfd, const std::string& name, mode_t mode);
+
+/// Creates an empty regular file below dirfd unless the name exists as a
+/// regular file; a symlink or another type is an error (never followed).
+Result<void> make_file_at(int dirfd, const std::string& name, mode_t mode);
+
+/// Opens dirfd/name O_PATH|O_NOFOLLOW (the last component only).
+Result<UniqueFd> open_path_at(int dirfd, const std::string& name);
+
+/// open(2) of a host path with flags (O_CLOEXEC added).
+Result<UniqueFd> open_path(const std::string& path, int flags);
+
+/// faccessat(AT_EACCESS) on an fd: checks with the effective (file-system)
+/// ids of the caller, so a set fsuid counts.
+Result<void> access_fd(int fd, int mode);
+
+}  // namespace ctx::sys

@@ -1,0 +1,108 @@
+#include "sys/socket.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "sys/error.hpp"
+
+namespace ctx::sys {
+
+namespace {
+
+Result<sockaddr_un> make_addr(const std::string& path) {
+  sockaddr_un a {};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path) return fail(Error{ENAMETOOLONG, "socket path too long: " + path});
+  std::memcpy(a.sun_path, path.data(), path.size());
+  if (!path.empty() && path[0] == '@') a.sun_path[0] = '\0';
+  return a;
+}
+
+}  // namespace
+
+Result<UniqueFd> listen_unix_at(int dirfd, const std::string& name, const std::string& display_path) {
+  struct stat st {};
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return fail(Error{EEXIST, display_path + ": EEXIST: exists and is not a socket; remove it"});
+    if (::unlinkat(dirfd, name.c_str(), 0) < 0) return fail_errno("unlinkat " + display_path);
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail_errno("socket");
+  UniqueFd s(fd);
+  // bind(2) takes a path; /proc/self/fd/<dirfd>/<name> would follow the
+  // dirfd, but sun_path is short, so bind relative to the directory by
+  // changing into it in a way that cannot race: fchdir is process-wide,
+  // acceptable in the single-threaded supervisor.
+  int cwd = ::open(".", O_PATH | O_CLOEXEC);
+  if (cwd < 0) return fail_errno("open .");
+  UniqueFd cwd_guard(cwd);
+  if (::fchdir(dirfd) < 0) return fail_errno("fchdir");
+  CTX_TRY_ASSIGN(sockaddr_un a, make_addr(name));
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  int err = errno;
+  if (::fchdir(cwd) < 0) return fail_errno("fchdir back");
+  if (rc < 0) return fail(sys_error("bind " + display_path, err));
+  if (::listen(fd, 64) < 0) return fail_errno("listen " + display_path);
+  return s;
+}
+
+Result<UniqueFd> bind_datagram(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return fail_errno("socket");
+  UniqueFd s(fd);
+  ::unlink(path.c_str());
+  CTX_TRY_ASSIGN(sockaddr_un a, make_addr(path));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return fail_errno("bind " + path);
+  return s;
+}
+
+Result<std::string> recv_datagram(int fd) {
+  char buf[4096];
+  ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return std::string();
+    return fail_errno("recv");
+  }
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+Result<void> send_datagram(const std::string& path, const std::string& msg) {
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail_errno("socket");
+  UniqueFd s(fd);
+  CTX_TRY_ASSIGN(sockaddr_un a, make_addr(path));
+  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+  if (::sendto(fd, msg.data(), msg.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&a), len) < 0)
+    return fail_errno("sendto " + path);
+  return {};
+}
+
+Result<void> remove_at(int dirfd, const std::string& name, bool dir) {
+  if (::unlinkat(dirfd, name.c_str(), dir ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
+    return fail_errno("unlinkat " + name);
+  return {};
+}
+
+Result<int> poll_fds(std::vector<struct pollfd>& fds, int timeout_ms) {
+  while (true) {
+    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n >= 0) return n;
+    if (errno != EINTR) return fail_errno("poll");
+  }
+}
+
+Result<bool> try_lock(int fd) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+  if (errno == EWOULDBLOCK) return false;
+  return fail_errno("flock");
+}
+
+}  // namespace ctx::sys
