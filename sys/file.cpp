@@ -95,6 +95,36 @@ Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string&
   return std::optional<FileContent>(FileContent{std::move(data), st});
 }
 
+Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode) {
+  int raw = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (raw < 0) return fail_errno("openat .");
+  UniqueFd cur(raw);
+  std::size_t start = 0;
+  while (start < rel.size()) {
+    std::size_t slash = rel.find('/', start);
+    std::string comp = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (!comp.empty()) {
+      if (::mkdirat(cur.get(), comp.c_str(), mode) < 0 && errno != EEXIST) return fail_errno("mkdirat " + comp);
+      CTX_TRY_ASSIGN(UniqueFd next, open_dir_at(cur.get(), comp));
+      cur = std::move(next);
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return cur;
+}
+
+Result<UniqueFd> open_o_path(const std::string& path) {
+  int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+  if (fd < 0) return fail_errno("open " + path);
+  return UniqueFd(fd);
+}
+
+Result<void> chmod_path(const std::string& path, mode_t mode) {
+  if (::chmod(path.c_str(), mode) < 0) return fail_errno("chmod " + path);
+  return {};
+}
+
 Result<std::vector<std::string>> list_dir(int dirfd) {
   int raw = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) return fail_errno("openat .");

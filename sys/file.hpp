@@ -53,6 +53,16 @@ struct FileContent {
 Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string& name,
                                                    std::size_t max_size);
 
+/// Opens dirfd/rel, creating missing directories (mode) one component at a
+/// time; no component is ever followed as a symlink.
+Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode);
+
+/// Opens a path O_PATH (following symlinks), for passing to a child.
+Result<UniqueFd> open_o_path(const std::string& path);
+
+/// chmod(2).
+Result<void> chmod_path(const std::string& path, mode_t mode);
+
 /// Names in a directory, without "." and "..", sorted.
 Result<std::vector<std::string>> list_dir(int dirfd);
 

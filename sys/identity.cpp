@@ -120,6 +120,16 @@ Result<Creds> current_creds() {
   return c;
 }
 
+Result<std::optional<UserEntry>> lookup_user(std::uint32_t uid) {
+  struct passwd pw {};
+  struct passwd* res = nullptr;
+  std::vector<char> buf(16384);
+  int rc = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &res);
+  if (rc != 0) return fail(sys_error("getpwuid_r", rc));
+  if (res == nullptr) return std::optional<UserEntry>();
+  return std::optional<UserEntry>(UserEntry{pw.pw_name, pw.pw_uid, pw.pw_gid});
+}
+
 Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t primary_gid) {
   struct passwd pw {};
   struct passwd* res = nullptr;

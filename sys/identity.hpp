@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,16 @@ struct Creds {
   std::vector<std::uint32_t> groups;
 };
 Result<Creds> current_creds();
+
+/// A user's passwd entry, in the fields the project uses.
+struct UserEntry {
+  std::string name;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+};
+
+/// getpwuid_r(3): nullopt if the uid has no entry.
+Result<std::optional<UserEntry>> lookup_user(std::uint32_t uid);
 
 /// The group list of a user from the group database (getgrouplist), the
 /// primary gid included.

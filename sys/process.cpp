@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -184,6 +185,13 @@ Result<std::string> read_to_eof(int fd, std::size_t max) {
 Result<void> set_hostname(const std::string& name) {
   if (::sethostname(name.c_str(), name.size()) < 0) return fail_errno("sethostname");
   return {};
+}
+
+Result<unsigned long> ns_inode(pid_t pid, const std::string& ns) {
+  std::string path = "/proc/" + std::to_string(pid) + "/ns/" + ns;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) < 0) return fail_errno("stat " + path);
+  return static_cast<unsigned long>(st.st_ino);
 }
 
 std::uint64_t now_us() {

@@ -87,6 +87,9 @@ Result<std::string> read_to_eof(int fd, std::size_t max);
 /// sethostname(2) (in a new UTS namespace).
 Result<void> set_hostname(const std::string& name);
 
+/// The inode number of /proc/<pid>/ns/<ns> (the namespace's id).
+Result<unsigned long> ns_inode(pid_t pid, const std::string& ns);
+
 /// Monotonic clock in microseconds.
 std::uint64_t now_us();
 

@@ -56,6 +56,11 @@ Result<UniqueFd> open_path_at(int dirfd, const std::string& name) {
   return UniqueFd(fd);
 }
 
+Result<void> make_symlink_at(const std::string& target, int dirfd, const std::string& name) {
+  if (::symlinkat(target.c_str(), dirfd, name.c_str()) < 0) return fail_errno("symlinkat " + name);
+  return {};
+}
+
 Result<UniqueFd> open_path(const std::string& path, int flags) {
   int fd = ::open(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) return fail_errno("open " + path);

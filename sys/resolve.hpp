@@ -27,6 +27,9 @@ Result<void> make_file_at(int dirfd, const std::string& name, mode_t mode);
 /// Opens dirfd/name O_PATH|O_NOFOLLOW (the last component only).
 Result<UniqueFd> open_path_at(int dirfd, const std::string& name);
 
+/// symlinkat(2): creates dirfd/name -> target.
+Result<void> make_symlink_at(const std::string& target, int dirfd, const std::string& name);
+
 /// open(2) of a host path with flags (O_CLOEXEC added).
 Result<UniqueFd> open_path(const std::string& path, int flags);
 
