@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
     std::string_view a(argv[i]);
     if (a.size() < 3 || a.front() != '[' || a.back() != ']') continue;
     std::string facility(a.substr(1, a.size() - 2));
+    ctx::test::set_current_facility(facility);
     std::optional<std::string> missing = ctx::test::facility_missing(facility);
     if (missing) {
       if (strict_for(facility)) {

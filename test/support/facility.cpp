@@ -1,27 +1,45 @@
 #include "test/support/facility.hpp"
 
+#include <grp.h>
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 
+#include "test/support/launch.hpp"
+
 namespace ctx::test {
 
 namespace {
 
-// Tries unshare(CLONE_NEWUSER) in a forked child: the runner itself never
+// Tries unshare(CLONE_NEWUSER|CLONE_NEWNS) in a forked child, as the
+// unprivileged test user when the runner is root: the runner itself never
 // changes its namespaces.
-bool can_unshare_user() {
+bool can_unshare_user(const TestUser& u) {
   pid_t pid = ::fork();
   if (pid < 0) return false;
-  if (pid == 0) _exit(::unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : 1);
+  if (pid == 0) {
+    if (::geteuid() == 0 && u.uid != 0) {
+      if (::setgroups(0, nullptr) < 0 || ::setresgid(u.gid, u.gid, u.gid) < 0 || ::setresuid(u.uid, u.uid, u.uid) < 0)
+        _exit(2);
+    }
+    _exit(::unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : 1);
+  }
   int status = 0;
   if (::waitpid(pid, &status, 0) < 0) return false;
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+std::string& facility_slot() {
+  static std::string f;
+  return f;
+}
+
 }  // namespace
+
+const std::string& current_facility() { return facility_slot(); }
+void set_current_facility(const std::string& f) { facility_slot() = f; }
 
 std::optional<std::string> facility_missing(const std::string& facility) {
   if (facility == "unit" || facility == "fs") return std::nullopt;
@@ -30,10 +48,13 @@ std::optional<std::string> facility_missing(const std::string& facility) {
     return std::nullopt;
   }
   if (facility == "userns") {
-    if (!can_unshare_user())
-      return "unprivileged user namespaces are unavailable (sysctl kernel.unprivileged_userns_clone=1, "
-             "user.max_user_namespaces > 0, or the AppArmor restriction "
-             "kernel.apparmor_restrict_unprivileged_userns=0)";
+    auto u = test_user();
+    if (!u) return "the runner is root and the unprivileged test user $CTX_TEST_USER (default ctx-test) does not exist "
+                   "(scripts/setup creates it)";
+    if (!can_unshare_user(*u))
+      return "unprivileged user namespaces are unavailable to " + u->name +
+             " (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, or on Ubuntu "
+             "kernel.apparmor_restrict_unprivileged_userns=0 / the AppArmor profile in examples/)";
     return std::nullopt;
   }
   return "unknown facility tag [" + facility + "] (this runner knows unit, fs, root, userns)";

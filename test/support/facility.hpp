@@ -11,4 +11,9 @@ namespace ctx::test {
 /// that say what to change.
 std::optional<std::string> facility_missing(const std::string& facility);
 
+/// The facility tag this run of the runner was started for ("root",
+/// "userns", ...), so one test body can run in several modes.
+const std::string& current_facility();
+void set_current_facility(const std::string& f);
+
 }  // namespace ctx::test

@@ -1,0 +1,97 @@
+// ctx-agent-run [--ctx-root DIR] [--session S] [--dry-run]
+//               [--json-status-fd FD] NAME [-- CMD ARG...]
+//
+// Reads <ctx>/agent/NAME.d/* strictly, plans the sandbox, and launches and
+// supervises the agent's runtime inside it. The one place that prints
+// errors of the launcher.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "agentdir/load.hpp"
+#include "base/names.hpp"
+#include "launcher/caller.hpp"
+#include "launcher/plan.hpp"
+#include "launcher/plan_json.hpp"
+#include "launcher/sandbox.hpp"
+#include "launcher/supervisor.hpp"
+
+namespace {
+
+int report(const ctx::Error& e, int code) {
+  std::fprintf(stderr, "ctx-agent-run: %s\n", e.msg.c_str());
+  return code;
+}
+
+std::string env_or(const char* key, const char* dflt) {
+  const char* v = std::getenv(key);
+  return v != nullptr && *v != '\0' ? v : dflt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Everything after "--" is the runtime's command line, untouched.
+  std::vector<std::string> command;
+  int cli_argc = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      cli_argc = i;
+      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+      break;
+    }
+
+  CLI::App app{"Launch an agent's runtime inside a kernel-enforced sandbox."};
+  app.set_version_flag("--version", "ctx-agent-run 0.1.0");
+  std::string ctx_root = env_or("CTX_ROOT", "/ctx");
+  std::string session = "default";
+  std::string name;
+  bool dry_run = false;
+  int status_fd = -1;
+  app.add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
+  app.add_option("--session", session, "session name (default: default)");
+  app.add_flag("--dry-run", dry_run, "print the launch plan as JSON and exit; touches nothing");
+  app.add_option("--json-status-fd", status_fd, "write pid, namespace ids, step timings and exit status as JSON to FD");
+  app.add_option("NAME", name, "the agent")->required();
+  try {
+    app.parse(cli_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (command.empty() && cli_argc != argc && argc == cli_argc + 1)
+    return report(ctx::Error{EINVAL, "nothing after '--'; give a command or drop the '--'"}, 2);
+  if (auto issue = ctx::space_name_issue(session))
+    return report(ctx::Error{EINVAL, "--session " + session + ": " + *issue}, 2);
+
+  ctx::agentdir::LoadOptions lo;
+  lo.require_trusted_files = ::geteuid() == 0;
+  auto spec = ctx::agentdir::load(ctx_root, name, lo);
+  if (!spec) return report(spec.error(), ctx::launcher::kExitLaunchFailed);
+  auto caller = ctx::launcher::probe_caller(*spec);
+  if (!caller) return report(caller.error(), ctx::launcher::kExitLaunchFailed);
+  ctx::launcher::PlanOptions po;
+  po.session = session;
+  po.command = command;
+  po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
+  auto plan = ctx::launcher::make_plan(*spec, *caller, po);
+  if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
+  if (dry_run) {
+    std::cout << ctx::launcher::plan_to_json(*plan).dump(2) << "\n";
+    return 0;
+  }
+
+  ctx::launcher::SuperviseOptions so;
+  so.json_status_fd = status_fd;
+  std::string xdg = env_or("XDG_RUNTIME_DIR", "");
+  so.run_dir_base = !xdg.empty() && xdg[0] == '/' && ::access(xdg.c_str(), W_OK) == 0 ? xdg : "/tmp";
+  so.parent_notify_socket = env_or("NOTIFY_SOCKET", "");
+  std::optional<ctx::Error> error;
+  int code = ctx::launcher::supervise(*plan, so, error);
+  if (error) report(*error, code);
+  return code;
+}

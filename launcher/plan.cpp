@@ -1,0 +1,286 @@
+#include "launcher/plan.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <set>
+
+#include "base/path.hpp"
+#include "base/text.hpp"
+#include "mountspec/plan.hpp"
+
+namespace ctx::launcher {
+
+namespace {
+
+using agentdir::AgentSpec;
+using agentdir::Iso;
+
+std::string join_ids(const std::vector<std::uint32_t>& v) {
+  std::string s;
+  for (auto g : v) s += (s.empty() ? "" : ",") + std::to_string(g);
+  return s.empty() ? "none" : s;
+}
+
+bool in_ranges(std::uint32_t id, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& ranges) {
+  for (auto [start, count] : ranges)
+    if (id >= start && static_cast<std::uint64_t>(id) < static_cast<std::uint64_t>(start) + count) return true;
+  return false;
+}
+
+Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
+  IdPlan p;
+  const std::string who = spec.name + ": iso " + std::string(agentdir::to_string(spec.iso));
+  std::uint32_t owner_gid = caller.owner_primary_gid.value_or(spec.gid);
+  if (caller.uid == 0) {
+    p.privileged = true;
+    // Mount sources and mount points are opened as the owner, so a table
+    // can never reach a path the owner could not.
+    p.fs = sys::Creds{spec.owner, owner_gid, caller.owner_groups};
+    switch (spec.iso) {
+      case Iso::uid:
+        p.host_ids = sys::Creds{spec.uid, spec.gid, spec.groups};
+        p.uid = p.host_uid = spec.uid;
+        p.gid = p.host_gid = spec.gid;
+        p.groups = p.host_groups = spec.groups;
+        break;
+      case Iso::shared:
+        if (spec.uid != spec.owner)
+          return fail(EINVAL, who + " runs as the owner (" + std::to_string(spec.owner) + ") but uid is " +
+                                  std::to_string(spec.uid) + "; remove the uid file or use iso uid");
+        p.host_ids = sys::Creds{spec.owner, spec.gid, spec.groups};
+        p.uid = p.host_uid = spec.owner;
+        p.gid = p.host_gid = spec.gid;
+        p.groups = p.host_groups = spec.groups;
+        break;
+      case Iso::userns:
+        // Drop to the owner's host ids first, then give the runtime
+        // namespace-local ids mapped onto them.
+        p.host_ids = sys::Creds{spec.owner, owner_gid, spec.groups};
+        p.user_ns = true;
+        p.user_ns_after_mounts = true;
+        p.deny_setgroups = true;
+        p.uid_map = {{spec.uid, spec.owner, 1}};
+        p.gid_map = {{spec.gid, owner_gid, 1}};
+        p.uid = spec.uid;
+        p.gid = spec.gid;
+        p.groups = spec.groups;
+        p.host_uid = spec.owner;
+        p.host_gid = owner_gid;
+        p.host_groups = spec.groups;
+        break;
+    }
+    return p;
+  }
+
+  // Unprivileged: the caller's own ids are all it may map (user_namespaces(7)).
+  if (spec.owner != caller.uid)
+    return fail(EPERM, spec.name + ": owned by uid " + std::to_string(spec.owner) + ", launched by uid " +
+                           std::to_string(caller.uid) + ": only the owner or root may launch it");
+  p.fs = sys::Creds{caller.uid, caller.gid, caller.groups};
+  p.user_ns = true;
+  std::set<std::uint32_t> want(spec.groups.begin(), spec.groups.end());
+  std::set<std::uint32_t> have(caller.groups.begin(), caller.groups.end());
+  // The primary gid in the supplementary list changes nothing.
+  have.erase(caller.gid);
+  want.erase(caller.gid);
+  switch (spec.iso) {
+    case Iso::uid: {
+      if (!caller.have_id_map_helpers)
+        return fail(EPERM, who + " needs privilege: launch it as root (a systemd unit), or install uidmap "
+                                 "(newuidmap/newgidmap) and delegate uid " + std::to_string(spec.uid) +
+                                 " to uid " + std::to_string(caller.uid) + " in /etc/subuid and /etc/subgid");
+      if (!in_ranges(spec.uid, caller.subuid))
+        return fail(EPERM, who + ": uid " + std::to_string(spec.uid) + " is not delegated to uid " +
+                               std::to_string(caller.uid) + " in /etc/subuid; add a range that holds it");
+      std::vector<std::uint32_t> gids{spec.gid};
+      gids.insert(gids.end(), spec.groups.begin(), spec.groups.end());
+      for (auto g : gids)
+        if (!in_ranges(g, caller.subgid))
+          return fail(EPERM, who + ": gid " + std::to_string(g) + " is not delegated to uid " +
+                                 std::to_string(caller.uid) + " in /etc/subgid; add a range that holds it");
+      p.map_via_helpers = true;
+      p.uid_map = {{spec.uid, spec.uid, 1}};
+      std::set<std::uint32_t> mapped(gids.begin(), gids.end());
+      for (auto g : mapped) p.gid_map.push_back({g, g, 1});
+      p.uid = p.host_uid = spec.uid;
+      p.gid = p.host_gid = spec.gid;
+      p.groups = p.host_groups = spec.groups;
+      return p;
+    }
+    case Iso::shared:
+      if (spec.uid != caller.uid)
+        return fail(EINVAL, who + " runs as the owner (" + std::to_string(caller.uid) + ") but uid is " +
+                                std::to_string(spec.uid) + "; remove the uid file or use iso userns");
+      if (spec.gid != caller.gid)
+        return fail(EPERM, who + ": gid " + std::to_string(spec.gid) + " differs from the caller's gid " +
+                               std::to_string(caller.gid) + ", which is the only gid an unprivileged launch can map; "
+                               "write " + std::to_string(caller.gid) + " to gid or launch as root");
+      p.uid_map = {{caller.uid, caller.uid, 1}};
+      p.gid_map = {{caller.gid, caller.gid, 1}};
+      p.uid = caller.uid;
+      p.gid = caller.gid;
+      break;
+    case Iso::userns:
+      p.uid_map = {{spec.uid, caller.uid, 1}};
+      p.gid_map = {{spec.gid, caller.gid, 1}};
+      p.uid = spec.uid;
+      p.gid = spec.gid;
+      break;
+  }
+  // The kernel keeps a process's supplementary groups in a user namespace
+  // whose setgroups is denied; they can be neither dropped nor added.
+  if (want != have)
+    return fail(EPERM, spec.name + ": groups lists " + join_ids(std::vector<std::uint32_t>(want.begin(), want.end())) +
+                           " but an unprivileged launch keeps the caller's supplementary groups " +
+                           join_ids(std::vector<std::uint32_t>(have.begin(), have.end())) +
+                           " (they cannot be changed without privilege): make groups list exactly these, or "
+                           "launch as root (a systemd unit)");
+  p.deny_setgroups = true;
+  p.groups = spec.groups;
+  p.host_uid = caller.uid;
+  p.host_gid = caller.gid;
+  p.host_groups = caller.groups;
+  return p;
+}
+
+bool reserved_target(std::string_view t) {
+  return path_is_at_or_under(t, "/proc") || path_is_at_or_under(t, "/dev") || path_is_at_or_under(t, kNotifyDir);
+}
+
+// The shared space a host path lies in, if any: "<ctx>/shared/<name>[/...]".
+std::optional<std::string> shared_space_of(std::string_view host, const std::string& shared_dir) {
+  if (!path_is_at_or_under(host, shared_dir) || host.size() == shared_dir.size()) return std::nullopt;
+  std::string_view rest = path_suffix(host, shared_dir);
+  return std::string(rest.substr(0, rest.find('/')));
+}
+
+Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan) {
+  const std::string file = spec.name + ".d/mount";
+  CTX_TRY_ASSIGN(mountspec::Table ordered, mountspec::order_for_apply(spec.mounts, file));
+  const std::string shared_dir = path_join(spec.ctx_root, "shared");
+  const std::string subject = spec.subject();
+  auto allowed = [&](const std::string& space, const char* perm) {
+    return !subject.empty() && spec.policy.allows(subject, policy::Class::shared, space, perm);
+  };
+  for (const auto& e : ordered) {
+    if (reserved_target(e.target))
+      return fail(located(file, e.line, 0, EINVAL,
+                          "target " + e.target + " is provided by the launcher (fresh /proc, minimal /dev, " +
+                              kNotifyDir + "); remove the line"));
+    BindStep b;
+    b.source = e.source;
+    b.target = e.target;
+    b.recursive = e.kind == mountspec::Kind::rbind;
+    b.rdonly = e.mode == mountspec::Mode::ro;
+    b.need_write = !b.rdonly;
+    b.nosuid = e.nosuid;
+    b.nodev = e.nodev;
+    b.noexec = e.noexec;
+    b.line = e.line;
+    if (auto space = shared_space_of(e.source, shared_dir)) {
+      const char* perm = b.rdonly ? "read" : "write";
+      if (!allowed(*space, perm))
+        return fail(Error{EACCES,
+                          located(file, e.line, 0, EACCES,
+                                  "source " + e.source + " is in shared space " + *space + " and the policy lacks 'allow " +
+                                      (subject.empty() ? std::string("<no label>") : subject) + " shared:" + *space + " " +
+                                      perm + "'")
+                              .msg,
+                          "shared_policy"});
+      plan.binds.push_back(std::move(b));
+      continue;
+    }
+    plan.binds.push_back(b);
+    // A source that holds <ctx>/shared exposes every shared space below
+    // it: hide those the policy does not allow, and make read-only those
+    // it allows only to read.
+    if (path_is_at_or_under(shared_dir, e.source)) {
+      std::string inner_shared = path_join(e.target, path_suffix(shared_dir, e.source));
+      for (const auto& space : opts.shared_spaces) {
+        std::string inner = path_join(inner_shared, space);
+        if (!allowed(space, "read")) {
+          plan.masks.push_back({inner, "no 'shared:" + space + " read' in policy"});
+        } else if (!b.rdonly && !allowed(space, "write")) {
+          BindStep ro = b;
+          ro.source = path_join(shared_dir, space);
+          ro.target = inner;
+          ro.rdonly = true;
+          ro.need_write = false;
+          plan.binds.push_back(ro);
+        }
+      }
+    }
+  }
+  return {};
+}
+
+std::string ctx_home(const AgentSpec& spec) {
+  return std::string(kInnerCtxRoot) + "/home/" + std::to_string(spec.owner);
+}
+
+void set_env(std::vector<std::string>& env, const std::string& key, const std::string& value) {
+  for (auto& kv : env)
+    if (kv.compare(0, key.size() + 1, key + "=") == 0) {
+      kv = key + "=" + value;
+      return;
+    }
+  env.push_back(key + "=" + value);
+}
+
+}  // namespace
+
+Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const PlanOptions& opts) {
+  LaunchPlan plan;
+  plan.name = spec.name;
+  plan.session = opts.session;
+  plan.ctx_root = spec.ctx_root;
+  plan.owner = spec.owner;
+  plan.root = spec.root;
+  plan.cwd = spec.cwd;
+  plan.hostname = spec.name;
+  CTX_TRY_ASSIGN(plan.ids, plan_ids(spec, caller));
+
+  // Network: loopback only unless the policy allows network:default connect.
+  const std::string subject = spec.subject();
+  plan.net_ns = subject.empty() || !spec.policy.allows(subject, policy::Class::network, "default", "connect");
+  plan.clone_flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+  if (plan.net_ns) plan.clone_flags |= CLONE_NEWNET;
+  if (plan.ids.user_ns && !plan.ids.user_ns_after_mounts) plan.clone_flags |= CLONE_NEWUSER;
+  if (plan.ids.user_ns_after_mounts) plan.unshare_flags = CLONE_NEWUSER;
+
+  CTX_TRY(plan_mounts(spec, opts, plan));
+
+  // Environment: built from nothing (startup steps 2 and 3).
+  const std::string home = ctx_home(spec);
+  std::string ctx_path;
+  if (spec.path_set) {
+    for (const auto& d : spec.path) ctx_path += (ctx_path.empty() ? "" : ":") + d;
+  } else {
+    ctx_path = std::string(kInnerCtxRoot) + "/tool:" + home + "/tool";
+  }
+  std::vector<std::string> env{
+      std::string("CTX_ROOT=") + kInnerCtxRoot,
+      "CTX_HOME=" + home,
+      "CTX_PATH=" + ctx_path,
+      "HOME=" + home + "/agent/" + spec.name,
+      std::string("PATH=") + kDefaultPath,
+  };
+  for (const auto& [k, v] : spec.env) set_env(env, k, v);
+  set_env(env, "CTX_AGENT", spec.name);
+  set_env(env, "CTX_SESSION", opts.session);
+  set_env(env, "NOTIFY_SOCKET", kNotifyPath);
+  set_env(env, "LISTEN_FDS", "1");
+  set_env(env, "LISTEN_FDNAMES", spec.name + ".sock");
+  plan.env = std::move(env);
+  plan.notify_target = kNotifyPath;
+
+  if (!opts.command.empty()) {
+    plan.argv = opts.command;
+  } else {
+    plan.argv = {std::string(kInnerCtxRoot) + "/agent/" + spec.name};
+  }
+  return plan;
+}
+
+}  // namespace ctx::launcher

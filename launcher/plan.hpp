@@ -1,0 +1,122 @@
+// The launch plan: every decision of a launch (ids and maps, namespaces,
+// mounts in order with flags, root, cwd, environment, runtime argv) made
+// by pure code from an AgentSpec and the caller's credentials. Only
+// sandbox.cpp applies it. `ctx-agent-run --dry-run` prints it as JSON.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agentdir/agent_spec.hpp"
+#include "base/result.hpp"
+#include "sys/identity.hpp"
+
+namespace ctx::launcher {
+
+/// Who runs the launcher (effective ids) and what the machine offers.
+struct Caller {
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<std::uint32_t> groups;  ///< supplementary groups
+  /// The owner's groups from the group database, for opening mount
+  /// sources with the owner's credentials in a privileged launch.
+  std::vector<std::uint32_t> owner_groups;
+  /// The owner's primary gid (passwd), when known.
+  std::optional<std::uint32_t> owner_primary_gid;
+  /// newuidmap/newgidmap are installed (the uidmap package).
+  bool have_id_map_helpers = false;
+  /// Subordinate id ranges delegated to the caller (/etc/subuid, subgid).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> subuid, subgid;  ///< (start, count)
+};
+
+/// How identity is established (DESIGN.md section 3, the iso table).
+struct IdPlan {
+  bool privileged = false;  ///< the caller is root
+  bool user_ns = false;     ///< the sandbox has its own user namespace
+  /// When the namespace is made: at clone (unprivileged: the caller's own
+  /// ids are mapped) or after the mounts, once the sandbox has dropped to
+  /// host ids (privileged userns/shared).
+  bool user_ns_after_mounts = false;
+  bool map_via_helpers = false;  ///< newuidmap/newgidmap write the maps
+  bool deny_setgroups = false;
+  std::vector<sys::IdMapLine> uid_map;
+  std::vector<sys::IdMapLine> gid_map;
+  /// Host credentials the sandbox takes with set_ids before any user
+  /// namespace of its own (privileged launches only).
+  std::optional<sys::Creds> host_ids;
+  /// Ids of the runtime as seen inside the sandbox.
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<std::uint32_t> groups;
+  /// Ids of the runtime as seen from the host.
+  std::uint32_t host_uid = 0;
+  std::uint32_t host_gid = 0;
+  std::vector<std::uint32_t> host_groups;
+  /// Credentials mount sources and mount points are opened with.
+  sys::Creds fs;
+};
+
+/// One bind of the mount table, resolved.
+struct BindStep {
+  std::string source;  ///< host path
+  std::string target;  ///< path inside the new root
+  bool recursive = false;
+  bool rdonly = false;
+  bool nosuid = false;
+  bool nodev = false;
+  bool noexec = false;
+  bool need_write = false;  ///< rw: the owner must be able to write the source
+  int line = 0;             ///< line in <name>.d/mount
+};
+
+/// An empty read-only tmpfs laid over a path inside the sandbox, hiding a
+/// shared space that a wider mount exposes but the policy does not allow.
+struct MaskStep {
+  std::string target;
+  std::string why;
+};
+
+/// The whole plan.
+struct LaunchPlan {
+  std::string name;
+  std::string session;
+  std::string ctx_root;  ///< host path of the CTX root
+  std::uint32_t owner = 0;
+  std::string root;      ///< host path that becomes "/"
+  std::string cwd;
+  IdPlan ids;
+  std::uint64_t clone_flags = 0;  ///< CLONE_NEW* at clone time
+  int unshare_flags = 0;          ///< CLONE_NEW* unshared after the mounts
+  bool net_ns = true;             ///< loopback only
+  std::vector<BindStep> binds;    ///< parents before children
+  std::vector<MaskStep> masks;    ///< applied after the binds
+  std::string hostname;
+  std::vector<std::string> env;   ///< KEY=VALUE, exactly this, in order
+  std::vector<std::string> argv;  ///< argv[0] is the path inside the sandbox
+  std::string notify_target;      ///< NOTIFY_SOCKET path inside the sandbox
+};
+
+/// Options of a plan that do not come from the control files.
+struct PlanOptions {
+  std::string session = "default";
+  std::vector<std::string> command;  ///< "-- CMD ARG..." override
+  /// Names of the shared spaces that exist under <ctx>/shared (listed by
+  /// the caller), so that a mount exposing all of them can mask the ones
+  /// the policy does not allow.
+  std::vector<std::string> shared_spaces;
+};
+
+/// Fixed paths inside every sandbox.
+inline constexpr const char* kInnerCtxRoot = "/ctx";
+inline constexpr const char* kNotifyDir = "/run/ctx";
+inline constexpr const char* kNotifyPath = "/run/ctx/notify";
+inline constexpr const char* kDefaultPath = "/ctx/bin:/usr/local/bin:/usr/bin:/bin";
+
+/// Makes the plan, or fails with the reason a person can act on: EPERM for
+/// an iso profile the caller cannot have, EACCES for a shared space the
+/// policy does not allow, EINVAL for targets the launcher reserves.
+Result<LaunchPlan> make_plan(const agentdir::AgentSpec& spec, const Caller& caller, const PlanOptions& opts);
+
+}  // namespace ctx::launcher

@@ -1,0 +1,288 @@
+#include "launcher/sandbox.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include "base/path.hpp"
+#include "sys/file.hpp"
+#include "sys/identity.hpp"
+#include "sys/mount.hpp"
+#include "sys/process.hpp"
+#include "sys/resolve.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::launcher {
+
+namespace {
+
+// Step timings go to the supervisor as text lines; losing them is harmless.
+class Reporter {
+ public:
+  explicit Reporter(int fd) : fd_(fd), last_(sys::now_us()) {}
+  void step(const char* name) {
+    std::uint64_t now = sys::now_us();
+    std::string line = std::string("step ") + name + " " + std::to_string(now - last_) + "\n";
+    last_ = now;
+    if (fd_ >= 0) (void)sys::write_all(fd_, line.data(), line.size());
+  }
+
+ private:
+  int fd_;
+  std::uint64_t last_;
+};
+
+[[noreturn]] void die(int error_fd, const Error& e, int code = kExitLaunchFailed) {
+  std::string msg = std::to_string(e.code) + " " + e.msg;
+  (void)sys::write_all(error_fd, msg.data(), msg.size());
+  _exit(code);
+}
+
+std::string rel_of(const std::string& inner) { return inner == "/" ? std::string() : inner.substr(1); }
+
+// Opens (creating when missing) the mount point `inner` below rootfd
+// without following any symlink: every component is resolved with
+// RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS, and a missing one is made with
+// mkdirat on the already-resolved parent.
+Result<UniqueFd> mount_point(int rootfd, const std::string& inner, bool directory) {
+  std::string rel = rel_of(inner);
+  auto existing = sys::open_in_root(rootfd, rel, directory);
+  if (existing || existing.error().code != ENOENT) return existing;
+  std::string done;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t slash = rel.find('/', start);
+    bool last = slash == std::string::npos;
+    std::string comp = rel.substr(start, last ? std::string::npos : slash - start);
+    CTX_TRY_ASSIGN(UniqueFd parent, sys::open_in_root(rootfd, done, true));
+    if (last && !directory) {
+      CTX_TRY(sys::make_file_at(parent.get(), comp, 0644));
+    } else {
+      CTX_TRY(sys::make_dir_at(parent.get(), comp, 0755));
+    }
+    done = done.empty() ? comp : done + "/" + comp;
+    if (last) break;
+    start = slash + 1;
+  }
+  return sys::open_in_root(rootfd, rel, directory);
+}
+
+Result<void> bind_one(int rootfd, const BindStep& b) {
+  // The source is opened with the owner's credentials (the caller's, or
+  // the fs ids set for a privileged launch), so it must be reachable by
+  // the owner; reading (and for rw, writing) it must be allowed too.
+  CTX_TRY_ASSIGN(UniqueFd src, sys::open_path(b.source, O_PATH));
+  CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src.get()));
+  bool dir = S_ISDIR(st.mode);
+  int need = R_OK | (dir ? X_OK : 0) | (b.need_write ? W_OK : 0);
+  if (auto r = sys::access_fd(src.get(), need); !r)
+    return fail(Error{EACCES, "source " + b.source + ": EACCES: the owner may not " +
+                                  (b.need_write ? "read and write" : "read") + " it"});
+  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(src.get(), "", b.recursive));
+  // Attributes are set while the tree is still detached: there is no
+  // moment in which the sandbox could see it writable.
+  CTX_TRY(sys::set_mount_attrs(tree.get(), {b.rdonly, b.nosuid, b.nodev, b.noexec}, b.recursive));
+  CTX_TRY_ASSIGN(UniqueFd target, mount_point(rootfd, b.target, dir));
+  CTX_TRY(sys::attach_tree(tree.get(), target.get()));
+  return {};
+}
+
+Result<void> mask_one(int rootfd, const MaskStep& m) {
+  CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(m.target), true));
+  CTX_TRY(sys::mount_fresh("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k"));
+  return {};
+}
+
+// A minimal /dev: a tmpfs with the harmless device nodes bound from the
+// host (an unprivileged user namespace cannot mknod), a new devpts
+// instance, /dev/shm; read-only once built.
+Result<void> make_dev(int rootfd) {
+  CTX_TRY_ASSIGN(UniqueFd dev, mount_point(rootfd, "/dev", true));
+  CTX_TRY(sys::mount_fresh("tmpfs", dev.get(), MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k"));
+  CTX_TRY_ASSIGN(dev, sys::open_in_root(rootfd, "dev", true));
+  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    CTX_TRY(sys::make_file_at(dev.get(), node, 0666));
+    CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(AT_FDCWD, std::string("/dev/") + node, false));
+    CTX_TRY(sys::set_mount_attrs(tree.get(), {false, true, false, true}, false));
+    CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, std::string("dev/") + node, false));
+    CTX_TRY_CTX(sys::attach_tree(tree.get(), target.get()), std::string("/dev/") + node);
+  }
+  CTX_TRY(sys::make_dir_at(dev.get(), "pts", 0755));
+  CTX_TRY_ASSIGN(UniqueFd pts, sys::open_in_root(rootfd, "dev/pts", true));
+  CTX_TRY(sys::mount_fresh("devpts", pts.get(), MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"));
+  CTX_TRY(sys::make_symlink_at("pts/ptmx", dev.get(), "ptmx"));
+  CTX_TRY(sys::make_dir_at(dev.get(), "shm", 01777));
+  CTX_TRY_ASSIGN(UniqueFd shm, sys::open_in_root(rootfd, "dev/shm", true));
+  CTX_TRY(sys::mount_fresh("tmpfs", shm.get(), MS_NOSUID | MS_NODEV, "mode=1777"));
+  CTX_TRY(sys::make_symlink_at("/proc/self/fd", dev.get(), "fd"));
+  CTX_TRY(sys::make_symlink_at("/proc/self/fd/0", dev.get(), "stdin"));
+  CTX_TRY(sys::make_symlink_at("/proc/self/fd/1", dev.get(), "stdout"));
+  CTX_TRY(sys::make_symlink_at("/proc/self/fd/2", dev.get(), "stderr"));
+  CTX_TRY(sys::set_mount_attrs(dev.get(), {true, true, false, true}, false));
+  return {};
+}
+
+// /run/ctx: a small read-only tmpfs holding only the NOTIFY_SOCKET socket.
+Result<void> make_notify(int rootfd, int socket_fd) {
+  CTX_TRY_ASSIGN(UniqueFd dir, mount_point(rootfd, kNotifyDir, true));
+  CTX_TRY(sys::mount_fresh("tmpfs", dir.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=4k"));
+  CTX_TRY_ASSIGN(dir, sys::open_in_root(rootfd, rel_of(kNotifyDir), true));
+  CTX_TRY(sys::make_file_at(dir.get(), "notify", 0666));
+  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(socket_fd, "", false));
+  CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(kNotifyPath), false));
+  CTX_TRY(sys::attach_tree(tree.get(), target.get()));
+  CTX_TRY(sys::set_mount_attrs(dir.get(), {true, true, true, true}, false));
+  return {};
+}
+
+// Everything between clone and the fork of the runtime, in the order of
+// the spec's startup steps 4 to 8 plus the hardening of DESIGN.md.
+Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep) {
+  const IdPlan& ids = plan.ids;
+  CTX_TRY_CTX(sys::make_mounts_private(), "making mounts private");
+  if (ids.privileged) CTX_TRY_CTX(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups), "taking the owner's file-system ids");
+
+  // The root becomes a mount of its own (pivot_root needs one); the fd
+  // of the attached tree is the anchor for every later path.
+  CTX_TRY_ASSIGN(UniqueFd root_dir, sys::open_path(plan.root, O_PATH | O_DIRECTORY));
+  CTX_TRY_ASSIGN(UniqueFd root, sys::clone_tree(root_dir.get(), "", false));
+  CTX_TRY_CTX(sys::set_mount_attrs(root.get(), {false, true, true, false}, false), "root " + plan.root);
+  CTX_TRY_CTX(sys::attach_tree(root.get(), root_dir.get()), "root " + plan.root);
+  rep.step("root");
+
+  for (const BindStep& b : plan.binds) {
+    auto r = bind_one(root.get(), b);
+    if (!r) return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(b.line) + ": " + b.source + " -> " + b.target));
+  }
+  for (const MaskStep& m : plan.masks) CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")");
+  rep.step("binds");
+
+  CTX_TRY_ASSIGN(UniqueFd proc, mount_point(root.get(), "/proc", true));
+  CTX_TRY_CTX(sys::mount_fresh("proc", proc.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, ""), "/proc");
+  CTX_TRY_CTX(make_dev(root.get()), "/dev");
+  CTX_TRY_CTX(make_notify(root.get(), io.notify_path_fd), kNotifyDir);
+  rep.step("proc_dev");
+
+  if (plan.net_ns) CTX_TRY_CTX(sys::loopback_up(), "network namespace");
+  CTX_TRY(sys::set_hostname(plan.hostname));
+  CTX_TRY_CTX(sys::pivot_to(root.get()), "switching root to " + plan.root);
+  rep.step("pivot_root");
+  if (::chdir(plan.cwd.c_str()) < 0) {
+    int err = errno;
+    return fail(Error{err, "cwd " + plan.cwd + ": chdir: " + errno_name(err)});
+  }
+
+  if (ids.host_ids) CTX_TRY_CTX(sys::set_ids(ids.host_ids->uid, ids.host_ids->gid, ids.host_ids->groups), "setting host ids");
+  if (ids.user_ns_after_mounts) {
+    CTX_TRY_CTX(sys::unshare_ns(plan.unshare_flags), "user namespace");
+    CTX_TRY_CTX(sys::write_id_maps(0, ids.uid_map, ids.gid_map, ids.deny_setgroups), "user namespace");
+  }
+  if (ids.map_via_helpers) CTX_TRY_CTX(sys::set_ids(ids.uid, ids.gid, ids.groups), "setting ids");
+  CTX_TRY_CTX(sys::drop_all_capabilities(), "dropping capabilities");
+  CTX_TRY(sys::set_no_new_privs());
+  CTX_TRY(sys::new_session());
+  rep.step("identity");
+  return {};
+}
+
+std::string env_value(const std::vector<std::string>& env, const std::string& key) {
+  for (const auto& kv : env)
+    if (kv.compare(0, key.size() + 1, key + "=") == 0) return kv.substr(key.size() + 1);
+  return {};
+}
+
+// The runtime process: fds, signals, LISTEN_PID, exec. PATH lookup uses the
+// sandbox's PATH, never the launcher's.
+[[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io) {
+  sys::reset_signals();
+  std::vector<int> keep;
+  if (io.listen_fd >= 0) keep.push_back(io.listen_fd);
+  keep.push_back(io.error_write);  // lifted last; CLOEXEC again below
+  if (auto r = sys::keep_only_fds(keep); !r) die(io.error_write, r.error());
+  int err_fd = 3 + static_cast<int>(keep.size()) - 1;
+  ::fcntl(err_fd, F_SETFD, FD_CLOEXEC);
+  std::vector<std::string> env = plan.env;
+  env.push_back("LISTEN_PID=" + std::to_string(::getpid()));
+  std::vector<std::string> candidates;
+  const std::string& cmd = plan.argv.front();
+  if (cmd.find('/') != std::string::npos) {
+    candidates.push_back(cmd);
+  } else {
+    std::string path = env_value(env, "PATH");
+    std::size_t start = 0;
+    while (start <= path.size()) {
+      std::size_t colon = path.find(':', start);
+      std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      if (!dir.empty()) candidates.push_back(dir + "/" + cmd);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  Error last{ENOENT, "execve " + cmd + ": ENOENT"};
+  for (const auto& c : candidates) {
+    Error e = sys::exec(c, plan.argv, env);
+    if (e.code != ENOENT || last.code == ENOENT) last = e;
+  }
+  int code = last.code == ENOENT || last.code == ENOTDIR ? kExitNotFound : kExitNotExecutable;
+  die(err_fd, last.with_context("runtime " + cmd), code);
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kExitLaunchFailed;
+}
+
+}  // namespace
+
+void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
+  Reporter rep(io.report_write);
+  // The sandbox dies with its supervisor; a supervisor that died before
+  // this line is caught by the sync read below (EOF).
+  if (auto r = sys::set_parent_death_signal(SIGKILL); !r) die(io.error_write, r.error());
+  char go = 0;
+  if (::read(io.sync_read, &go, 1) != 1) _exit(kExitLaunchFailed);
+  ::close(io.sync_read);
+  rep.step("id_maps");
+
+  // Signals the init forwards are blocked before the runtime exists so
+  // none is lost; the runtime resets its mask before exec.
+  const std::vector<int> forwarded{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  std::vector<int> watched = forwarded;
+  watched.push_back(SIGCHLD);
+  auto sigfd = sys::block_into_signalfd(watched);
+  if (!sigfd) die(io.error_write, sigfd.error());
+
+  if (auto r = prepare(plan, io, rep); !r) die(io.error_write, r.error());
+  auto pid = sys::fork_process();
+  if (!pid) die(io.error_write, pid.error());
+  if (*pid == 0) exec_runtime(plan, io);
+
+  // The init: the runtime's exec closes the error pipe; ours is closed
+  // now so that the supervisor sees EOF exactly then.
+  ::close(io.error_write);
+  ::close(io.report_write);
+  if (io.listen_fd >= 0) ::close(io.listen_fd);
+  while (true) {
+    auto sig = sys::read_signalfd(sigfd->get());
+    if (!sig) _exit(kExitLaunchFailed);
+    if (*sig != SIGCHLD) {
+      (void)sys::signal_pid(*pid, *sig);
+      continue;
+    }
+    // Reap every child (orphans are reparented to us); the runtime's exit
+    // ends the sandbox, and with pid 1 gone the kernel kills the rest.
+    while (true) {
+      int status = 0;
+      pid_t done = ::waitpid(-1, &status, WNOHANG);
+      if (done <= 0) break;
+      if (done == *pid) _exit(exit_code_of(status));
+    }
+  }
+}
+
+}  // namespace ctx::launcher

@@ -1,0 +1,31 @@
+// The child half of a launch: applies a LaunchPlan inside the new
+// namespaces, becomes the sandbox's init and starts the runtime.
+#pragma once
+
+#include <string>
+
+#include "launcher/plan.hpp"
+
+namespace ctx::launcher {
+
+/// The descriptors and host paths the child needs from the supervisor.
+struct SandboxIo {
+  int sync_read = -1;     ///< one byte arrives once the id maps are written
+  int error_write = -1;   ///< "<errno> <stage>: <message>" on failure; EOF on exec
+  int report_write = -1;  ///< "step <name> <usec>" lines, closed before exec
+  int listen_fd = -1;     ///< the agent socket, passed as fd 3 (LISTEN_FDS)
+  int notify_path_fd = -1;  ///< O_PATH fd of the host NOTIFY_SOCKET socket
+};
+
+/// Exit codes of the sandbox's init that are not the runtime's own.
+inline constexpr int kExitLaunchFailed = 125;
+inline constexpr int kExitNotExecutable = 126;
+inline constexpr int kExitNotFound = 127;
+
+/// Runs in the cloned child. Never returns: on failure it writes the error
+/// to io.error_write and _exit(125)s; on success it is the sandbox's init
+/// (pid 1) until the runtime exits, then exits with the runtime's status
+/// (128+signal for a signal).
+[[noreturn]] void run_sandbox(const LaunchPlan& plan, const SandboxIo& io);
+
+}  // namespace ctx::launcher

@@ -1,0 +1,310 @@
+#include "launcher/supervisor.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "launcher/sandbox.hpp"
+#include "sys/file.hpp"
+#include "sys/process.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::launcher {
+
+namespace {
+
+using nlohmann::json;
+
+std::string now_ts() {
+  auto now = std::chrono::system_clock::now();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm {};
+  ::gmtime_r(&secs, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
+  return out;
+}
+
+// The agent's files on the host: <name>.d (status, pid, log) and the
+// session directory (events.jsonl). Writes are best effort once the
+// launch is under way: a full disk must not kill a running agent, but is
+// reported on stderr.
+class AgentFiles {
+ public:
+  AgentFiles(const LaunchPlan& plan, int ddir) : plan_(plan), ddir_(ddir) {}
+
+  void status(const char* s) { warn(sys::atomic_replace(ddir_, "status", std::string(s) + "\n"), "status"); }
+  void pid(pid_t p) { warn(sys::atomic_replace(ddir_, "pid", std::to_string(p) + "\n"), "pid"); }
+
+  void log(json j) {
+    j["ts"] = now_ts();
+    j["agent"] = plan_.name;
+    warn(sys::append_file(ddir_, "log", j.dump() + "\n", 0644), "log");
+  }
+
+  void event(json j) {
+    if (!session_.valid()) {
+      auto home = sys::open_dir(plan_.ctx_root + "/home", true);
+      if (!home) return warn(fail(home.error()), "events.jsonl");
+      std::string rel = std::to_string(plan_.owner) + "/agent/" + plan_.name +
+                        "/session/" + plan_.session;
+      auto dir = sys::open_or_make_dirs(home->get(), rel, 0755);
+      if (!dir) return warn(fail(dir.error()), "events.jsonl");
+      session_ = std::move(*dir);
+    }
+    json out;
+    out["ts"] = now_ts();
+    for (auto& [k, v] : j.items()) out[k] = v;
+    out["agent"] = plan_.name;
+    out["session"] = plan_.session;
+    warn(sys::append_file(session_.get(), "events.jsonl", out.dump() + "\n", 0644), "events.jsonl");
+  }
+
+
+ private:
+  void warn(const Result<void>& r, const char* what) {
+    if (!r) std::fprintf(stderr, "ctx-agent-run: warning: %s.d/%s: %s\n", plan_.name.c_str(), what, r.error().msg.c_str());
+  }
+  const LaunchPlan& plan_;
+  int ddir_;
+  UniqueFd session_;
+};
+
+// The private runtime directory <base>/ctx-agent-run-<uid>/<name>: made
+// 0700 by us and checked to be ours, so nobody else can plant the socket.
+Result<std::pair<UniqueFd, std::string>> runtime_dir(const std::string& base, const std::string& name) {
+  CTX_TRY_ASSIGN(UniqueFd b, sys::open_dir(base));
+  std::string mine = "ctx-agent-run-" + std::to_string(::geteuid());
+  CTX_TRY_ASSIGN(UniqueFd d, sys::open_or_make_dirs(b.get(), mine, 0700));
+  CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(d.get()));
+  if (st.uid != ::geteuid() || (st.mode & 077) != 0)
+    return fail(EPERM, base + "/" + mine + ": not owned by uid " + std::to_string(::geteuid()) +
+                           " with mode 0700; remove it");
+  CTX_TRY_ASSIGN(UniqueFd n, sys::open_or_make_dirs(d.get(), name, 0700));
+  return std::pair<UniqueFd, std::string>(std::move(n), base + "/" + mine + "/" + name);
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kExitLaunchFailed;
+}
+
+// Parses "<errno> <message>" from the sandbox's error pipe.
+Error parse_child_error(const std::string& raw) {
+  auto sp = raw.find(' ');
+  int code = EIO;
+  if (sp != std::string::npos) code = std::atoi(raw.substr(0, sp).c_str());
+  return Error{code == 0 ? EIO : code, sp == std::string::npos ? raw : raw.substr(sp + 1)};
+}
+
+}  // namespace
+
+int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optional<Error>& error) {
+  auto failed = [&](Error e) {
+    error = std::move(e);
+    return kExitLaunchFailed;
+  };
+  std::uint64_t t0 = sys::now_us();
+  auto agents = sys::open_dir(plan.ctx_root + "/agent");
+  if (!agents) return failed(agents.error());
+  auto ddir = sys::open_dir_at(agents->get(), plan.name + ".d");
+  if (!ddir) return failed(ddir.error().with_context(plan.name + ".d"));
+
+  // One instance per agent: the lock lives as long as this process.
+  auto locked = sys::try_lock(ddir->get());
+  if (!locked) return failed(locked.error());
+  if (!*locked) {
+    std::string pid = "?";
+    if (auto f = sys::read_small_file(ddir->get(), "pid", 64); f && *f) pid = (*f)->data.substr(0, (*f)->data.find('\n'));
+    return failed(Error{EBUSY, plan.name + ": EBUSY: already running (supervisor pid " + pid + "); stop it first"});
+  }
+
+  AgentFiles files(plan, ddir->get());
+  if (auto prev = sys::read_small_file(ddir->get(), "status", 64); prev && *prev && (*prev)->data != "dead\n")
+    files.log({{"event", "agent.reap"}, {"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}});
+
+  auto fail_launch = [&](const Error& e) {
+    files.status("dead");
+    files.log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}});
+    files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"exit_status", kExitLaunchFailed},
+                 {"error", e.msg}});
+    return failed(e);
+  };
+  files.status("start");
+  files.pid(::getpid());
+  files.log({{"event", "agent.start"}, {"session", plan.session}, {"argv", plan.argv}});
+  files.event({{"type", "agent.start"}, {"object", "agent/" + plan.name}, {"status", "ok"}});
+
+  auto rd = runtime_dir(opts.run_dir_base, plan.name);
+  if (!rd) return fail_launch(rd.error());
+  std::string notify_path = rd->second + "/notify";
+  auto notify = sys::bind_datagram(notify_path);
+  if (!notify) return fail_launch(notify.error());
+  // Anyone inside the sandbox may notify; outside, the 0700 directory
+  // keeps everyone but us away.
+  if (auto r = sys::chmod_path(notify_path, 0666); !r) return fail_launch(r.error());
+  auto notify_o = sys::open_o_path(notify_path);
+  if (!notify_o) return fail_launch(notify_o.error());
+  auto listen = sys::listen_unix_at(agents->get(), plan.name + ".sock", plan.ctx_root + "/agent/" + plan.name + ".sock");
+  if (!listen) return fail_launch(listen.error());
+
+  auto sync = sys::make_pipe();
+  auto errp = sys::make_pipe();
+  auto rep = sys::make_pipe();
+  if (!sync || !errp || !rep) return fail_launch(Error{EMFILE, "pipe2: EMFILE"});
+  const std::vector<int> forwarded{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  std::vector<int> watched = forwarded;
+  watched.push_back(SIGCHLD);
+  auto sigfd = sys::block_into_signalfd(watched);
+  if (!sigfd) return fail_launch(sigfd.error());
+
+  std::uint64_t t_clone = sys::now_us();
+  auto child = sys::clone_child({plan.clone_flags, -1});
+  if (!child) return fail_launch(child.error().with_context("creating namespaces"));
+  if (child->pid == 0) {
+    SandboxIo io{sync->first.get(), errp->second.get(), rep->second.get(), listen->get(), notify_o->get()};
+    run_sandbox(plan, io);
+  }
+  sync->first.reset();
+  errp->second.reset();
+  rep->second.reset();
+  listen->reset();
+  notify_o->reset();
+
+  auto abort_child = [&](const Error& e) {
+    (void)sys::signal_pidfd(child->pidfd.get(), SIGKILL);
+    (void)sys::wait_pid(child->pid);
+    (void)sys::remove_at(agents->get(), plan.name + ".sock");
+    return fail_launch(e);
+  };
+  if (plan.ids.user_ns && !plan.ids.user_ns_after_mounts) {
+    Result<void> r = plan.ids.map_via_helpers
+                         ? sys::run_id_map_helpers(child->pid, plan.ids.uid_map, plan.ids.gid_map)
+                         : sys::write_id_maps(child->pid, plan.ids.uid_map, plan.ids.gid_map, plan.ids.deny_setgroups);
+    if (!r) return abort_child(r.error().with_context("writing id maps"));
+  }
+  char go = 1;
+  if (auto r = sys::write_all(sync->second.get(), &go, 1); !r) return abort_child(r.error());
+  sync->second.reset();
+
+  // Setup ends with the runtime's exec (EOF on the error pipe) or an error.
+  auto reports = sys::read_to_eof(rep->first.get(), 1 << 16);
+  auto child_err = sys::read_to_eof(errp->first.get(), 1 << 16);
+  std::uint64_t t_exec = sys::now_us();
+  if (child_err && !child_err->empty()) {
+    Error e = parse_child_error(*child_err);
+    auto st = sys::wait_pid(child->pid);
+    int code = st ? exit_code_of(*st) : kExitLaunchFailed;
+    (void)sys::remove_at(agents->get(), plan.name + ".sock");
+    if (code == kExitNotFound || code == kExitNotExecutable) {
+      files.status("dead");
+      files.log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}, {"exit_status", code}});
+      files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"exit_status", code}});
+      error = e;
+      return code;
+    }
+    return fail_launch(e);
+  }
+
+  json timings = json::object();
+  timings["prepare"] = t_clone - t0;
+  if (reports)
+    for (std::size_t pos = 0; pos < reports->size();) {
+      std::size_t nl = reports->find('\n', pos);
+      std::string line = reports->substr(pos, nl - pos);
+      pos = nl == std::string::npos ? reports->size() : nl + 1;
+      char name[64];
+      unsigned long long us = 0;
+      if (std::sscanf(line.c_str(), "step %63s %llu", name, &us) == 2) timings[name] = us;
+    }
+  timings["total"] = t_exec - t0;
+  files.log({{"event", "agent.exec"}, {"pid", child->pid}, {"setup_us", t_exec - t0}});
+  if (opts.json_status_fd >= 0) {
+    json ns;
+    for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
+      if (auto ino = sys::ns_inode(child->pid, n)) ns[n] = *ino;
+    json j{{"event", "started"}, {"agent", plan.name}, {"pid", child->pid}, {"supervisor_pid", ::getpid()},
+           {"namespaces", ns}, {"timings_us", timings}};
+    std::string s = j.dump() + "\n";
+    (void)sys::write_all(opts.json_status_fd, s.data(), s.size());
+  }
+
+  // Supervision: signals, sd_notify messages, the child's exit.
+  std::string state = "start";
+  int exit_code = kExitLaunchFailed;
+  bool running = true;
+  while (running) {
+    std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {child->pidfd.get(), POLLIN, 0}, {notify->get(), POLLIN, 0}};
+    if (!sys::poll_fds(fds, -1)) break;
+    if (fds[2].revents & POLLIN) {
+      while (true) {
+        auto msg = sys::recv_datagram(notify->get());
+        if (!msg || msg->empty()) break;
+        std::string next = state;
+        for (std::size_t pos = 0; pos < msg->size();) {
+          std::size_t nl = msg->find('\n', pos);
+          std::string line = msg->substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+          pos = nl == std::string::npos ? msg->size() : nl + 1;
+          if (line == "READY=1") {
+            next = "ready";
+            if (!opts.parent_notify_socket.empty()) (void)sys::send_datagram(opts.parent_notify_socket, "READY=1");
+          } else if (line == "STOPPING=1") {
+            next = "stopping";
+          } else if (line == "CTX_STATE=busy" || line == "BUSY=1") {
+            next = "busy";
+          } else if (line == "CTX_STATE=idle" || line == "IDLE=1") {
+            next = "idle";
+          } else if (line == "CTX_STATE=ready") {
+            next = "ready";
+          }
+        }
+        if (next != state) {
+          state = next;
+          files.status(state.c_str());
+          files.log({{"event", "agent.status"}, {"status", state}});
+        }
+      }
+    }
+    if (fds[0].revents & POLLIN) {
+      auto sig = sys::read_signalfd(sigfd->get());
+      if (sig && *sig != SIGCHLD) {
+        if (state != "stopping") {
+          state = "stopping";
+          files.status("stopping");
+        }
+        files.log({{"event", "agent.signal"}, {"signal", *sig}});
+        (void)sys::signal_pidfd(child->pidfd.get(), *sig);
+      }
+    }
+    if (fds[1].revents & POLLIN) {
+      auto st = sys::wait_pid(child->pid);
+      exit_code = st ? exit_code_of(*st) : kExitLaunchFailed;
+      running = false;
+    }
+  }
+
+  (void)sys::remove_at(agents->get(), plan.name + ".sock");
+  (void)sys::remove_at(rd->first.get(), "notify");
+  files.status("dead");
+  files.log({{"event", "agent.stop"}, {"exit_status", exit_code}});
+  files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", exit_code == 0 ? "ok" : "error"},
+               {"exit_status", exit_code}});
+  if (opts.json_status_fd >= 0) {
+    std::string s = json{{"event", "exited"}, {"agent", plan.name}, {"exit_status", exit_code}}.dump() + "\n";
+    (void)sys::write_all(opts.json_status_fd, s.data(), s.size());
+  }
+  return exit_code;
+}
+
+}  // namespace ctx::launcher

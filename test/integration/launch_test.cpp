@@ -1,0 +1,378 @@
+// ctx-agent-run in real sandboxes. Every TEST_CASE tagged [root][userns]
+// runs twice: launched by root (a privileged launch, as from systemd) and
+// by the unprivileged test user. ctx-probe reports from inside.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "test/support/facility.hpp"
+#include "test/support/launch.hpp"
+
+using nlohmann::json;
+using ctx::test::CtxTree;
+using ctx::test::RunResult;
+using ctx::test::TestUser;
+
+namespace {
+
+struct Mode {
+  bool privileged = false;
+  TestUser as;     ///< who runs ctx-agent-run
+  TestUser owner;  ///< who owns the agent
+};
+
+Mode mode() {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  if (ctx::test::current_facility() == "root") return Mode{true, TestUser{0, 0, "root"}, *u};
+  return Mode{false, *u, *u};
+}
+
+json probe(const RunResult& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(ctx::test::probe_json_line(r.out));
+}
+
+RunResult run_probe(const CtxTree& t, const Mode& m, const std::string& agent, std::vector<std::string> checks) {
+  std::vector<std::string> args{agent, "--", "/probe"};
+  args.insert(args.end(), checks.begin(), checks.end());
+  return t.launch(args, m.as);
+}
+
+std::string home_of(const CtxTree& t, const std::string& agent) {
+  return t.root() + "/home/" + std::to_string(t.owner().uid) + "/agent/" + agent;
+}
+
+}  // namespace
+
+TEST_CASE("only the mount table's targets, /proc and /dev are visible", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("data");
+  t.write("data/file", "x\n");
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/data\t/data\tro\tbind,nosuid,nodev\n"}});
+  json j = probe(run_probe(t, m, "coder", {"mounts", "exists:/etc/passwd", "exists:/home", "exists:/data/file",
+                                            "exists:" + t.root(), "exists:/tmp", "pids"}));
+  std::set<std::string> top;
+  for (const auto& mnt : j["mounts"]) {
+    std::string target = mnt["target"];
+    bool allowed = target == "/" || target.rfind("/usr", 0) == 0 || target == "/probe" || target == "/data" ||
+                   target.rfind("/proc", 0) == 0 || target.rfind("/dev", 0) == 0 || target.rfind("/run/ctx", 0) == 0;
+    INFO(target);
+    CHECK(allowed);
+    top.insert(target);
+  }
+  for (const char* want : {"/", "/usr", "/probe", "/data", "/proc", "/dev", "/dev/pts", "/dev/shm", "/dev/null", "/run/ctx"})
+    CHECK(top.count(want) == 1);
+  CHECK(j["exists:/etc/passwd"] == "ENOENT");
+  CHECK(j["exists:/home"] == "ENOENT");
+  CHECK(j["exists:/tmp"] == "ENOENT");
+  CHECK(j["exists:" + t.root()] == "ENOENT");
+  CHECK(j["exists:/data/file"] == "yes");
+  // Only the sandbox's own processes: its init (1) and the probe.
+  std::set<int> pids(j["pids"].begin(), j["pids"].end());
+  CHECK(pids == std::set<int>{1, 2});
+}
+
+TEST_CASE("ro is EROFS and cannot be remounted rw; rw is writable", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("ro");
+  t.mkdir("rw");
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/ro\t/ro\tro\tbind\n" + t.dir().path() + "/rw\t/rw\trw\tbind\n"}});
+  json j = probe(run_probe(t, m, "coder", {"write:/ro/x", "write:/rw/x", "remount:/ro", "statvfs:/ro", "write:/probe"}));
+  CHECK(j["write:/ro/x"] == "EROFS");
+  CHECK(j["write:/rw/x"] == "ok");
+  CHECK(j["remount:/ro"] == "EPERM");
+  CHECK(j["statvfs:/ro"]["rdonly"] == true);
+  CHECK(j["write:/probe"] == "EROFS");
+  CHECK(t.dir().read("rw/x") == "probe\n");
+}
+
+TEST_CASE("nosuid, nodev and noexec are enforced", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("bin");
+  t.write("bin/tool", ctx::test::read_file("/usr/bin/true"), 0755);
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/bin\t/noexec\tro\tbind,nosuid,nodev,noexec\n" +
+                                  t.dir().path() + "/bin\t/exec\tro\tbind\n"}});
+  json j = probe(run_probe(t, m, "coder", {"exec:/noexec/tool", "exec:/exec/tool", "statvfs:/noexec", "statvfs:/exec"}));
+  CHECK(j["exec:/noexec/tool"] == "EACCES");
+  CHECK(j["exec:/exec/tool"] == "ok");
+  CHECK(j["statvfs:/noexec"] == json{{"rdonly", true}, {"nosuid", true}, {"nodev", true}, {"noexec", true}});
+  CHECK(j["statvfs:/exec"]["noexec"] == false);
+}
+
+TEST_CASE("cwd, environment and hostname are exactly as configured", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("proj");
+  std::string uid = std::to_string(m.owner.uid);
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/proj\t/work\trw\tbind\n"},
+                    {"cwd", "/work\n"},
+                    {"env", "LANG=C.UTF-8\nGREETING=hello $USER\n"}});
+  json j = probe(run_probe(t, m, "coder", {"cwd", "env", "hostname"}));
+  CHECK(j["cwd"] == "/work");
+  CHECK(j["hostname"] == "coder");
+  std::set<std::string> env(j["env"].begin(), j["env"].end());
+  std::set<std::string> want{
+      "CTX_ROOT=/ctx",
+      "CTX_HOME=/ctx/home/" + uid,
+      "CTX_PATH=/ctx/tool:/ctx/home/" + uid + "/tool",
+      "HOME=/ctx/home/" + uid + "/agent/coder",
+      "PATH=/ctx/bin:/usr/local/bin:/usr/bin:/bin",
+      "LANG=C.UTF-8",
+      "GREETING=hello $USER",
+      "CTX_AGENT=coder",
+      "CTX_SESSION=default",
+      "NOTIFY_SOCKET=/run/ctx/notify",
+      "LISTEN_FDS=1",
+      "LISTEN_FDNAMES=coder.sock",
+      "LISTEN_PID=2",
+  };
+  CHECK(env == want);
+}
+
+TEST_CASE("path builds CTX_PATH", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"path", "/ctx/tool\n/ctx/shared/p/tool\n"}});
+  json j = probe(run_probe(t, m, "coder", {"env"}));
+  std::set<std::string> env(j["env"].begin(), j["env"].end());
+  CHECK(env.count("CTX_PATH=/ctx/tool:/ctx/shared/p/tool") == 1);
+}
+
+TEST_CASE("no capabilities, no_new_privs, only ABI fds, a new session", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  json j = probe(run_probe(t, m, "coder", {"caps", "fds", "sid", "listenfd"}));
+  for (const char* k : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+    INFO(k);
+    CHECK(j["caps"][k] == "0000000000000000");
+  }
+  CHECK(j["caps"]["NoNewPrivs"] == "1");
+  CHECK(j["fds"] == json{0, 1, 2, 3});
+  CHECK(j["listenfd"] == "listening");
+  // The sandbox's init made the session; the runtime is in it, with no
+  // controlling terminal to push input into.
+  CHECK(j["sid"]["sid"] == 1);
+}
+
+TEST_CASE("no network but loopback without network:default connect", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  json j = probe(run_probe(t, m, "coder", {"net", "connect:127.0.0.1:9"}));
+  CHECK(j["net"] == json{"lo"});
+  CHECK(j["connect:127.0.0.1:9"] == "ECONNREFUSED");  // loopback is up, nobody listens
+
+  t.agent("netter", {{"policy", "allow netter_t network:default connect\n"}});
+  json h = probe(run_probe(t, m, "netter", {"net"}));
+  std::string host = ctx::test::read_file("/proc/net/dev");
+  CHECK(h["net"].size() >= 1);
+  for (const auto& ifc : h["net"]) CHECK(host.find(ifc.get<std::string>() + ":") != std::string::npos);
+  if (host.find("eth0:") != std::string::npos || h["net"].size() > 1) CHECK(h["net"] != json{"lo"});
+}
+
+TEST_CASE("iso userns: namespace-local ids mapped to the owner", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"uid", "1000\n"}, {"gid", "1000\n"}});
+  json j = probe(run_probe(t, m, "coder", {"ids", "uid_map", "gid_map"}));
+  CHECK(j["ids"]["uid"] == json{1000, 1000, 1000});
+  CHECK(j["ids"]["gid"] == json{1000, 1000, 1000});
+  // Seen from outside (the map's outer column): the owner.
+  CHECK(j["uid_map"].get<std::string>().find("1000 " + std::to_string(m.owner.uid) + " ") != std::string::npos);
+  CHECK(j["gid_map"].get<std::string>().find("1000 " + std::to_string(m.owner.gid) + " ") != std::string::npos);
+}
+
+TEST_CASE("iso shared: the owner's own host ids", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"iso", "shared\n"}});
+  json j = probe(run_probe(t, m, "coder", {"ids"}));
+  CHECK(j["ids"]["uid"] == json{m.owner.uid, m.owner.uid, m.owner.uid});
+  CHECK(j["ids"]["gid"] == json{m.owner.gid, m.owner.gid, m.owner.gid});
+  CHECK(j["ids"]["groups"] == json::array());
+}
+
+TEST_CASE("iso uid: the agent's own host uid, gid and groups", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  // 2000001.. lies in the range scripts/setup delegates to the test user.
+  t.agent("coder", {{"iso", "uid\n"}, {"uid", "2000001\n"}, {"gid", "2000002\n"}, {"groups", "2000003\n"}});
+  RunResult r = run_probe(t, m, "coder", {"ids"});
+  INFO(r.err);
+  json j = probe(r);
+  CHECK(j["ids"]["uid"] == json{2000001, 2000001, 2000001});
+  CHECK(j["ids"]["gid"] == json{2000002, 2000002, 2000002});
+  CHECK(j["ids"]["groups"] == json{2000003});
+}
+
+TEST_CASE("a symlink in root never leads a mount or mkdir outside it", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("outside");
+  t.mkdir("src");
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/src\t/work/sub\tro\tbind\n"}});
+  std::string link = home_of(t, "coder") + "/root/work";
+  REQUIRE(::symlink((t.dir().path() + "/outside").c_str(), link.c_str()) == 0);
+  if (::geteuid() == 0) REQUIRE(::lchown(link.c_str(), m.owner.uid, m.owner.gid) == 0);
+  RunResult r = run_probe(t, m, "coder", {"ids"});
+  CHECK(r.exit_code == 125);
+  CHECK(r.err.find("coder.d/mount:3: " + t.dir().path() + "/src -> /work/sub: openat2 work/sub: ELOOP") != std::string::npos);
+  struct stat st {};
+  CHECK(::lstat((t.dir().path() + "/outside/sub").c_str(), &st) == -1);
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+}
+
+TEST_CASE("a failed launch leaves nothing behind and says why", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"mount", t.base_mounts() + "/nonexistent/src\t/x\tro\tbind\n"}});
+  RunResult r = run_probe(t, m, "coder", {"ids"});
+  CHECK(r.exit_code == 125);
+  CHECK(r.err == "ctx-agent-run: coder.d/mount:3: /nonexistent/src -> /x: open /nonexistent/src: ENOENT\n");
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+  std::string log = t.dir().read("ctx/agent/coder.d/log");
+  CHECK(log.find("\"event\":\"agent.error\"") != std::string::npos);
+  CHECK(log.find("open /nonexistent/src: ENOENT") != std::string::npos);
+  struct stat st {};
+  CHECK(::lstat((t.root() + "/agent/coder.sock").c_str(), &st) == -1);
+  // The lock is gone with the process: a corrected agent launches.
+  t.agent("coder");
+  probe(run_probe(t, m, "coder", {"ids"}));
+}
+
+TEST_CASE("exit status: the runtime's own, 128+signal, 126, 127", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  CHECK(run_probe(t, m, "coder", {"exit:3"}).exit_code == 3);
+  CHECK(t.launch({"coder", "--", "/bin/sh", "-c", "kill -9 $$"}, m.as).exit_code == 137);
+  RunResult missing = t.launch({"coder", "--", "/nope"}, m.as);
+  CHECK(missing.exit_code == 127);
+  CHECK(missing.err == "ctx-agent-run: runtime /nope: execve /nope: ENOENT\n");
+  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/root/plain", "not a program\n", 0644);
+  RunResult noexec = t.launch({"coder", "--", "/plain"}, m.as);
+  CHECK(noexec.exit_code == 126);
+  CHECK(noexec.err == "ctx-agent-run: runtime /plain: execve /plain: EACCES\n");
+  // The default runtime is the agent's executable entry, seen inside.
+  RunResult dflt = t.launch({"coder"}, m.as);
+  CHECK(dflt.exit_code == 127);
+  CHECK(dflt.err == "ctx-agent-run: runtime /ctx/agent/coder: execve /ctx/agent/coder: ENOENT\n");
+}
+
+TEST_CASE("status, pid, log and events follow the runtime", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  auto sp = t.spawn({"coder", "--", "/probe", "notify:READY=1", "sleep:1", "notify:CTX_STATE=busy", "sleep:30"}, m.as);
+  std::string d = t.root() + "/agent/coder.d/";
+  CHECK(ctx::test::wait_for_file(d + "status", "ready\n"));
+  CHECK(ctx::test::wait_for_file(d + "status", "busy\n"));
+  CHECK(ctx::test::read_file(d + "pid") == std::to_string(sp.pid) + "\n");
+  struct stat st {};
+  CHECK(::lstat((t.root() + "/agent/coder.sock").c_str(), &st) == 0);
+  CHECK(S_ISSOCK(st.st_mode));
+  // One instance per agent.
+  RunResult second = run_probe(t, m, "coder", {"ids"});
+  CHECK(second.exit_code == 125);
+  CHECK(second.err == "ctx-agent-run: coder: EBUSY: already running (supervisor pid " + std::to_string(sp.pid) +
+                          "); stop it first\n");
+  // SIGTERM is forwarded; the probe dies of it.
+  REQUIRE(::kill(sp.pid, SIGTERM) == 0);
+  RunResult r = ctx::test::wait_command(sp, 30);
+  CHECK(r.exit_code == 128 + SIGTERM);
+  CHECK(ctx::test::read_file(d + "status") == "dead\n");
+  CHECK(::lstat((t.root() + "/agent/coder.sock").c_str(), &st) == -1);
+  std::string log = ctx::test::read_file(d + "log");
+  for (const char* ev : {"agent.start", "agent.exec", "agent.status", "agent.signal", "agent.stop"}) {
+    INFO(ev);
+    CHECK(log.find(std::string("\"event\":\"") + ev + "\"") != std::string::npos);
+  }
+  std::string events = ctx::test::read_file(home_of(t, "coder") + "/session/default/events.jsonl");
+  auto nl = events.find('\n');
+  json start = json::parse(events.substr(0, nl));
+  json stop = json::parse(events.substr(nl + 1, events.find('\n', nl + 1) - nl - 1));
+  CHECK(start["type"] == "agent.start");
+  CHECK(start["agent"] == "coder");
+  CHECK(start["session"] == "default");
+  CHECK(start["ts"].get<std::string>().size() == 24);
+  CHECK(stop["type"] == "agent.stop");
+  CHECK(stop["exit_status"] == 143);
+}
+
+TEST_CASE("a mount of a shared space needs the policy's permission", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("ctx/shared/project-a/data");
+  t.mkdir("ctx/shared/project-b");
+  std::string src = t.root() + "/shared/project-a";
+  t.agent("coder", {{"mount", t.base_mounts() + src + "\t/p\tro\tbind\n"}});
+  RunResult denied = run_probe(t, m, "coder", {"ids"});
+  CHECK(denied.exit_code == 125);
+  CHECK(denied.err == "ctx-agent-run: coder.d/mount:3: EACCES: source " + src +
+                          " is in shared space project-a and the policy lacks 'allow coder_t shared:project-a read'\n");
+  t.agent("coder", {{"mount", t.base_mounts() + src + "\t/p\tro\tbind\n"},
+                    {"policy", "allow coder_t shared:project-a read\n"}});
+  CHECK(probe(run_probe(t, m, "coder", {"exists:/p/data"}))["exists:/p/data"] == "yes");
+  t.agent("coder", {{"mount", t.base_mounts() + src + "\t/p\trw\tbind\n"},
+                    {"policy", "allow coder_t shared:project-a read\n"}});
+  RunResult rw = run_probe(t, m, "coder", {"ids"});
+  CHECK(rw.exit_code == 125);
+  CHECK(rw.err.find("lacks 'allow coder_t shared:project-a write'") != std::string::npos);
+  // A mount of the whole ctx root hides the spaces the policy does not allow.
+  t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind\n"},
+                    {"policy", "allow coder_t shared:project-a read\n"}});
+  json j = probe(run_probe(t, m, "coder", {"exists:/ctx/shared/project-a/data", "exists:/ctx/shared/project-b/x", "write:/ctx/shared/project-b/x"}));
+  CHECK(j["exists:/ctx/shared/project-a/data"] == "yes");
+  CHECK(j["write:/ctx/shared/project-b/x"] == "EROFS");
+}
+
+TEST_CASE("--dry-run prints the plan and touches nothing", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"status", "dead\n"}});
+  RunResult r = t.launch({"--dry-run", "coder", "--", "/probe", "ids"}, m.as);
+  REQUIRE(r.exit_code == 0);
+  json plan = json::parse(r.out);
+  CHECK(plan["agent"] == "coder");
+  CHECK(plan["argv"] == json{"/probe", "ids"});
+  CHECK(plan["network"] == "loopback");
+  CHECK(plan["ids"]["privileged_caller"] == m.privileged);
+  CHECK(plan["mounts"][0]["target"] == "/usr");
+  CHECK(plan["mounts"][1]["target"] == "/probe");
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+  struct stat st {};
+  CHECK(::lstat((t.root() + "/agent/coder.d/log").c_str(), &st) == -1);
+}
+
+TEST_CASE("--json-status-fd reports pid, namespaces, timings and exit status", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  RunResult r = t.launch({"--json-status-fd", "1", "coder", "--", "/bin/true"}, m.as);
+  REQUIRE(r.exit_code == 0);
+  auto nl = r.out.find('\n');
+  json started = json::parse(r.out.substr(0, nl));
+  json exited = json::parse(ctx::test::probe_json_line(r.out));
+  CHECK(started["event"] == "started");
+  CHECK(started["pid"].get<int>() > 1);
+  for (const char* ns : {"mnt", "pid", "net", "uts", "ipc", "user"}) {
+    INFO(ns);
+    CHECK(started["namespaces"][ns].get<unsigned long>() > 0);
+  }
+  for (const char* step : {"prepare", "id_maps", "root", "binds", "proc_dev", "pivot_root", "identity", "total"}) {
+    INFO(step);
+    CHECK(started["timings_us"].contains(step));
+  }
+  CHECK(exited == json{{"event", "exited"}, {"agent", "coder"}, {"exit_status", 0}});
+}

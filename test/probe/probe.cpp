@@ -1,0 +1,253 @@
+// ctx-probe: runs inside a sandbox and reports what it sees as one JSON
+// object on stdout, so that integration tests check sandbox properties
+// from the inside. Each argument is one check:
+//   ids caps fds sid env pids mounts cwd net hostname
+//   write:PATH read:PATH exec:PATH statvfs:PATH exists:PATH remount:PATH
+//   connect:HOST:PORT notify:MESSAGE sleep:SECONDS
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using nlohmann::json;
+
+namespace {
+
+std::string err_name(int e) {
+  const char* n = strerrorname_np(e);
+  return n != nullptr ? n : std::to_string(e);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> list(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  closedir(d);
+  return out;
+}
+
+json check(const std::string& c) {
+  auto colon = c.find(':');
+  std::string what = c.substr(0, colon);
+  std::string arg = colon == std::string::npos ? "" : c.substr(colon + 1);
+  if (what == "ids") {
+    uid_t r, e, s;
+    gid_t gr, ge, gs;
+    getresuid(&r, &e, &s);
+    getresgid(&gr, &ge, &gs);
+    std::vector<gid_t> g(256);
+    int n = getgroups(static_cast<int>(g.size()), g.data());
+    g.resize(n < 0 ? 0 : static_cast<std::size_t>(n));
+    return {{"uid", {r, e, s}}, {"gid", {gr, ge, gs}}, {"groups", g}};
+  }
+  if (what == "caps") {
+    json j;
+    std::istringstream in(slurp("/proc/self/status"));
+    std::string line;
+    while (std::getline(in, line))
+      for (const char* k : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"})
+        if (line.rfind(std::string(k) + ":", 0) == 0) {
+          std::string v = line.substr(std::strlen(k) + 1);
+          v.erase(0, v.find_first_not_of(" \t"));
+          j[k] = v;
+        }
+    return j;
+  }
+  if (what == "fds") {
+    // Every open fd but the one reading the directory.
+    json a = json::array();
+    DIR* d = opendir("/proc/self/fd");
+    if (d == nullptr) return err_name(errno);
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      if (std::stoi(n) != dirfd(d)) a.push_back(std::stoi(n));
+    }
+    closedir(d);
+    return a;
+  }
+  if (what == "listenfd") {
+    int on = 0;
+    socklen_t len = sizeof on;
+    if (getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0) return err_name(errno);
+    return on ? "listening" : "not listening";
+  }
+  if (what == "uid_map" || what == "gid_map" || what == "setgroups") {
+    return slurp("/proc/self/" + what);
+  }
+  if (what == "sid") return {{"pid", getpid()}, {"sid", getsid(0)}, {"pgid", getpgid(0)}, {"ppid", getppid()}};
+  if (what == "env") {
+    json a = json::array();
+    for (char** e = environ; *e != nullptr; ++e) a.push_back(*e);
+    return a;
+  }
+  if (what == "pids") {
+    json a = json::array();
+    for (auto& n : list("/proc"))
+      if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) a.push_back(std::stoi(n));
+    return a;
+  }
+  if (what == "mounts") {
+    json a = json::array();
+    std::istringstream in(slurp("/proc/self/mountinfo"));
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string id, parent, devno, root, target, opts;
+      f >> id >> parent >> devno >> root >> target >> opts;
+      std::string rest, fstype;
+      while (f >> rest && rest != "-") {}
+      f >> fstype;
+      a.push_back({{"target", target}, {"root", root}, {"options", opts}, {"fstype", fstype}});
+    }
+    return a;
+  }
+  if (what == "cwd") {
+    char buf[4096];
+    return getcwd(buf, sizeof buf) != nullptr ? json(buf) : json(err_name(errno));
+  }
+  if (what == "hostname") {
+    char buf[256] = {};
+    gethostname(buf, sizeof buf - 1);
+    return buf;
+  }
+  if (what == "net") {
+    json a = json::array();
+    std::istringstream in(slurp("/proc/net/dev"));
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line))
+      if (++n > 2) {
+        auto c = line.find(':');
+        std::string name = line.substr(0, c);
+        name.erase(0, name.find_first_not_of(' '));
+        a.push_back(name);
+      }
+    return a;
+  }
+  if (what == "write") {
+    int fd = open(arg.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return err_name(errno);
+    ssize_t w = write(fd, "probe\n", 6);
+    int e = errno;
+    close(fd);
+    return w == 6 ? "ok" : err_name(e);
+  }
+  if (what == "read") {
+    int fd = open(arg.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return err_name(errno);
+    char b[16];
+    ssize_t r = read(fd, b, sizeof b);
+    int e = errno;
+    close(fd);
+    return r >= 0 ? "ok" : err_name(e);
+  }
+  if (what == "exists") {
+    struct stat st {};
+    return lstat(arg.c_str(), &st) == 0 ? "yes" : err_name(errno);
+  }
+  if (what == "exec") {
+    pid_t p = fork();
+    if (p == 0) {
+      char* argv[] = {const_cast<char*>(arg.c_str()), nullptr};
+      char* envp[] = {nullptr};
+      execve(arg.c_str(), argv, envp);
+      _exit(100 + (errno == EACCES ? 1 : errno == ENOENT ? 2 : 3));
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return code == 101 ? "EACCES" : code == 102 ? "ENOENT" : code == 103 ? "error" : "ok";
+  }
+  if (what == "statvfs") {
+    struct statvfs v {};
+    if (statvfs(arg.c_str(), &v) < 0) return err_name(errno);
+    return {{"rdonly", (v.f_flag & ST_RDONLY) != 0}, {"nosuid", (v.f_flag & ST_NOSUID) != 0},
+            {"nodev", (v.f_flag & ST_NODEV) != 0}, {"noexec", (v.f_flag & ST_NOEXEC) != 0}};
+  }
+  if (what == "remount") {
+    // Try to make a read-only bind writable again: must fail.
+    if (mount(nullptr, arg.c_str(), nullptr, MS_REMOUNT | MS_BIND, nullptr) < 0) return err_name(errno);
+    return "ok";
+  }
+  if (what == "connect") {
+    auto c2 = arg.rfind(':');
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a {};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(std::stoi(arg.substr(c2 + 1))));
+    inet_pton(AF_INET, arg.substr(0, c2).c_str(), &a.sin_addr);
+    int r = connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    int e = errno;
+    close(s);
+    return r == 0 ? "ok" : err_name(e);
+  }
+  if (what == "notify") {
+    const char* path = getenv("NOTIFY_SOCKET");
+    if (path == nullptr) return "no NOTIFY_SOCKET";
+    int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a {};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path, sizeof a.sun_path - 1);
+    std::string msg = arg;
+    for (auto& ch : msg)
+      if (ch == ',') ch = '\n';
+    ssize_t r = sendto(s, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    int e = errno;
+    close(s);
+    return r >= 0 ? "ok" : err_name(e);
+  }
+  if (what == "sleep") {
+    usleep(static_cast<useconds_t>(std::stod(arg) * 1e6));
+    return "ok";
+  }
+  if (what == "exit") {
+    std::cout.flush();
+    _exit(std::stoi(arg));
+  }
+  return "unknown check";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  json out = json::object();
+  for (int i = 1; i < argc; ++i) {
+    std::string c = argv[i];
+    if (c.rfind("exit:", 0) == 0) {
+      std::cout << out.dump() << std::endl;
+      _exit(std::stoi(c.substr(5)));
+    }
+    out[c] = check(c);
+  }
+  std::cout << out.dump() << std::endl;
+  return 0;
+}

@@ -1,0 +1,204 @@
+#include "test/support/launch.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace ctx::test {
+
+std::optional<TestUser> test_user() {
+  if (::geteuid() != 0) {
+    struct passwd* pw = ::getpwuid(::geteuid());
+    return TestUser{::geteuid(), ::getegid(), pw != nullptr ? pw->pw_name : "self"};
+  }
+  const char* n = std::getenv("CTX_TEST_USER");
+  std::string name = n != nullptr && *n != '\0' ? n : "ctx-test";
+  struct passwd* pw = ::getpwnam(name.c_str());
+  if (pw == nullptr) return std::nullopt;
+  return TestUser{pw->pw_uid, pw->pw_gid, name};
+}
+
+std::string built(const std::string& rel) {
+  const char* b = std::getenv("CTX_BUILD_ROOT");
+  if (b == nullptr) throw std::runtime_error("CTX_BUILD_ROOT is not set (run the tests through meson test)");
+  return std::string(b) + "/" + rel;
+}
+
+namespace {
+
+void drain(int fd, std::string& into, bool& open) {
+  char buf[4096];
+  ssize_t n = ::read(fd, buf, sizeof buf);
+  if (n > 0) into.append(buf, static_cast<std::size_t>(n));
+  else if (n == 0 || (errno != EINTR && errno != EAGAIN)) open = false;
+}
+
+}  // namespace
+
+Spawned spawn_command(const std::vector<std::string>& argv, std::optional<TestUser> as,
+                      const std::vector<std::string>& extra_env) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0) throw std::runtime_error("pipe2");
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork");
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    if (as && ::geteuid() == 0 && as->uid != 0) {
+      if (::setgroups(0, nullptr) < 0 || ::setresgid(as->gid, as->gid, as->gid) < 0 ||
+          ::setresuid(as->uid, as->uid, as->uid) < 0)
+        _exit(121);
+    }
+    std::vector<std::string> env{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "SSH_AUTH_SOCK=/leak/should-not-pass"};
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    std::vector<char*> a, e;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+    e.push_back(nullptr);
+    ::execve(a[0], a.data(), e.data());
+    _exit(122);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  return Spawned{pid, out[0], err[0]};
+}
+
+RunResult wait_command(Spawned& sp, int timeout_s) {
+  RunResult r;
+  bool o_open = true, e_open = true;
+  struct timespec start {};
+  ::clock_gettime(CLOCK_MONOTONIC, &start);
+  while (o_open || e_open) {
+    struct pollfd fds[2] = {{o_open ? sp.out_fd : -1, POLLIN, 0}, {e_open ? sp.err_fd : -1, POLLIN, 0}};
+    int n = ::poll(fds, 2, 200);
+    if (n > 0) {
+      if (fds[0].revents) drain(sp.out_fd, r.out, o_open);
+      if (fds[1].revents) drain(sp.err_fd, r.err, e_open);
+    }
+    struct timespec now {};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec > timeout_s) {
+      ::kill(-sp.pid, SIGKILL);
+      ::kill(sp.pid, SIGKILL);
+      r.err += "\n[test harness: killed after " + std::to_string(timeout_s) + " s]";
+      break;
+    }
+  }
+  ::close(sp.out_fd);
+  ::close(sp.err_fd);
+  int status = 0;
+  ::waitpid(sp.pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+RunResult run_command(const std::vector<std::string>& argv, std::optional<TestUser> as, int timeout_s,
+                      const std::vector<std::string>& extra_env) {
+  Spawned s = spawn_command(argv, as, extra_env);
+  return wait_command(s, timeout_s);
+}
+
+bool wait_for_file(const std::string& path, const std::string& want, int timeout_ms) {
+  for (int waited = 0; waited <= timeout_ms; waited += 20) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      char buf[256];
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      ::close(fd);
+      if (n >= 0 && std::string(buf, static_cast<std::size_t>(n)) == want) return true;
+    }
+    ::usleep(20000);
+  }
+  return false;
+}
+
+CtxTree::CtxTree(TestUser owner) : owner_(owner) {
+  root_ = dir_ / "ctx";
+  for (const char* d : {"ctx", "ctx/agent", "ctx/tool", "ctx/model", "ctx/shared", "ctx/bin", "ctx/home"}) mkdir(d);
+  mkdir("ctx/home/" + std::to_string(owner_.uid));
+}
+
+void CtxTree::own(const std::string& path) const {
+  if (::geteuid() == 0) ::lchown(path.c_str(), owner_.uid, owner_.gid);
+}
+
+void CtxTree::mkdir(const std::string& rel, unsigned mode) {
+  std::string p;
+  std::size_t start = 0;
+  while (start <= rel.size()) {
+    auto slash = rel.find('/', start);
+    p = rel.substr(0, slash);
+    std::string full = dir_ / p;
+    if (::mkdir(full.c_str(), mode) == 0) own(full);
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  ::chmod((dir_ / rel).c_str(), mode);
+}
+
+void CtxTree::write(const std::string& rel, const std::string& content, unsigned mode) {
+  auto slash = rel.rfind('/');
+  if (slash != std::string::npos) mkdir(rel.substr(0, slash));
+  dir_.write(rel, content, mode);
+  own(dir_ / rel);
+}
+
+std::string CtxTree::base_mounts() const {
+  return "/usr\t/usr\tro\trbind,nodev\n" + built("test/ctx-probe") + "\t/probe\tro\tbind,nodev\n";
+}
+
+void CtxTree::agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files) {
+  std::string uid = std::to_string(owner_.uid);
+  std::string home = "ctx/home/" + uid + "/agent/" + name;
+  mkdir(home + "/root");
+  for (const char* l : {"bin", "lib", "lib64", "sbin"}) {
+    std::string link = dir_ / (home + "/root/" + l);
+    if (::symlink((std::string("usr/") + l).c_str(), link.c_str()) == 0) own(link);
+  }
+  std::map<std::string, std::optional<std::string>> all{
+      {"owner", uid + "\n"},
+      {"gid", std::to_string(owner_.gid) + "\n"},
+      {"label", name + "_t\n"},
+      {"iso", "userns\n"},
+      {"root", root_ + "/home/" + uid + "/agent/" + name + "/root\n"},
+      {"mount", base_mounts()},
+  };
+  for (const auto& [k, v] : files) all[k] = v;
+  mkdir("ctx/agent/" + name + ".d");
+  for (const auto& [k, v] : all)
+    if (v) write("ctx/agent/" + name + ".d/" + k, *v);
+}
+
+RunResult CtxTree::launch(const std::vector<std::string>& args, std::optional<TestUser> as, int timeout_s) const {
+  Spawned s = spawn(args, as);
+  return wait_command(s, timeout_s);
+}
+
+Spawned CtxTree::spawn(const std::vector<std::string>& args, std::optional<TestUser> as) const {
+  std::vector<std::string> argv{built("launcher/ctx-agent-run"), "--ctx-root", root_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (!as && ::geteuid() == 0 && owner_.uid != 0) as = owner_;
+  return spawn_command(argv, as);
+}
+
+std::string probe_json_line(const std::string& out) {
+  auto end = out.find_last_not_of('\n');
+  if (end == std::string::npos) return "{}";
+  auto start = out.rfind('\n', end);
+  return out.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+}  // namespace ctx::test

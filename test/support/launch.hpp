@@ -1,0 +1,101 @@
+// Integration-test support: a CTX tree in a temporary directory, agents
+// written into it, and ctx-agent-run executed for real, either as the
+// caller (root) or as the unprivileged test user.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "test/support/tempdir.hpp"
+
+namespace ctx::test {
+
+/// The unprivileged user that tests launch as: $CTX_TEST_USER (default
+/// ctx-test) when the runner is root, else the runner itself.
+struct TestUser {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string name;
+};
+/// nullopt when the runner is root and the user does not exist.
+std::optional<TestUser> test_user();
+
+/// What a run printed and how it ended.
+struct RunResult {
+  int exit_code = -1;  ///< 128+signal when killed
+  std::string out;
+  std::string err;
+};
+
+/// Runs argv (argv[0] a path) with a small clean environment, optionally
+/// as another user (setgroups to none, then gid, then uid), with stdin
+/// from /dev/null and a time limit after which it is SIGKILLed.
+RunResult run_command(const std::vector<std::string>& argv, std::optional<TestUser> as = std::nullopt,
+                      int timeout_s = 60, const std::vector<std::string>& extra_env = {});
+
+/// A command started in the background (its own process group).
+struct Spawned {
+  pid_t pid = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+};
+
+/// Starts argv like run_command, without waiting.
+Spawned spawn_command(const std::vector<std::string>& argv, std::optional<TestUser> as = std::nullopt,
+                      const std::vector<std::string>& extra_env = {});
+
+/// Collects the output of a spawned command until it exits (SIGKILL to its
+/// process group after timeout_s).
+RunResult wait_command(Spawned& s, int timeout_s = 60);
+
+/// Polls a file until its content equals `want` (true) or timeout (false).
+bool wait_for_file(const std::string& path, const std::string& want, int timeout_ms = 10000);
+
+/// Path of a built binary, from CTX_BUILD_ROOT ("launcher/ctx-agent-run").
+std::string built(const std::string& rel);
+
+/// A CTX tree owned by `owner`, with helpers to write agents.
+class CtxTree {
+ public:
+  explicit CtxTree(TestUser owner);
+
+  const std::string& root() const { return root_; }
+  const TestUser& owner() const { return owner_; }
+  TempDir& dir() { return dir_; }
+
+  /// Writes <name>.d with sensible defaults (owner, gid, label <name>_t,
+  /// iso userns, root <ctx>/home/<uid>/agent/<name>/root, a mount table
+  /// giving /usr and the probe at /probe) overridden by `files` (file name
+  /// -> content; an empty optional removes the default).
+  void agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files = {});
+
+  /// The default mount lines (/usr ro rbind, probe ro bind).
+  std::string base_mounts() const;
+
+  /// Writes a file below the tree (as root: chowned to the owner).
+  void write(const std::string& rel, const std::string& content, unsigned mode = 0644);
+  void mkdir(const std::string& rel, unsigned mode = 0755);
+
+  /// Runs ctx-agent-run --ctx-root <tree> args... as `as` (default: owner
+  /// when the runner is root and the owner is not root).
+  RunResult launch(const std::vector<std::string>& args, std::optional<TestUser> as = std::nullopt,
+                   int timeout_s = 60) const;
+  /// Like launch, in the background.
+  Spawned spawn(const std::vector<std::string>& args, std::optional<TestUser> as = std::nullopt) const;
+
+ private:
+  void own(const std::string& path) const;
+
+  TempDir dir_;
+  TestUser owner_;
+  std::string root_;
+};
+
+/// Parses the JSON line ctx-probe printed (the last line of out).
+std::string probe_json_line(const std::string& out);
+
+}  // namespace ctx::test

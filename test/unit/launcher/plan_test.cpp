@@ -1,0 +1,226 @@
+// The launch plan is pure: these tests build specs in code and check
+// every decision without privileges.
+#include <catch2/catch.hpp>
+
+#include <sched.h>
+
+#include "launcher/plan.hpp"
+#include "mountspec/table.hpp"
+#include "policy/policy.hpp"
+
+using ctx::agentdir::AgentSpec;
+using ctx::agentdir::Iso;
+using ctx::launcher::Caller;
+using ctx::launcher::make_plan;
+using ctx::launcher::PlanOptions;
+
+namespace {
+
+AgentSpec coder(Iso iso = Iso::userns) {
+  AgentSpec s;
+  s.name = "coder";
+  s.ctx_root = "/srv/ctx";
+  s.owner = 1000;
+  s.uid = 1000;
+  s.gid = 1000;
+  s.label = ctx::agentdir::Label{"user_u", "agent_r", "coder_t", "s0"};
+  s.iso = iso;
+  s.root = "/srv/ctx/home/1000/agent/coder/root";
+  s.cwd = "/work";
+  s.env = {{"LANG", "C.UTF-8"}};
+  s.mounts = *ctx::mountspec::parse("coder.d/mount",
+                                    "/home/me/project/sub\t/work/sub\tro\tbind\n"
+                                    "/usr\t/usr\tro\trbind,nodev\n"
+                                    "/home/me/project\t/work\trw\trbind,nosuid,nodev\n");
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t tool:fs.read execute\n");
+  return s;
+}
+
+Caller user(std::uint32_t uid = 1000) {
+  Caller c;
+  c.uid = uid;
+  c.gid = uid;
+  return c;
+}
+
+Caller root() {
+  Caller c;
+  c.owner_groups = {1000, 27};
+  c.owner_primary_gid = 1000;
+  return c;
+}
+
+bool has_map(const std::vector<ctx::sys::IdMapLine>& m, std::uint32_t in, std::uint32_t out) {
+  return m.size() == 1 && m[0].inner == in && m[0].outer == out && m[0].count == 1;
+}
+
+}  // namespace
+
+TEST_CASE("unprivileged userns plan", "[unit]") {
+  AgentSpec s = coder();
+  s.uid = 0;  // namespace-local root, mapped to the owner
+  auto p = make_plan(s, user(), {});
+  REQUIRE(p);
+  CHECK(p->clone_flags == (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWNET));
+  CHECK(p->unshare_flags == 0);
+  CHECK(p->ids.user_ns);
+  CHECK_FALSE(p->ids.privileged);
+  CHECK(p->ids.deny_setgroups);
+  CHECK(has_map(p->ids.uid_map, 0, 1000));
+  CHECK(has_map(p->ids.gid_map, 1000, 1000));
+  CHECK(p->ids.uid == 0);
+  CHECK(p->ids.host_uid == 1000);
+  // Parents before children, whatever the file order.
+  REQUIRE(p->binds.size() == 3);
+  CHECK(p->binds[0].target == "/usr");
+  CHECK(p->binds[1].target == "/work");
+  CHECK(p->binds[2].target == "/work/sub");
+  CHECK(p->binds[1].recursive);
+  CHECK_FALSE(p->binds[1].rdonly);
+  CHECK(p->binds[1].nosuid);
+  CHECK(p->binds[2].rdonly);
+  CHECK(p->binds[2].line == 1);
+  CHECK(p->argv == std::vector<std::string>{"/ctx/agent/coder"});
+  CHECK(p->env == std::vector<std::string>{
+                      "CTX_ROOT=/ctx", "CTX_HOME=/ctx/home/1000", "CTX_PATH=/ctx/tool:/ctx/home/1000/tool",
+                      "HOME=/ctx/home/1000/agent/coder", "PATH=/ctx/bin:/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
+                      "CTX_AGENT=coder", "CTX_SESSION=default", "NOTIFY_SOCKET=/run/ctx/notify", "LISTEN_FDS=1",
+                      "LISTEN_FDNAMES=coder.sock"});
+}
+
+TEST_CASE("env may override PATH and HOME, never CTX_*; path builds CTX_PATH", "[unit]") {
+  AgentSpec s = coder();
+  s.env = {{"PATH", "/bin"}, {"HOME", "/work"}};
+  s.path = {"/ctx/tool", "/ctx/shared/p/tool"};
+  s.path_set = true;
+  PlanOptions o;
+  o.session = "s1";
+  o.command = {"sh", "-c", "true"};
+  auto p = make_plan(s, user(), o);
+  REQUIRE(p);
+  CHECK(p->env[2] == "CTX_PATH=/ctx/tool:/ctx/shared/p/tool");
+  CHECK(p->env[3] == "HOME=/work");
+  CHECK(p->env[4] == "PATH=/bin");
+  CHECK(p->env[6] == "CTX_SESSION=s1");
+  CHECK(p->argv == std::vector<std::string>{"sh", "-c", "true"});
+}
+
+TEST_CASE("privileged plans drop to host ids after the mounts", "[unit]") {
+  SECTION("userns") {
+    auto p = make_plan(coder(), root(), {});
+    REQUIRE(p);
+    CHECK((p->clone_flags & CLONE_NEWUSER) == 0);
+    CHECK(p->unshare_flags == CLONE_NEWUSER);
+    CHECK(p->ids.user_ns_after_mounts);
+    REQUIRE(p->ids.host_ids);
+    CHECK(p->ids.host_ids->uid == 1000);
+    CHECK(p->ids.fs.uid == 1000);
+    CHECK(p->ids.fs.groups == std::vector<std::uint32_t>{1000, 27});
+    CHECK(has_map(p->ids.uid_map, 1000, 1000));
+  }
+  SECTION("uid") {
+    AgentSpec s = coder(Iso::uid);
+    s.uid = 1500;
+    s.gid = 1501;
+    s.groups = {20, 21};
+    auto p = make_plan(s, root(), {});
+    REQUIRE(p);
+    CHECK(p->clone_flags == (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWNET));
+    CHECK(p->unshare_flags == 0);
+    REQUIRE(p->ids.host_ids);
+    CHECK(p->ids.host_ids->uid == 1500);
+    CHECK(p->ids.host_ids->gid == 1501);
+    CHECK(p->ids.host_ids->groups == std::vector<std::uint32_t>{20, 21});
+    CHECK(p->ids.fs.uid == 1000);  // sources are opened as the owner
+  }
+  SECTION("shared") {
+    auto p = make_plan(coder(Iso::shared), root(), {});
+    REQUIRE(p);
+    CHECK_FALSE(p->ids.user_ns);
+    CHECK(p->ids.host_ids->uid == 1000);
+  }
+}
+
+TEST_CASE("plans an unprivileged caller cannot have are refused with the fix", "[unit]") {
+  auto msg = [](const AgentSpec& s, const Caller& c) {
+    auto p = make_plan(s, c, {});
+    REQUIRE_FALSE(p);
+    return p.error().msg;
+  };
+  CHECK(msg(coder(), user(1001)) ==
+        "coder: owned by uid 1000, launched by uid 1001: only the owner or root may launch it");
+  CHECK(msg(coder(Iso::uid), user()) ==
+        "coder: iso uid needs privilege: launch it as root (a systemd unit), or install uidmap (newuidmap/newgidmap) "
+        "and delegate uid 1000 to uid 1000 in /etc/subuid and /etc/subgid");
+  Caller helpers = user();
+  helpers.have_id_map_helpers = true;
+  helpers.subuid = {{100000, 65536}};
+  AgentSpec u = coder(Iso::uid);
+  u.uid = 5;
+  CHECK(msg(u, helpers) == "coder: iso uid: uid 5 is not delegated to uid 1000 in /etc/subuid; add a range that holds it");
+  u.uid = 100005;
+  CHECK(msg(u, helpers) == "coder: iso uid: gid 1000 is not delegated to uid 1000 in /etc/subgid; add a range that holds it");
+  helpers.subgid = {{1000, 1}};
+  auto ok = make_plan(u, helpers, {});
+  REQUIRE(ok);
+  CHECK(ok->ids.map_via_helpers);
+  CHECK(has_map(ok->ids.uid_map, 100005, 100005));
+
+  AgentSpec g = coder();
+  g.groups = {27};
+  CHECK(msg(g, user()) ==
+        "coder: groups lists 27 but an unprivileged launch keeps the caller's supplementary groups none (they cannot "
+        "be changed without privilege): make groups list exactly these, or launch as root (a systemd unit)");
+  AgentSpec sh = coder(Iso::shared);
+  sh.gid = 50;
+  CHECK(msg(sh, user()) ==
+        "coder: iso shared: gid 50 differs from the caller's gid 1000, which is the only gid an unprivileged launch "
+        "can map; write 1000 to gid or launch as root");
+}
+
+TEST_CASE("targets the launcher provides are reserved", "[unit]") {
+  for (const char* t : {"/proc", "/dev/shm", "/run/ctx"}) {
+    AgentSpec s = coder();
+    s.mounts = *ctx::mountspec::parse("coder.d/mount", std::string("/usr\t") + t + "\tro\tbind\n");
+    auto p = make_plan(s, user(), {});
+    REQUIRE_FALSE(p);
+    CHECK(p.error().msg == std::string("coder.d/mount:1: EINVAL: target ") + t +
+                               " is provided by the launcher (fresh /proc, minimal /dev, /run/ctx); remove the line");
+  }
+}
+
+TEST_CASE("network namespace unless network:default connect", "[unit]") {
+  AgentSpec s = coder();
+  CHECK(make_plan(s, user(), {})->net_ns);
+  s.policy = *ctx::policy::Policy::parse("p", "allow coder_t network:default connect\n");
+  auto p = make_plan(s, user(), {});
+  CHECK_FALSE(p->net_ns);
+  CHECK((p->clone_flags & CLONE_NEWNET) == 0);
+  s.label.reset();  // no label: default deny
+  CHECK(make_plan(s, user(), {})->net_ns);
+}
+
+TEST_CASE("shared spaces: permission for direct mounts, masks under wider ones", "[unit]") {
+  AgentSpec s = coder();
+  s.mounts = *ctx::mountspec::parse("coder.d/mount", "/srv/ctx/shared/a/data\t/a\tro\tbind\n");
+  auto denied = make_plan(s, user(), {});
+  REQUIRE_FALSE(denied);
+  CHECK(denied.error().code == EACCES);
+  CHECK(denied.error().reason == "shared_policy");
+  CHECK(denied.error().msg == "coder.d/mount:1: EACCES: source /srv/ctx/shared/a/data is in shared space a and the "
+                              "policy lacks 'allow coder_t shared:a read'");
+
+  s.mounts = *ctx::mountspec::parse("coder.d/mount", "/srv/ctx\t/ctx\trw\trbind\n");
+  s.policy = *ctx::policy::Policy::parse("p", "allow coder_t shared:a read\nallow coder_t shared:b read\n"
+                                              "allow coder_t shared:b write\n");
+  PlanOptions o;
+  o.shared_spaces = {"a", "b", "c"};
+  auto p = make_plan(s, user(), o);
+  REQUIRE(p);
+  REQUIRE(p->binds.size() == 2);
+  CHECK(p->binds[1].source == "/srv/ctx/shared/a");  // read only: rebound ro
+  CHECK(p->binds[1].target == "/ctx/shared/a");
+  CHECK(p->binds[1].rdonly);
+  REQUIRE(p->masks.size() == 1);
+  CHECK(p->masks[0].target == "/ctx/shared/c");
+}
