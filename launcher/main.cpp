@@ -20,6 +20,7 @@
 #include "launcher/plan_json.hpp"
 #include "launcher/sandbox.hpp"
 #include "launcher/supervisor.hpp"
+#include "sys/process.hpp"
 
 namespace {
 
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   ctx::launcher::SuperviseOptions so;
   so.json_status_fd = status_fd;
   std::string xdg = env_or("XDG_RUNTIME_DIR", "");
-  so.run_dir_base = !xdg.empty() && xdg[0] == '/' && ::access(xdg.c_str(), W_OK) == 0 ? xdg : "/tmp";
+  so.run_dir_base = !xdg.empty() && xdg[0] == '/' && ctx::sys::writable_dir(xdg) ? xdg : "/tmp";
   so.parent_notify_socket = env_or("NOTIFY_SOCKET", "");
   std::optional<ctx::Error> error;
   int code = ctx::launcher::supervise(*plan, so, error);

@@ -171,10 +171,7 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep)
   CTX_TRY(sys::set_hostname(plan.hostname));
   CTX_TRY_CTX(sys::pivot_to(root.get()), "switching root to " + plan.root);
   rep.step("pivot_root");
-  if (::chdir(plan.cwd.c_str()) < 0) {
-    int err = errno;
-    return fail(Error{err, "cwd " + plan.cwd + ": chdir: " + errno_name(err)});
-  }
+  CTX_TRY_CTX(sys::change_dir(plan.cwd), "cwd");
 
   if (ids.host_ids) CTX_TRY_CTX(sys::set_ids(ids.host_ids->uid, ids.host_ids->gid, ids.host_ids->groups), "setting host ids");
   if (ids.user_ns_after_mounts) {
@@ -204,7 +201,7 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
   keep.push_back(io.error_write);  // lifted last; CLOEXEC again below
   if (auto r = sys::keep_only_fds(keep); !r) die(io.error_write, r.error());
   int err_fd = 3 + static_cast<int>(keep.size()) - 1;
-  ::fcntl(err_fd, F_SETFD, FD_CLOEXEC);
+  (void)sys::set_cloexec(err_fd);
   std::vector<std::string> env = plan.env;
   env.push_back("LISTEN_PID=" + std::to_string(::getpid()));
   std::vector<std::string> candidates;
@@ -245,8 +242,8 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // this line is caught by the sync read below (EOF).
   if (auto r = sys::set_parent_death_signal(SIGKILL); !r) die(io.error_write, r.error());
   char go = 0;
-  if (::read(io.sync_read, &go, 1) != 1) _exit(kExitLaunchFailed);
-  ::close(io.sync_read);
+  if (auto got = sys::read_byte(io.sync_read, go); !got || !*got) _exit(kExitLaunchFailed);
+  sys::close_fd(io.sync_read);
   rep.step("id_maps");
 
   // Signals the init forwards are blocked before the runtime exists so
@@ -264,9 +261,9 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
 
   // The init: the runtime's exec closes the error pipe; ours is closed
   // now so that the supervisor sees EOF exactly then.
-  ::close(io.error_write);
-  ::close(io.report_write);
-  if (io.listen_fd >= 0) ::close(io.listen_fd);
+  sys::close_fd(io.error_write);
+  sys::close_fd(io.report_write);
+  sys::close_fd(io.listen_fd);
   while (true) {
     auto sig = sys::read_signalfd(sigfd->get());
     if (!sig) _exit(kExitLaunchFailed);
@@ -277,10 +274,9 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
     // Reap every child (orphans are reparented to us); the runtime's exit
     // ends the sandbox, and with pid 1 gone the kernel kills the rest.
     while (true) {
-      int status = 0;
-      pid_t done = ::waitpid(-1, &status, WNOHANG);
-      if (done <= 0) break;
-      if (done == *pid) _exit(exit_code_of(status));
+      auto done = sys::reap_any();
+      if (!done || !*done) break;
+      if ((*done)->first == *pid) _exit(exit_code_of((*done)->second));
     }
   }
 }

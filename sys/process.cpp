@@ -57,6 +57,17 @@ Result<int> try_wait_pid(pid_t pid) {
   return r == 0 ? -1 : status;
 }
 
+Result<std::optional<std::pair<pid_t, int>>> reap_any() {
+  int status = 0;
+  pid_t r = ::waitpid(-1, &status, WNOHANG);
+  if (r < 0) {
+    if (errno == ECHILD) return std::optional<std::pair<pid_t, int>>();
+    return fail_errno("waitpid");
+  }
+  if (r == 0) return std::optional<std::pair<pid_t, int>>();
+  return std::optional<std::pair<pid_t, int>>(std::make_pair(r, status));
+}
+
 Result<void> signal_pidfd(int pidfd, int sig) {
   if (::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) < 0) return fail_errno("pidfd_send_signal");
   return {};
@@ -145,6 +156,34 @@ Error exec(const std::string& path, const std::vector<std::string>& argv, const 
   ::execve(path.c_str(), a.data(), e.data());
   int err = errno;
   return sys_error("execve " + path, err);
+}
+
+Result<void> change_dir(const std::string& path) {
+  if (::chdir(path.c_str()) < 0) return fail_errno("chdir " + path);
+  return {};
+}
+
+Result<void> set_cloexec(int fd) {
+  if (::fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) return fail_errno("fcntl F_SETFD");
+  return {};
+}
+
+void close_fd(int fd) {
+  if (fd >= 0) ::close(fd);
+}
+
+Result<bool> read_byte(int fd, char& out) {
+  while (true) {
+    ssize_t n = ::read(fd, &out, 1);
+    if (n == 1) return true;
+    if (n == 0) return false;
+    if (errno != EINTR) return fail_errno("read");
+  }
+}
+
+bool writable_dir(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::access(path.c_str(), W_OK) == 0;
 }
 
 Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {

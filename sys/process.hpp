@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ Result<int> wait_pid(pid_t pid);
 
 /// waitpid(WNOHANG): the status if the child has exited, else -1.
 Result<int> try_wait_pid(pid_t pid);
+
+/// waitpid(-1, WNOHANG): (pid, status) of one exited child, nullopt if none.
+Result<std::optional<std::pair<pid_t, int>>> reap_any();
 
 /// pidfd_send_signal(2).
 Result<void> signal_pidfd(int pidfd, int sig);
@@ -74,6 +78,21 @@ Result<void> keep_only_fds(const std::vector<int>& keep);
 
 /// execve(2); returns only on failure.
 Error exec(const std::string& path, const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
+/// chdir(2).
+Result<void> change_dir(const std::string& path);
+
+/// Sets FD_CLOEXEC on fd.
+Result<void> set_cloexec(int fd);
+
+/// close(2) of a descriptor not owned by a UniqueFd (errors are moot).
+void close_fd(int fd);
+
+/// Reads exactly one byte; false on EOF.
+Result<bool> read_byte(int fd, char& out);
+
+/// True if path is an existing directory the caller may write to.
+bool writable_dir(const std::string& path);
 
 /// pipe2(O_CLOEXEC).
 Result<std::pair<UniqueFd, UniqueFd>> make_pipe();
