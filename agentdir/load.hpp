@@ -12,6 +12,7 @@
 
 #include "agentdir/agent_spec.hpp"
 #include "base/result.hpp"
+#include "sys/file.hpp"
 
 namespace ctx::agentdir {
 
@@ -33,12 +34,31 @@ using PrimaryGidLookup = std::function<std::optional<std::uint32_t>(std::uint32_
 Result<AgentSpec> build_spec(std::string_view name, std::string_view ctx_root, const ControlFiles& files,
                              const PrimaryGidLookup& primary_gid, std::vector<Error>* all = nullptr);
 
+
+
 /// Options of a load from disk.
 struct LoadOptions {
   /// Refuse control files that are not owned by root or the agent's
   /// owner, or that are writable by group or other (a privileged launch).
   bool require_trusted_files = false;
 };
+
+/// The raw content of `<name>.d/` as read from disk.
+struct DirListing {
+  ControlFiles files;                             ///< known control files that exist
+  std::map<std::string, sys::FileStat> stats;     ///< their owner and mode
+  sys::FileStat dir_stat;                         ///< of `<name>.d` itself
+  std::vector<std::string> unknown;               ///< names the ABI does not define
+};
+
+/// Reads every known control file of `<ctx_root>/agent/<name>.d/` (never
+/// through a symlink, each at most 64 KiB, regular files only).
+Result<DirListing> read_control_files(std::string_view ctx_root, std::string_view name, const LoadOptions& opts = {},
+                                      std::vector<Error>* all = nullptr);
+
+/// The refusals of a privileged launch: `<name>.d` or a control file not
+/// owned by root or the owner, or writable by group or other (EPERM).
+std::vector<Error> trust_errors(std::string_view name, const DirListing& d, std::uint32_t owner);
 
 /// Reads `<ctx_root>/agent/<name>.d/` without following symlinks (the
 /// `.d` directory itself and every file), each file at most 64 KiB, and

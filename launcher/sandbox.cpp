@@ -144,6 +144,10 @@ Result<void> make_notify(int rootfd, int socket_fd) {
 Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep) {
   const IdPlan& ids = plan.ids;
   CTX_TRY_CTX(sys::make_mounts_private(), "making mounts private");
+  // open_tree clones only mounts of the caller's own namespace, so the
+  // socket is opened here, and before the owner's fs ids are taken (the
+  // runtime dir of a privileged launch is root's).
+  CTX_TRY_ASSIGN(UniqueFd notify_socket, sys::open_o_path(io.notify_host_path));
   if (ids.privileged) CTX_TRY_CTX(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups), "taking the owner's file-system ids");
 
   // The root becomes a mount of its own (pivot_root needs one); the fd
@@ -164,7 +168,7 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep)
   CTX_TRY_ASSIGN(UniqueFd proc, mount_point(root.get(), "/proc", true));
   CTX_TRY_CTX(sys::mount_fresh("proc", proc.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, ""), "/proc");
   CTX_TRY_CTX(make_dev(root.get()), "/dev");
-  CTX_TRY_CTX(make_notify(root.get(), io.notify_path_fd), kNotifyDir);
+  CTX_TRY_CTX(make_notify(root.get(), notify_socket.get()), kNotifyDir);
   rep.step("proc_dev");
 
   if (plan.net_ns) CTX_TRY_CTX(sys::loopback_up(), "network namespace");
@@ -248,9 +252,7 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
 
   // Signals the init forwards are blocked before the runtime exists so
   // none is lost; the runtime resets its mask before exec.
-  const std::vector<int> forwarded{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-  std::vector<int> watched = forwarded;
-  watched.push_back(SIGCHLD);
+  const std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
   auto sigfd = sys::block_into_signalfd(watched);
   if (!sigfd) die(io.error_write, sigfd.error());
 

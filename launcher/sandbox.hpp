@@ -14,7 +14,7 @@ struct SandboxIo {
   int error_write = -1;   ///< "<errno> <stage>: <message>" on failure; EOF on exec
   int report_write = -1;  ///< "step <name> <usec>" lines, closed before exec
   int listen_fd = -1;     ///< the agent socket, passed as fd 3 (LISTEN_FDS)
-  int notify_path_fd = -1;  ///< O_PATH fd of the host NOTIFY_SOCKET socket
+  std::string notify_host_path;  ///< host path of the NOTIFY_SOCKET socket
 };
 
 /// Exit codes of the sandbox's init that are not the runtime's own.

@@ -154,8 +154,6 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
   // Anyone inside the sandbox may notify; outside, the 0700 directory
   // keeps everyone but us away.
   if (auto r = sys::chmod_path(notify_path, 0666); !r) return fail_launch(r.error());
-  auto notify_o = sys::open_o_path(notify_path);
-  if (!notify_o) return fail_launch(notify_o.error());
   auto listen = sys::listen_unix_at(agents->get(), plan.name + ".sock", plan.ctx_root + "/agent/" + plan.name + ".sock");
   if (!listen) return fail_launch(listen.error());
 
@@ -163,9 +161,7 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
   auto errp = sys::make_pipe();
   auto rep = sys::make_pipe();
   if (!sync || !errp || !rep) return fail_launch(Error{EMFILE, "pipe2: EMFILE"});
-  const std::vector<int> forwarded{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-  std::vector<int> watched = forwarded;
-  watched.push_back(SIGCHLD);
+  const std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
   auto sigfd = sys::block_into_signalfd(watched);
   if (!sigfd) return fail_launch(sigfd.error());
 
@@ -173,14 +169,13 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
   auto child = sys::clone_child({plan.clone_flags, -1});
   if (!child) return fail_launch(child.error().with_context("creating namespaces"));
   if (child->pid == 0) {
-    SandboxIo io{sync->first.get(), errp->second.get(), rep->second.get(), listen->get(), notify_o->get()};
+    SandboxIo io{sync->first.get(), errp->second.get(), rep->second.get(), listen->get(), notify_path};
     run_sandbox(plan, io);
   }
   sync->first.reset();
   errp->second.reset();
   rep->second.reset();
   listen->reset();
-  notify_o->reset();
 
   auto abort_child = [&](const Error& e) {
     (void)sys::signal_pidfd(child->pidfd.get(), SIGKILL);

@@ -146,8 +146,8 @@ json check(const std::string& c) {
     int n = 0;
     while (std::getline(in, line))
       if (++n > 2) {
-        auto c = line.find(':');
-        std::string name = line.substr(0, c);
+        auto colon_at = line.find(':');
+        std::string name = line.substr(0, colon_at);
         name.erase(0, name.find_first_not_of(' '));
         a.push_back(name);
       }
@@ -199,12 +199,12 @@ json check(const std::string& c) {
     return "ok";
   }
   if (what == "connect") {
-    auto c2 = arg.rfind(':');
+    auto sep = arg.rfind(':');
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a {};
     a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(std::stoi(arg.substr(c2 + 1))));
-    inet_pton(AF_INET, arg.substr(0, c2).c_str(), &a.sin_addr);
+    a.sin_port = htons(static_cast<uint16_t>(std::stoi(arg.substr(sep + 1))));
+    inet_pton(AF_INET, arg.substr(0, sep).c_str(), &a.sin_addr);
     int r = connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
     int e = errno;
     close(s);

@@ -1,0 +1,22 @@
+// `ctx check`: validates agents' control files and reports every finding.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ctx::helper {
+
+/// One finding of a check.
+struct Finding {
+  enum class Level { error, warning };
+  Level level = Level::error;
+  std::string text;  ///< "coder.d/mount:3:2: EINVAL: ..." or a warning sentence
+};
+
+/// Every error and warning for one agent in a CTX root.
+std::vector<Finding> check_agent(const std::string& ctx_root, const std::string& name);
+
+/// Names of the agents (`<name>.d` directories) under <ctx_root>/agent.
+std::vector<std::string> agent_names(const std::string& ctx_root);
+
+}  // namespace ctx::helper

@@ -1,0 +1,174 @@
+#include "mountspec/table.hpp"
+
+#include <map>
+#include <optional>
+
+#include "base/path.hpp"
+#include "base/text.hpp"
+
+namespace ctx::mountspec {
+
+std::string_view to_string(Mode m) {
+  switch (m) {
+    case Mode::ro:
+      return "ro";
+    case Mode::rw:
+      return "rw";
+  }
+  return "?";
+}
+
+std::string_view to_string(Kind k) {
+  switch (k) {
+    case Kind::bind:
+      return "bind";
+    case Kind::rbind:
+      return "rbind";
+  }
+  return "?";
+}
+
+namespace {
+
+// Parses the options field into e; returns the error text and the byte
+// offset of the offending option within the field.
+struct OptIssue {
+  std::size_t offset;
+  std::string what;
+};
+
+std::optional<OptIssue> parse_options(std::string_view f, Entry& e) {
+  if (f == "-") return std::nullopt;
+  if (f.empty()) return OptIssue{0, "options field is empty; write '-' for no option"};
+  bool seen_bind = false, seen_rbind = false;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t comma = f.find(',', start);
+    std::string_view o = f.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    auto once = [&](bool& flag) -> std::optional<OptIssue> {
+      if (flag) return OptIssue{start, "option '" + std::string(o) + "' repeated"};
+      flag = true;
+      return std::nullopt;
+    };
+    std::optional<OptIssue> issue;
+    if (o.empty()) {
+      issue = OptIssue{start, "empty option (stray ',')"};
+    } else if (o == "-") {
+      issue = OptIssue{start, "'-' must stand alone (it means no option)"};
+    } else if (o == "bind") {
+      issue = once(seen_bind);
+    } else if (o == "rbind") {
+      issue = once(seen_rbind);
+    } else if (o == "nosuid") {
+      issue = once(e.nosuid);
+    } else if (o == "nodev") {
+      issue = once(e.nodev);
+    } else if (o == "noexec") {
+      issue = once(e.noexec);
+    } else {
+      issue = OptIssue{start, "unknown option '" + std::string(o) + "' (v0 options: bind, rbind, nosuid, nodev, noexec, -)"};
+    }
+    if (issue) return issue;
+    if (seen_bind && seen_rbind) return OptIssue{start, "bind and rbind are mutually exclusive"};
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  e.kind = seen_rbind ? Kind::rbind : Kind::bind;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<Table> parse(std::string_view file, std::string_view content, std::vector<Error>* all) {
+  std::vector<Error> errors;
+  Table table;
+  auto lines = split_lines(file, content);
+  if (!lines) {
+    if (all != nullptr) all->push_back(lines.error());
+    return fail(lines.error());
+  }
+  std::map<std::string, int> targets;
+  for (const Line& l : list_items(*lines)) {
+    auto err = [&](std::string_view part_or_empty, std::size_t offset, int code, const std::string& what) {
+      int col = part_or_empty.data() == nullptr ? 0 : column_of(l.text, part_or_empty) + static_cast<int>(offset);
+      errors.push_back(located(file, l.number, col, code, what));
+    };
+    std::vector<std::string_view> fields;
+    std::size_t start = 0;
+    while (true) {
+      std::size_t tab = l.text.find('\t', start);
+      fields.push_back(l.text.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start));
+      if (tab == std::string_view::npos) break;
+      start = tab + 1;
+    }
+    if (fields.size() != 4) {
+      std::string what = "expected 4 TAB-separated fields (source, target, mode, options), found " +
+                         std::to_string(fields.size());
+      err(fields.size() > 4 ? fields[4] : l.text, 0, EINVAL, what);
+      continue;
+    }
+    Entry e;
+    e.line = l.number;
+    bool ok = true;
+    const char* names[] = {"source", "target"};
+    for (int i = 0; i < 2; ++i) {
+      if (auto issue = abs_path_issue(fields[static_cast<std::size_t>(i)])) {
+        std::string what = std::string(names[i]) + ": " + issue->what;
+        if (issue->what == "path must be absolute (start with '/')") what = std::string(names[i]) + " must be an absolute path";
+        err(fields[static_cast<std::size_t>(i)], issue->offset, EINVAL, what);
+        ok = false;
+      }
+    }
+    e.source = std::string(fields[0]);
+    e.target = std::string(fields[1]);
+    if (ok && e.target == "/") {
+      err(fields[1], 0, EINVAL, "target must not be / (a mount over the whole root); set the root control file instead");
+      ok = false;
+    }
+    if (fields[2] == "ro") {
+      e.mode = Mode::ro;
+    } else if (fields[2] == "rw") {
+      e.mode = Mode::rw;
+    } else {
+      err(fields[2], 0, EINVAL, "mode must be ro or rw, not '" + std::string(fields[2]) + "'");
+      ok = false;
+    }
+    if (auto issue = parse_options(fields[3], e)) {
+      err(fields[3], issue->offset, EINVAL, issue->what);
+      ok = false;
+    }
+    if (!ok) continue;
+    auto [it, inserted] = targets.emplace(e.target, l.number);
+    if (!inserted) {
+      err(fields[1], 0, EINVAL, "target " + e.target + " already mounted at line " + std::to_string(it->second));
+      continue;
+    }
+    table.push_back(std::move(e));
+  }
+  if (!errors.empty()) {
+    if (all != nullptr) all->insert(all->end(), errors.begin(), errors.end());
+    return fail(errors.front());
+  }
+  return table;
+}
+
+std::string format_entry(const Entry& e) {
+  std::string opts;
+  auto add = [&](std::string_view o) {
+    if (!opts.empty()) opts += ',';
+    opts += o;
+  };
+  add(to_string(e.kind));
+  if (e.nosuid) add("nosuid");
+  if (e.nodev) add("nodev");
+  if (e.noexec) add("noexec");
+  return e.source + "\t" + e.target + "\t" + std::string(to_string(e.mode)) + "\t" + opts;
+}
+
+std::string format_table(const Table& t) {
+  std::string out;
+  for (const auto& e : t) out += format_entry(e) + "\n";
+  return out;
+}
+
+}  // namespace ctx::mountspec
