@@ -100,8 +100,13 @@ Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
           return fail(EPERM, who + ": gid " + std::to_string(g) + " is not delegated to uid " +
                                  std::to_string(caller.uid) + " in /etc/subgid; add a range that holds it");
       p.map_via_helpers = true;
-      p.uid_map = {{spec.uid, spec.uid, 1}};
+      // The caller's own ids are mapped too: the sandbox sets itself up
+      // as the caller (mount points it creates must have a mapped owner)
+      // and takes the agent's ids only at the end.
+      std::set<std::uint32_t> uids{spec.uid, caller.uid};
+      for (auto u : uids) p.uid_map.push_back({u, u, 1});
       std::set<std::uint32_t> mapped(gids.begin(), gids.end());
+      mapped.insert(caller.gid);
       for (auto g : mapped) p.gid_map.push_back({g, g, 1});
       p.uid = p.host_uid = spec.uid;
       p.gid = p.host_gid = spec.gid;

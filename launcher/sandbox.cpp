@@ -177,8 +177,12 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep)
   rep.step("pivot_root");
   CTX_TRY_CTX(sys::change_dir(plan.cwd), "cwd");
 
+  // The bounding set can only be emptied with CAP_SETPCAP: before root is
+  // left.
+  if (ids.host_ids) CTX_TRY_CTX(sys::drop_bounding_set(), "dropping capabilities");
   if (ids.host_ids) CTX_TRY_CTX(sys::set_ids(ids.host_ids->uid, ids.host_ids->gid, ids.host_ids->groups), "setting host ids");
   if (ids.user_ns_after_mounts) {
+    CTX_TRY(sys::set_dumpable());
     CTX_TRY_CTX(sys::unshare_ns(plan.unshare_flags), "user namespace");
     CTX_TRY_CTX(sys::write_id_maps(0, ids.uid_map, ids.gid_map, ids.deny_setgroups), "user namespace");
   }

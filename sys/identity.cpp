@@ -149,14 +149,20 @@ Result<void> unshare_ns(int flags) {
   return {};
 }
 
+Result<void> drop_bounding_set() {
+  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
+    int have = ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+    if (have <= 0) continue;  // already gone, or unknown to this kernel
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) return fail_errno("prctl PR_CAPBSET_DROP");
+  }
+  return {};
+}
+
 Result<void> drop_all_capabilities() {
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) return fail_errno("prctl PR_CAP_AMBIENT_CLEAR_ALL");
-  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
-    // EINVAL: a capability this kernel does not know; nothing to drop.
-    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return fail_errno("prctl PR_CAPBSET_DROP");
-  }
-  capng_clear(CAPNG_SELECT_BOTH);
-  if (capng_apply(CAPNG_SELECT_BOTH) != 0) return fail(Error{EPERM, "capng_apply: EPERM: could not clear capabilities"});
+  CTX_TRY(drop_bounding_set());
+  capng_clear(CAPNG_SELECT_CAPS);
+  if (capng_apply(CAPNG_SELECT_CAPS) != 0) return fail(Error{EPERM, "capng_apply: EPERM: could not clear capabilities"});
   return {};
 }
 

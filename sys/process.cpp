@@ -119,6 +119,11 @@ Result<void> set_child_subreaper() {
   return {};
 }
 
+Result<void> set_dumpable() {
+  if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_DUMPABLE");
+  return {};
+}
+
 Result<void> set_no_new_privs() {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_NO_NEW_PRIVS");
   return {};

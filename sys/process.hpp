@@ -65,6 +65,11 @@ Result<void> set_parent_death_signal(int sig);
 /// PR_SET_CHILD_SUBREAPER.
 Result<void> set_child_subreaper();
 
+/// PR_SET_DUMPABLE 1: after a switch away from root the kernel marks the
+/// process non-dumpable, which makes its /proc files root's; the id maps
+/// of a user namespace it creates itself are written there.
+Result<void> set_dumpable();
+
 /// PR_SET_NO_NEW_PRIVS.
 Result<void> set_no_new_privs();
 

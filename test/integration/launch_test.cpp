@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "test/support/facility.hpp"
 #include "test/support/launch.hpp"
@@ -43,6 +44,15 @@ RunResult run_probe(const CtxTree& t, const Mode& m, const std::string& agent, s
   std::vector<std::string> args{agent, "--", "/probe"};
   args.insert(args.end(), checks.begin(), checks.end());
   return t.launch(args, m.as);
+}
+
+// The lines of /proc/self/uid_map with the padding folded: "in out count".
+std::vector<std::string> map_lines(const json& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text.get<std::string>());
+  std::string a, b, c;
+  while (in >> a >> b >> c) out.push_back(a + " " + b + " " + c);
+  return out;
 }
 
 std::string home_of(const CtxTree& t, const std::string& agent) {
@@ -189,8 +199,8 @@ TEST_CASE("iso userns: namespace-local ids mapped to the owner", "[root][userns]
   CHECK(j["ids"]["uid"] == json{1000, 1000, 1000});
   CHECK(j["ids"]["gid"] == json{1000, 1000, 1000});
   // Seen from outside (the map's outer column): the owner.
-  CHECK(j["uid_map"].get<std::string>().find("1000 " + std::to_string(m.owner.uid) + " ") != std::string::npos);
-  CHECK(j["gid_map"].get<std::string>().find("1000 " + std::to_string(m.owner.gid) + " ") != std::string::npos);
+  CHECK(map_lines(j["uid_map"]) == std::vector<std::string>{"1000 " + std::to_string(m.owner.uid) + " 1"});
+  CHECK(map_lines(j["gid_map"]) == std::vector<std::string>{"1000 " + std::to_string(m.owner.gid) + " 1"});
 }
 
 TEST_CASE("iso shared: the owner's own host ids", "[root][userns]") {
@@ -348,8 +358,9 @@ TEST_CASE("--dry-run prints the plan and touches nothing", "[root][userns]") {
   CHECK(plan["argv"] == json{"/probe", "ids"});
   CHECK(plan["network"] == "loopback");
   CHECK(plan["ids"]["privileged_caller"] == m.privileged);
-  CHECK(plan["mounts"][0]["target"] == "/usr");
-  CHECK(plan["mounts"][1]["target"] == "/probe");
+  // Ordered parents-before-children, then by name.
+  CHECK(plan["mounts"][0]["target"] == "/probe");
+  CHECK(plan["mounts"][1]["target"] == "/usr");
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
   struct stat st {};
   CHECK(::lstat((t.root() + "/agent/coder.d/log").c_str(), &st) == -1);
