@@ -1,0 +1,169 @@
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "base/path.hpp"
+#include "mountspec/attenuate.hpp"
+
+using namespace ctx::mountspec;
+
+namespace {
+
+Table parent_table() {
+  return *parse("coder.d/mount",
+                "/home/me/project\t/work\trw\trbind,nosuid,nodev\n"
+                "/ctx\t/ctx\tro\trbind,nosuid,nodev\n"
+                "/srv/a\t/shared/project-a\trw\tbind,nosuid\n"
+                "/opt/cache\t/work/cache\tro\tbind,noexec\n");
+}
+
+ChildMount req(std::string s, std::string t, Mode m, std::optional<Kind> k = std::nullopt) {
+  ChildMount c;
+  c.source = std::move(s);
+  c.target = std::move(t);
+  c.mode = m;
+  c.kind = k;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("attenuate maps parent-visible sources to host paths", "[unit]") {
+  auto r = attenuate(parent_table(), {req("/shared/project-a", "/shared/project-a", Mode::ro),
+                                      req("/ctx/tool", "/ctx/tool", Mode::ro)});
+  REQUIRE(r);
+  REQUIRE(r->size() == 2);
+  CHECK((*r)[0] == Entry{"/srv/a", "/shared/project-a", Mode::ro, Kind::bind, true, false, false, 0});
+  CHECK((*r)[1] == Entry{"/ctx/tool", "/ctx/tool", Mode::ro, Kind::rbind, true, true, false, 0});
+}
+
+TEST_CASE("attenuate: the deepest parent mount supplies the source", "[unit]") {
+  auto r = attenuate(parent_table(), {req("/work/cache/x", "/c", Mode::ro)});
+  REQUIRE(r);
+  REQUIRE(r->size() == 1);
+  CHECK((*r)[0].source == "/opt/cache/x");
+  CHECK((*r)[0].noexec);
+}
+
+TEST_CASE("attenuate carries nested parent mounts so nothing hidden appears", "[unit]") {
+  // /work in the parent has /work/cache mounted over it; a child of /work
+  // must see the parent's /work/cache, not the host's project/cache.
+  auto r = attenuate(parent_table(), {req("/work", "/src", Mode::rw)});
+  REQUIRE(r);
+  REQUIRE(r->size() == 2);
+  CHECK((*r)[0] == Entry{"/home/me/project", "/src", Mode::rw, Kind::rbind, true, true, false, 0});
+  CHECK((*r)[1] == Entry{"/opt/cache", "/src/cache", Mode::ro, Kind::bind, true, true, true, 0});
+  auto ro = attenuate(parent_table(), {req("/work", "/src", Mode::ro)});
+  REQUIRE(ro);
+  CHECK((*ro)[1].mode == Mode::ro);
+}
+
+TEST_CASE("attenuate refusals name the entry and the reason", "[unit]") {
+  auto deny = [](std::vector<ChildMount> r) {
+    auto a = attenuate(parent_table(), r);
+    REQUIRE_FALSE(a);
+    return a.error();
+  };
+  auto e = deny({req("/work", "/work", Mode::ro), req("/home/user", "/home", Mode::ro)});
+  CHECK(e.code == EACCES);
+  CHECK(e.reason == "mount_not_visible");
+  CHECK(e.msg == "mount[1] /home/user -> /home: EACCES: not visible to the parent (no parent mount covers /home/user)");
+  e = deny({req("/ctx/tool", "/t", Mode::rw)});
+  CHECK(e.reason == "mount_widens_access");
+  CHECK(e.msg == "mount[0] /ctx/tool -> /t: EACCES: rw requested but the parent sees /ctx read-only");
+  e = deny({req("/shared/project-a/x", "/x", Mode::ro, Kind::rbind)});
+  CHECK(e.reason == "mount_widens_access");
+  CHECK(e.msg == "mount[0] /shared/project-a/x -> /x: EACCES: rbind requested but the parent's mount of "
+                 "/shared/project-a is bind (its submounts are hidden from the parent)");
+  e = deny({req("/etc", "/etc", Mode::ro)});
+  CHECK(e.reason == "mount_not_visible");
+  e = deny({req("/work/../etc", "/w", Mode::ro)});
+  CHECK(e.code == EINVAL);
+  CHECK(e.reason == "invalid_mount");
+  CHECK(e.msg == "mount[0] /work/../etc -> /w: EINVAL: '..' component in path: /work/../etc");
+  e = deny({req("/work", "/w", Mode::ro), req("/ctx", "/w", Mode::ro)});
+  CHECK(e.msg == "mount[1] /ctx -> /w: EINVAL: target /w requested twice");
+  e = deny({req("/work", "/", Mode::ro)});
+  CHECK(e.msg == "mount[0] /work -> /: EINVAL: target must not be /");
+}
+
+TEST_CASE("attenuate never drops the parent's flags; a request may add some", "[unit]") {
+  ChildMount c = req("/shared/project-a", "/p", Mode::ro);
+  c.noexec = true;
+  auto r = attenuate(parent_table(), {c});
+  REQUIRE(r);
+  CHECK((*r)[0].nosuid);
+  CHECK((*r)[0].noexec);
+}
+
+TEST_CASE("property: attenuation never widens (random tables)", "[unit]") {
+  std::mt19937 rng(20261122);
+  const char* comps[] = {"a", "b", "c"};
+  auto path = [&](int max_depth) {
+    std::string p;
+    int n = 1 + static_cast<int>(rng() % static_cast<unsigned>(max_depth));
+    for (int i = 0; i < n; ++i) p += std::string("/") + comps[rng() % 3];
+    return p;
+  };
+  int granted = 0, refused = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    Table parent;
+    int n = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < n; ++i) {
+      Entry e{"/host" + path(3), path(3), rng() % 2 ? Mode::ro : Mode::rw, rng() % 2 ? Kind::bind : Kind::rbind,
+              rng() % 2 == 0, rng() % 2 == 0, rng() % 2 == 0, i + 1};
+      bool dup = false;
+      for (const auto& x : parent) dup = dup || x.target == e.target;
+      if (!dup) parent.push_back(e);
+    }
+    std::vector<ChildMount> request;
+    int m = 1 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < m; ++i) {
+      ChildMount c = req(path(4), "/t" + std::to_string(i), rng() % 2 ? Mode::ro : Mode::rw);
+      if (rng() % 3 == 0) c.kind = rng() % 2 ? Kind::bind : Kind::rbind;
+      c.noexec = rng() % 4 == 0;
+      request.push_back(c);
+    }
+    auto r = attenuate(parent, request);
+    if (!r) {
+      ++refused;
+      CHECK((r.error().code == EACCES || r.error().code == EINVAL));
+      continue;
+    }
+    ++granted;
+    for (const auto& child : *r) {
+      // Some parent mount p must show this host source at a path the
+      // parent really sees through p (p is the deepest mount there), and
+      // the child must be no wider than p in mode, flags and recursion.
+      bool justified = false;
+      for (const auto& p : parent) {
+        if (!ctx::path_is_at_or_under(child.source, p.source)) continue;
+        std::string inner = ctx::path_join(p.target, ctx::path_suffix(child.source, p.source));
+        const Entry* deepest = nullptr;
+        for (const auto& q : parent)
+          if (ctx::path_is_at_or_under(inner, q.target) &&
+              (deepest == nullptr || ctx::path_depth(q.target) > ctx::path_depth(deepest->target)))
+            deepest = &q;
+        if (deepest != &p) continue;
+        bool narrower = (p.mode == Mode::rw || child.mode == Mode::ro) && (!p.nosuid || child.nosuid) &&
+                        (!p.nodev || child.nodev) && (!p.noexec || child.noexec) &&
+                        (child.kind == Kind::bind || p.kind == Kind::rbind);
+        justified = justified || narrower;
+      }
+      INFO(format_entry(child));
+      CHECK(justified);
+    }
+    // Every parent mount nested below a granted request stays in force.
+    for (std::size_t i = 0; i < request.size(); ++i)
+      for (const auto& p : parent)
+        if (ctx::path_is_at_or_under(p.target, request[i].source) && p.target != request[i].source) {
+          std::string where = ctx::path_join(request[i].target, ctx::path_suffix(p.target, request[i].source));
+          bool found = false;
+          for (const auto& c : *r) found = found || (c.target == where && c.source == p.source);
+          INFO(p.target << " under " << request[i].source);
+          CHECK(found);
+        }
+  }
+  CHECK(granted > 200);
+  CHECK(refused > 200);
+}

@@ -1,0 +1,118 @@
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <random>
+
+#include "mountspec/plan.hpp"
+#include "mountspec/table.hpp"
+#include "test/support/tempdir.hpp"
+
+using namespace ctx::mountspec;
+
+namespace {
+
+std::vector<std::string> names_in(const std::string& dir, const std::string& ext) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  REQUIRE(d != nullptr);
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > ext.size() && n.substr(n.size() - ext.size()) == ext) out.push_back(n.substr(0, n.size() - ext.size()));
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("mount corpus: every bad table fails with its exact message", "[unit]") {
+  std::string dir = ctx::test::data_dir() + "/mountspec/bad/";
+  auto cases = names_in(dir, ".mount");
+  REQUIRE(cases.size() >= 20);
+  for (const auto& c : cases) {
+    INFO(c);
+    std::string want = ctx::test::read_file(dir + c + ".err");
+    want.pop_back();  // the .err file's newline
+    auto r = parse("coder.d/mount", ctx::test::read_file(dir + c + ".mount"));
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code != 0);
+    CHECK(r.error().msg == want);
+  }
+}
+
+TEST_CASE("mount corpus: good tables parse to their normal form", "[unit]") {
+  std::string dir = ctx::test::data_dir() + "/mountspec/good/";
+  auto cases = names_in(dir, ".mount");
+  REQUIRE(cases.size() >= 4);
+  for (const auto& c : cases) {
+    INFO(c);
+    auto r = parse("coder.d/mount", ctx::test::read_file(dir + c + ".mount"));
+    REQUIRE(r);
+    CHECK(format_table(*r) == ctx::test::read_file(dir + c + ".out"));
+  }
+}
+
+TEST_CASE("parse reads fields and lines exactly", "[unit]") {
+  auto t = parse("m", "# c\n/a\t/b\trw\trbind,noexec\n\n/c\t/d\tro\t-\n");
+  REQUIRE(t);
+  REQUIRE(t->size() == 2);
+  CHECK((*t)[0] == Entry{"/a", "/b", Mode::rw, Kind::rbind, false, false, true, 2});
+  CHECK((*t)[1] == Entry{"/c", "/d", Mode::ro, Kind::bind, false, false, false, 4});
+}
+
+TEST_CASE("parse reports every error when asked", "[unit]") {
+  std::vector<ctx::Error> all;
+  auto r = parse("coder.d/mount", "a\t/b\tro\t-\n/a\t/b\tzz\t-\n/x\t/y\tro\twat\n", &all);
+  REQUIRE_FALSE(r);
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].msg == "coder.d/mount:1:1: EINVAL: source must be an absolute path");
+  CHECK(all[1].msg == "coder.d/mount:2:7: EINVAL: mode must be ro or rw, not 'zz'");
+  CHECK(all[2].msg == "coder.d/mount:3:10: EINVAL: unknown option 'wat' (v0 options: bind, rbind, nosuid, nodev, noexec, -)");
+  CHECK(r.error() == all[0]);
+}
+
+TEST_CASE("order_for_apply puts parents before children, stably", "[unit]") {
+  auto t = parse("m", "/s1\t/work/sub\tro\t-\n/s2\t/work\trw\t-\n/s3\t/a\tro\t-\n/s4\t/work-b\tro\t-\n");
+  REQUIRE(t);
+  auto o = order_for_apply(*t, "m");
+  REQUIRE(o);
+  std::vector<std::string> targets;
+  for (const auto& e : *o) targets.push_back(e.target);
+  CHECK(targets == std::vector<std::string>{"/a", "/work", "/work/sub", "/work-b"});
+  Table dup = *t;
+  dup.push_back(dup[0]);
+  dup.back().line = 9;
+  auto bad = order_for_apply(dup, "m");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().msg == "m:9: EINVAL: target /work/sub already mounted at line 1");
+}
+
+TEST_CASE("format and parse round-trip (random tables)", "[unit]") {
+  std::mt19937 rng(1234);
+  const char* comps[] = {"a", "b", "work", ".x", "dir-1", "é"};
+  auto path = [&] {
+    std::string p;
+    int n = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < n; ++i) p += std::string("/") + comps[rng() % 6];
+    return p;
+  };
+  for (int iter = 0; iter < 500; ++iter) {
+    Table t;
+    int n = static_cast<int>(rng() % 6);
+    for (int i = 0; i < n; ++i) {
+      Entry e{path(), path(), rng() % 2 ? Mode::ro : Mode::rw, rng() % 2 ? Kind::bind : Kind::rbind,
+              rng() % 2 == 0, rng() % 2 == 0, rng() % 2 == 0, 0};
+      bool dup = false;
+      for (const auto& x : t) dup = dup || x.target == e.target;
+      if (dup) continue;
+      e.line = static_cast<int>(t.size()) + 1;
+      t.push_back(e);
+    }
+    auto back = parse("m", format_table(t));
+    REQUIRE(back);
+    CHECK(*back == t);
+  }
+}
