@@ -183,6 +183,12 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
     (void)sys::remove_at(agents->get(), plan.name + ".sock");
     return fail_launch(e);
   };
+  // Namespace ids are read while the child is held at the sync pipe: a
+  // runtime that exits at once would take them with it.
+  json ns = json::object();
+  if (opts.json_status_fd >= 0)
+    for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
+      if (auto ino = sys::ns_inode(child->pid, n)) ns[n] = *ino;
   if (plan.ids.user_ns && !plan.ids.user_ns_after_mounts) {
     Result<void> r = plan.ids.map_via_helpers
                          ? sys::run_id_map_helpers(child->pid, plan.ids.uid_map, plan.ids.gid_map)
@@ -226,9 +232,6 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
   timings["total"] = t_exec - t0;
   files.log({{"event", "agent.exec"}, {"pid", child->pid}, {"setup_us", t_exec - t0}});
   if (opts.json_status_fd >= 0) {
-    json ns;
-    for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
-      if (auto ino = sys::ns_inode(child->pid, n)) ns[n] = *ino;
     json j{{"event", "started"}, {"agent", plan.name}, {"pid", child->pid}, {"supervisor_pid", ::getpid()},
            {"namespaces", ns}, {"timings_us", timings}};
     std::string s = j.dump() + "\n";

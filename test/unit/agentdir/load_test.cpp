@@ -1,0 +1,286 @@
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "agentdir/json_syntax.hpp"
+#include "agentdir/load.hpp"
+#include "test/support/launch.hpp"
+#include "test/support/tempdir.hpp"
+
+using namespace ctx::agentdir;
+
+namespace {
+
+ControlFiles base_files() {
+  return {
+      {"owner", "1000\n"},
+      {"gid", "1000\n"},
+      {"label", "user_u:agent_r:coder_t:s0\n"},
+      {"iso", "userns\n"},
+      {"root", "/ctx/home/1000/agent/coder/root\n"},
+      {"cwd", "/work\n"},
+      {"env", "LANG=C.UTF-8\n"},
+      {"path", "/ctx/tool\n"},
+      {"model", "debug/echo\n"},
+      {"mount", "/usr\t/usr\tro\trbind\n"},
+      {"policy", "allow coder_t tool:fs.read execute\n"},
+      {"meta.json", "{\"purpose\": \"x\"}\n"},
+  };
+}
+
+std::optional<std::uint32_t> gid_1000(std::uint32_t) { return 1000; }
+std::optional<std::uint32_t> no_gid(std::uint32_t) { return std::nullopt; }
+
+ctx::Result<AgentSpec> build(const ControlFiles& f, PrimaryGidLookup lookup = gid_1000,
+                             std::vector<ctx::Error>* all = nullptr) {
+  return build_spec("coder", "/ctx", f, lookup, all);
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  REQUIRE(d != nullptr);
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("agentdir corpus: every bad control file fails with its exact message", "[unit]") {
+  std::string dir = ctx::test::data_dir() + "/agentdir/bad/";
+  int n = 0;
+  for (const auto& c : entries(dir)) {
+    if (c.size() > 4 && c.substr(c.size() - 4) == ".err") continue;
+    INFO(c);
+    ControlFiles f = base_files();
+    for (const auto& file : entries(dir + c)) {
+      if (file.size() > 7 && file.substr(file.size() - 7) == ".remove") {
+        f.erase(file.substr(0, file.size() - 7));
+      } else {
+        f[file] = ctx::test::read_file(dir + c + "/" + file);
+      }
+    }
+    std::string want = ctx::test::read_file(dir + c + ".err");
+    want.pop_back();
+    auto r = build(f);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().msg == want);
+    ++n;
+  }
+  CHECK(n >= 35);
+}
+
+TEST_CASE("a complete agent reads into a plain spec", "[unit]") {
+  ControlFiles f = base_files();
+  f["uid"] = "0\n";
+  f["groups"] = "27\n100\n";
+  f["parent"] = "agent:coder session:default run:01H-x\n";
+  f["env"] = "LANG=C.UTF-8\nGREETING=hello $USER; `id`\nEMPTY=\n";
+  f["label"] = "user_u:agent_r:coder_t:s0:c0.c1023\n";
+  f["limits"] = "memory.max=1G\npids.max=max\ncpu.max=50000 100000\n";
+  auto s = build(f);
+  REQUIRE(s);
+  CHECK(s->name == "coder");
+  CHECK(s->owner == 1000);
+  CHECK(s->uid == 0);
+  CHECK(s->gid == 1000);
+  CHECK(s->groups == std::vector<std::uint32_t>{27, 100});
+  REQUIRE(s->label);
+  CHECK(*s->label == Label{"user_u", "agent_r", "coder_t", "s0:c0.c1023"});
+  CHECK(s->subject() == "coder_t");
+  CHECK(s->iso == Iso::userns);
+  CHECK(*s->parent == Parent{"coder", "default", "01H-x"});
+  CHECK(s->env == std::vector<std::pair<std::string, std::string>>{
+                      {"LANG", "C.UTF-8"}, {"GREETING", "hello $USER; `id`"}, {"EMPTY", ""}});
+  CHECK(s->path == std::vector<std::string>{"/ctx/tool"});
+  CHECK(s->path_set);
+  CHECK(s->models == std::vector<std::string>{"debug/echo"});
+  CHECK(s->mounts.size() == 1);
+  CHECK(s->policy.rules().size() == 1);
+  CHECK(*s->limits == Limits{"1G", "max", "50000 100000"});
+}
+
+TEST_CASE("defaults: uid is the owner, gid the owner's primary group, root in the home tier", "[unit]") {
+  ControlFiles f{{"owner", "1000\n"}};
+  auto s = build(f, [](std::uint32_t uid) -> std::optional<std::uint32_t> { return uid + 7; });
+  REQUIRE(s);
+  CHECK(s->uid == 1000);
+  CHECK(s->gid == 1007);
+  CHECK(s->root == "/ctx/home/1000/agent/coder/root");
+  CHECK(s->cwd == "/");
+  CHECK(s->iso == Iso::userns);
+  CHECK(s->life == Life::owned);
+  CHECK_FALSE(s->label);
+  CHECK(s->subject().empty());
+  CHECK_FALSE(s->path_set);
+  auto nogid = build(f, no_gid);
+  REQUIRE_FALSE(nogid);
+  CHECK(nogid.error().msg ==
+        "coder.d/gid: ENOENT: missing, and owner 1000 has no passwd entry to take the primary gid from; write the gid");
+}
+
+TEST_CASE("path: one colon-separated line is accepted for compatibility", "[unit]") {
+  ControlFiles f = base_files();
+  f["path"] = "/ctx/tool:/ctx/home/1000/tool\n";
+  auto s = build(f);
+  REQUIRE(s);
+  CHECK(s->path == std::vector<std::string>{"/ctx/tool", "/ctx/home/1000/tool"});
+}
+
+TEST_CASE("every error of every file is reported when asked", "[unit]") {
+  ControlFiles f = base_files();
+  f["uid"] = "x\n";
+  f["iso"] = "jail\n";
+  f["mount"] = "/a\tb\tro\tbind\n/c\t/d\tzz\t-\n";
+  f["env"] = "CTX_HOME=/x\n";
+  std::vector<ctx::Error> all;
+  auto s = build(f, gid_1000, &all);
+  REQUIRE_FALSE(s);
+  std::vector<std::string> msgs;
+  for (const auto& e : all) msgs.push_back(e.msg);
+  CHECK(msgs == std::vector<std::string>{
+                    "coder.d/uid:1:1: EINVAL: uid must be a decimal number from 0 to 4294967294, without sign or leading zeros",
+                    "coder.d/iso:1:1: EINVAL: iso must be shared, uid or userns, not 'jail'",
+                    "coder.d/env:1:1: EINVAL: CTX_HOME is reserved: the launcher sets CTX_* itself",
+                    "coder.d/mount:1:4: EINVAL: target must be an absolute path",
+                    "coder.d/mount:2:7: EINVAL: mode must be ro or rw, not 'zz'",
+                });
+}
+
+TEST_CASE("meta.json is validated but changes no decision", "[unit]") {
+  ControlFiles a = base_files();
+  ControlFiles b = base_files();
+  b["meta.json"] = "{\"purpose\": \"root everything\", \"iso\": \"shared\", \"policy\": [\"allow coder_t network:default connect\"]}\n";
+  ControlFiles c = base_files();
+  c.erase("meta.json");
+  auto sa = build(a), sb = build(b), sc = build(c);
+  REQUIRE(sa);
+  REQUIRE(sb);
+  REQUIRE(sc);
+  CHECK(*sa == *sb);
+  CHECK(*sa == *sc);
+  CHECK(ctx::agentdir::check_json("m", "[1, -2.5e3, true, null, \"\\u00e9\\n\", {\"a\": {}}]"));
+  CHECK(ctx::agentdir::check_json("m", "").error().msg == "m:1:1: EINVAL: invalid JSON: unexpected end of file");
+  CHECK(ctx::agentdir::check_json("m", "{\"a\" 1}").error().msg == "m:1:6: EINVAL: invalid JSON: expected ':'");
+  CHECK(ctx::agentdir::check_json("m", std::string(100, '[')).error().msg ==
+        "m:1:66: EINVAL: invalid JSON: nested deeper than 64 levels");
+}
+
+TEST_CASE("load reads the .d directory strictly from disk", "[fs]") {
+  ctx::test::TempDir t;
+  for (const auto& [k, v] : base_files()) t.write("agent/coder.d/" + k, v);
+  auto s = load(t.path(), "coder");
+  REQUIRE(s);
+  CHECK(s->ctx_root == t.path());
+  CHECK(*s == *build_spec("coder", t.path(), base_files(), gid_1000));
+
+  SECTION("a symlinked control file is refused") {
+    t.write("elsewhere", "1000\n");
+    ::unlink((t / "agent/coder.d/owner").c_str());
+    t.symlink(t / "elsewhere", "agent/coder.d/owner");
+    CHECK(load(t.path(), "coder").error().msg ==
+          "coder.d/owner: ELOOP: is a symbolic link; control files must be regular files");
+  }
+  SECTION("a file over 64 KiB is refused") {
+    t.write("agent/coder.d/env", std::string(65537, 'A'));
+    CHECK(load(t.path(), "coder").error().msg == "coder.d/env: EFBIG: is larger than 65536 bytes");
+  }
+  SECTION("a FIFO is refused without blocking") {
+    ::unlink((t / "agent/coder.d/env").c_str());
+    REQUIRE(::mkfifo((t / "agent/coder.d/env").c_str(), 0644) == 0);
+    CHECK(load(t.path(), "coder").error().msg == "coder.d/env: EINVAL: is not a regular file");
+  }
+  SECTION("a symlinked .d is refused") {
+    t.mkdir("real.d");
+    t.symlink(t / "real.d", "agent/rev.d");
+    CHECK(load(t.path(), "rev").error().msg == "rev.d: ENOTDIR: not a directory (a symlinked .d is refused)");
+  }
+  SECTION("a missing agent and an invalid name") {
+    CHECK(load(t.path(), "nobody").error().msg == "nobody.d: ENOENT: no such agent in " + t.path() + "/agent");
+    CHECK(load(t.path(), "../x").error().msg == "../x: EINVAL: agent name must begin with a letter or digit");
+  }
+  SECTION("unknown files are listed, not read") {
+    t.write("agent/coder.d/tools", "fs.read\n");
+    auto d = read_control_files(t.path(), "coder");
+    REQUIRE(d);
+    CHECK(d->unknown == std::vector<std::string>{"tools"});
+  }
+  SECTION("a privileged launch refuses group/other-writable control files") {
+    ::chmod((t / "agent/coder.d/policy").c_str(), 0664);
+    CHECK(load(t.path(), "coder"));
+    LoadOptions strict;
+    strict.require_trusted_files = true;
+    auto r = load(t.path(), "coder", strict);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == EPERM);
+    CHECK(r.error().msg == "coder.d/policy: EPERM: writable by group or other (mode 0664); chmod go-w it");
+  }
+}
+
+TEST_CASE("a privileged launch refuses control files owned by another user", "[root]") {
+  ctx::test::TempDir t;
+  for (const auto& [k, v] : base_files()) t.write("agent/coder.d/" + k, v);
+  for (const auto& [k, v] : base_files()) REQUIRE(::chown((t / ("agent/coder.d/" + k)).c_str(), 1000, 1000) == 0);
+  LoadOptions strict;
+  strict.require_trusted_files = true;
+  CHECK(load(t.path(), "coder", strict));  // root-owned dir, owner-owned files
+  REQUIRE(::chown((t / "agent/coder.d/mount").c_str(), 1001, 1001) == 0);
+  auto r = load(t.path(), "coder", strict);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().msg == "coder.d/mount: EPERM: owned by uid 1001, not by root or the owner 1000; chown it");
+  REQUIRE(::chown((t / "agent/coder.d").c_str(), 1002, 1002) == 0);
+  r = load(t.path(), "coder", strict);
+  CHECK(r.error().msg == "coder.d: EPERM: owned by uid 1002, not by root or the owner 1000; chown it");
+}
+
+TEST_CASE("ctx check reports every error, compiler style, and its exit status", "[fs]") {
+  ctx::test::TempDir t;
+  for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
+  for (const auto& [k, v] : base_files()) t.write("ctx/agent/rev.d/" + k, v);
+  t.write("ctx/agent/rev.d/label", "rev_t\n");
+  std::string ctx = ctx::test::built("ctx/ctx");
+  auto ok = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "coder"});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out == "coder: ok\n");
+  // rev's policy names coder_t: inert, a warning.
+  auto warn = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "rev"});
+  CHECK(warn.exit_code == 0);
+  CHECK(warn.out == "warning: rev.d/policy:1: inert: names subject coder_t, but the agent's label type is rev_t\n"
+                    "rev: ok\n0 errors, 1 warning\n");
+  t.write("ctx/agent/coder.d/iso", "jail\n");
+  t.write("ctx/agent/coder.d/mount", "/a\tb\tro\tbind\n");
+  t.write("ctx/agent/coder.d/notes", "x\n");
+  auto bad = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "coder"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.out == "warning: coder.d/notes: not a control file of the ABI; it is ignored (remove or rename it)\n"
+                   "coder.d/iso:1:1: EINVAL: iso must be shared, uid or userns, not 'jail'\n"
+                   "coder.d/mount:1:4: EINVAL: target must be an absolute path\n"
+                   "2 errors, 1 warning\n");
+  auto all = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "--all"});
+  CHECK(all.exit_code == 1);
+  CHECK(all.out.find("rev: ok\n") != std::string::npos);
+  auto env = ctx::test::run_command({ctx, "check", "rev"}, std::nullopt, 30, {"CTX_ROOT=" + t / "ctx"});
+  CHECK(env.exit_code == 0);
+  CHECK(ctx::test::run_command({ctx, "check"}).exit_code == 2);
+  CHECK(ctx::test::run_command({ctx, "frobnicate"}).exit_code == 2);
+  auto missing = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "ghost"});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.out == "ghost.d: ENOENT: no such agent in " + t / "ctx" + "/agent\n1 error, 0 warnings\n");
+}
+
+TEST_CASE("the example tree passes ctx check", "[fs]") {
+  const char* src = std::getenv("CTX_SOURCE_ROOT");
+  REQUIRE(src != nullptr);
+  auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", std::string(src) + "/examples/ctx", "--all"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "coder: ok\nreviewer: ok\n");
+}
