@@ -4,9 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -386,4 +389,115 @@ TEST_CASE("--json-status-fd reports pid, namespaces, timings and exit status", "
     CHECK(started["timings_us"].contains(step));
   }
   CHECK(exited == json{{"event", "exited"}, {"agent", "coder"}, {"exit_status", 0}});
+}
+
+TEST_CASE("a privileged launch opens mount sources as the owner", "[root]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("private", 0700);  // root's, 0700: the owner cannot enter it
+  t.write("private/secret", "s\n");
+  REQUIRE(::chown((t.dir() / "private").c_str(), 0, 0) == 0);
+  REQUIRE(::chown((t.dir() / "private/secret").c_str(), 0, 0) == 0);
+  REQUIRE(::chmod((t.dir() / "private").c_str(), 0700) == 0);
+  t.agent("coder", {{"mount", t.base_mounts() + "/etc/shadow\t/shadow\tro\tbind\n"}});
+  RunResult shadow = run_probe(t, m, "coder", {"ids"});
+  CHECK(shadow.exit_code == 125);
+  CHECK(shadow.err == "ctx-agent-run: coder.d/mount:3: /etc/shadow -> /shadow: source /etc/shadow: EACCES: the owner may not read it\n");
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/private\t/p\tro\tbind\n"}});
+  RunResult priv = run_probe(t, m, "coder", {"ids"});
+  CHECK(priv.exit_code == 125);
+  CHECK(priv.err == "ctx-agent-run: coder.d/mount:3: " + t.dir().path() + "/private -> /p: source " + t.dir().path() +
+                        "/private: EACCES: the owner may not read it\n");
+  // Readable but not writable by the owner: ro works, rw is refused.
+  t.mkdir("shared-ro", 0755);
+  REQUIRE(::chown((t.dir() / "shared-ro").c_str(), 0, 0) == 0);
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/shared-ro\t/s\tro\tbind\n"}});
+  probe(run_probe(t, m, "coder", {"ids"}));
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/shared-ro\t/s\trw\tbind\n"}});
+  RunResult rw = run_probe(t, m, "coder", {"ids"});
+  CHECK(rw.exit_code == 125);
+  CHECK(rw.err.find("source " + t.dir().path() + "/shared-ro: EACCES: the owner may not read and write it") != std::string::npos);
+}
+
+TEST_CASE("a privileged launch refuses untrusted control files", "[root]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  ::chmod((t.root() + "/agent/coder.d/mount").c_str(), 0666);
+  RunResult r = run_probe(t, m, "coder", {"ids"});
+  CHECK(r.exit_code == 125);
+  CHECK(r.err == "ctx-agent-run: coder.d/mount: EPERM: writable by group or other (mode 0666); chmod go-w it\n");
+  ::chmod((t.root() + "/agent/coder.d/mount").c_str(), 0644);
+  REQUIRE(::chown((t.root() + "/agent/coder.d/mount").c_str(), m.owner.uid + 1, m.owner.gid) == 0);
+  RunResult other = run_probe(t, m, "coder", {"ids"});
+  CHECK(other.exit_code == 125);
+  CHECK(other.err.find("not by root or the owner " + std::to_string(m.owner.uid) + "; chown it") != std::string::npos);
+  // Symlinked control files are refused in every launch.
+  ::chown((t.root() + "/agent/coder.d/mount").c_str(), m.owner.uid, m.owner.gid);
+  ::unlink((t.root() + "/agent/coder.d/mount").c_str());
+  REQUIRE(::symlink("/etc/fstab", (t.root() + "/agent/coder.d/mount").c_str()) == 0);
+  RunResult link = run_probe(t, m, "coder", {"ids"});
+  CHECK(link.exit_code == 125);
+  CHECK(link.err == "ctx-agent-run: coder.d/mount: ELOOP: is a symbolic link; control files must be regular files\n");
+}
+
+TEST_CASE("bind hides the source's submounts, rbind shows them", "[root]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("src/sub");
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/src\t/b\tro\tbind\n" + t.dir().path() +
+                                  "/src\t/r\tro\trbind\n"}});
+  // The submount is made in a private mount namespace of a helper that
+  // then runs the launcher: the host's mounts stay untouched.
+  std::string script = "set -e; mount --make-rprivate /; mount -t tmpfs -o size=64k tmpfs " + t.dir().path() +
+                       "/src/sub; touch " + t.dir().path() + "/src/sub/marker; exec " +
+                       ctx::test::built("launcher/ctx-agent-run") + " --ctx-root " + t.root() +
+                       " coder -- /probe exists:/b/sub/marker exists:/r/sub/marker exists:/b/sub";
+  RunResult r = ctx::test::run_command({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
+  json j = probe(r);
+  CHECK(j["exists:/b/sub"] == "yes");
+  CHECK(j["exists:/b/sub/marker"] == "ENOENT");
+  CHECK(j["exists:/r/sub/marker"] == "yes");
+}
+
+TEST_CASE("READY=1 is forwarded to the launcher's own NOTIFY_SOCKET", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  t.mkdir("notify", 0777);
+  std::string sock = t.dir().path() + "/notify/socket";
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un a {};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", sock.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  ::chmod(sock.c_str(), 0666);
+  RunResult r = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
+                                        "/probe", "notify:READY=1"},
+                                       m.as, 60, {"NOTIFY_SOCKET=" + sock});
+  probe(r);
+  char buf[64] = {};
+  ssize_t n = ::recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+  ::close(fd);
+  CHECK(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0) == "READY=1");
+}
+
+TEST_CASE("a stale instance is cleaned up at the next launch", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"status", "busy\n"}, {"pid", "999999\n"}});
+  // A socket file left by a supervisor that was SIGKILLed.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a {};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", (t.root() + "/agent/coder.sock").c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  ::close(fd);
+  if (::geteuid() == 0) ::lchown((t.root() + "/agent/coder.sock").c_str(), m.owner.uid, m.owner.gid);
+  probe(run_probe(t, m, "coder", {"listenfd"}));
+  std::string log = t.dir().read("ctx/agent/coder.d/log");
+  CHECK(log.find("\"event\":\"agent.reap\"") != std::string::npos);
+  CHECK(log.find("\"previous_status\":\"busy\"") != std::string::npos);
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
 }
