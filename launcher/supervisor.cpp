@@ -1,6 +1,7 @@
 #include "launcher/supervisor.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -94,6 +95,19 @@ Result<std::pair<UniqueFd, std::string>> runtime_dir(const std::string& base, co
   return std::pair<UniqueFd, std::string>(std::move(n), base + "/" + mine + "/" + name);
 }
 
+// Adds the remedy to errors that mean the kernel will not give this
+// unprivileged caller a user namespace (disabled, limited to zero, or
+// Ubuntu's AppArmor restriction, which lets the namespace be created but
+// strips its capabilities so the first mount fails).
+Error with_userns_remedy(const LaunchPlan& plan, Error e) {
+  if (plan.ids.privileged || (e.code != EPERM && e.code != EACCES && e.code != ENOSPC && e.code != EUSERS)) return e;
+  e.msg += " (unprivileged user namespaces are unavailable to uid " + std::to_string(plan.ids.host_uid) +
+           ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
+           "examples/apparmor/ctx-agent-run or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as root "
+           "from a systemd unit)";
+  return e;
+}
+
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -167,7 +181,10 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
 
   std::uint64_t t_clone = sys::now_us();
   auto child = sys::clone_child({plan.clone_flags, -1});
-  if (!child) return fail_launch(child.error().with_context("creating namespaces"));
+  if (!child) {
+    Error e = child.error().with_context("creating namespaces");
+    return fail_launch((plan.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan, e) : e);
+  }
   if (child->pid == 0) {
     SandboxIo io{sync->first.get(), errp->second.get(), rep->second.get(), listen->get(), notify_path};
     run_sandbox(plan, io);
@@ -193,7 +210,7 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
     Result<void> r = plan.ids.map_via_helpers
                          ? sys::run_id_map_helpers(child->pid, plan.ids.uid_map, plan.ids.gid_map)
                          : sys::write_id_maps(child->pid, plan.ids.uid_map, plan.ids.gid_map, plan.ids.deny_setgroups);
-    if (!r) return abort_child(r.error().with_context("writing id maps"));
+    if (!r) return abort_child(with_userns_remedy(plan, r.error().with_context("writing id maps")));
   }
   char go = 1;
   if (auto r = sys::write_all(sync->second.get(), &go, 1); !r) return abort_child(r.error());
@@ -215,6 +232,7 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
       error = e;
       return code;
     }
+    if (e.msg.rfind("making mounts private", 0) == 0) e = with_userns_remedy(plan, e);
     return fail_launch(e);
   }
 

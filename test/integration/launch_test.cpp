@@ -3,7 +3,10 @@
 // by the unprivileged test user. ctx-probe reports from inside.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -499,5 +502,37 @@ TEST_CASE("a stale instance is cleaned up at the next launch", "[root][userns]")
   std::string log = t.dir().read("ctx/agent/coder.d/log");
   CHECK(log.find("\"event\":\"agent.reap\"") != std::string::npos);
   CHECK(log.find("\"previous_status\":\"busy\"") != std::string::npos);
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+}
+
+TEST_CASE("without user namespaces an unprivileged launch fails with the remedy", "[userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  // The launcher runs in a user namespace of its own whose limit on
+  // nested user namespaces is 0: the machine's setting stays untouched.
+  auto no_userns = [&]() {
+    // Dropping from root made us non-dumpable: our /proc files are root's.
+    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || ::unshare(CLONE_NEWUSER) < 0) return false;
+    auto put = [](const char* path, const std::string& v) {
+      int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return false;
+      bool ok = ::write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size());
+      ::close(fd);
+      return ok;
+    };
+    std::string u = std::to_string(m.owner.uid), g = std::to_string(m.owner.gid);
+    return put("/proc/self/setgroups", "deny") && put("/proc/self/uid_map", u + " " + u + " 1") &&
+           put("/proc/self/gid_map", g + " " + g + " 1") && put("/proc/sys/user/max_user_namespaces", "0");
+  };
+  RunResult r = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
+                                        "/probe", "ids"},
+                                       m.as, 60, {}, no_userns);
+  CHECK(r.exit_code == 125);
+  CHECK(r.err == "ctx-agent-run: creating namespaces: clone3: ENOSPC (unprivileged user namespaces are unavailable to uid " +
+                     std::to_string(m.owner.uid) +
+                     ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
+                     "examples/apparmor/ctx-agent-run or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as "
+                     "root from a systemd unit)\n");
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
 }

@@ -45,7 +45,7 @@ void drain(int fd, std::string& into, bool& open) {
 }  // namespace
 
 Spawned spawn_command(const std::vector<std::string>& argv, std::optional<TestUser> as,
-                      const std::vector<std::string>& extra_env) {
+                      const std::vector<std::string>& extra_env, const std::function<bool()>& before_exec) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0) throw std::runtime_error("pipe2");
   pid_t pid = ::fork();
@@ -61,6 +61,7 @@ Spawned spawn_command(const std::vector<std::string>& argv, std::optional<TestUs
           ::setresuid(as->uid, as->uid, as->uid) < 0)
         _exit(121);
     }
+    if (before_exec && !before_exec()) _exit(123);
     std::vector<std::string> env{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "SSH_AUTH_SOCK=/leak/should-not-pass"};
     env.insert(env.end(), extra_env.begin(), extra_env.end());
     std::vector<char*> a, e;
@@ -106,8 +107,8 @@ RunResult wait_command(Spawned& sp, int timeout_s) {
 }
 
 RunResult run_command(const std::vector<std::string>& argv, std::optional<TestUser> as, int timeout_s,
-                      const std::vector<std::string>& extra_env) {
-  Spawned s = spawn_command(argv, as, extra_env);
+                      const std::vector<std::string>& extra_env, const std::function<bool()>& before_exec) {
+  Spawned s = spawn_command(argv, as, extra_env, before_exec);
   return wait_command(s, timeout_s);
 }
 

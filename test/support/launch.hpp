@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -34,8 +35,11 @@ struct RunResult {
 /// Runs argv (argv[0] a path) with a small clean environment, optionally
 /// as another user (setgroups to none, then gid, then uid), with stdin
 /// from /dev/null and a time limit after which it is SIGKILLed.
+/// before_exec runs in the child after the switch of user, just before
+/// execve; returning false makes the child exit 123.
 RunResult run_command(const std::vector<std::string>& argv, std::optional<TestUser> as = std::nullopt,
-                      int timeout_s = 60, const std::vector<std::string>& extra_env = {});
+                      int timeout_s = 60, const std::vector<std::string>& extra_env = {},
+                      const std::function<bool()>& before_exec = {});
 
 /// A command started in the background (its own process group).
 struct Spawned {
@@ -46,7 +50,8 @@ struct Spawned {
 
 /// Starts argv like run_command, without waiting.
 Spawned spawn_command(const std::vector<std::string>& argv, std::optional<TestUser> as = std::nullopt,
-                      const std::vector<std::string>& extra_env = {});
+                      const std::vector<std::string>& extra_env = {},
+                      const std::function<bool()>& before_exec = {});
 
 /// Collects the output of a spawned command until it exits (SIGKILL to its
 /// process group after timeout_s).
