@@ -77,10 +77,16 @@ Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string&
   if (!S_ISREG(st.mode)) return fail(Error{EINVAL, "is not a regular file"});
   if (st.size > max_size)
     return fail(Error{EFBIG, "is larger than " + std::to_string(max_size) + " bytes"});
+  // Sized from fstat (plus one byte to notice growth), not from the cap:
+  // zero-filling 64 KiB per control file was most of a launch's CPU time.
   std::string data;
-  data.resize(max_size + 1);
+  data.resize(static_cast<std::size_t>(st.size) + 1);
   std::size_t got = 0;
-  while (got < data.size()) {
+  while (true) {
+    if (got == data.size()) {
+      if (data.size() > max_size) break;
+      data.resize(std::min(data.size() * 2, max_size + 1));
+    }
     ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -148,7 +154,7 @@ Result<std::vector<std::string>> list_dir(int dirfd) {
   return names;
 }
 
-Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode) {
+Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode, bool durable) {
   static std::mt19937_64 rng{std::random_device{}()};
   std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000007ULL);
   int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
@@ -160,7 +166,7 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
     return fail(std::move(r).error().with_context(name));
   }
   // fchmod: the umask may have narrowed the create mode.
-  if (::fchmod(fd.get(), mode) < 0 || ::fsync(fd.get()) < 0) {
+  if (::fchmod(fd.get(), mode) < 0 || (durable && ::fsync(fd.get()) < 0)) {
     int err = errno;
     cleanup();
     return fail(sys_error("fsync " + tmp, err));

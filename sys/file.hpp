@@ -67,10 +67,13 @@ Result<void> chmod_path(const std::string& path, mode_t mode);
 Result<std::vector<std::string>> list_dir(int dirfd);
 
 /// Replaces dirfd/name atomically: writes a temporary file in the same
-/// directory, fsyncs it and renames it over the name. On any failure the
-/// temporary file is removed and the old content stays.
+/// directory and renames it over the name, so a reader sees the old or the
+/// new content, never a mix. With `durable` the file is fsynced before the
+/// rename (control files that must survive a crash); runtime state such as
+/// status is not. On any failure the temporary file is removed and the old
+/// content stays.
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data,
-                            mode_t mode = 0644);
+                            mode_t mode = 0644, bool durable = false);
 
 /// Appends data to dirfd/name (created with mode if missing) with one
 /// write(2) on an O_APPEND descriptor, so concurrent appenders of lines
