@@ -82,7 +82,15 @@ Result<void> bind_one(int rootfd, const BindStep& b) {
   if (auto r = sys::access_fd(src.get(), need); !r)
     return fail(Error{EACCES, "source " + b.source + ": EACCES: the owner may not " +
                                   (b.need_write ? "read and write" : "read") + " it"});
-  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(src.get(), "", b.recursive));
+  auto cloned = sys::clone_tree(src.get(), "", b.recursive);
+  // In a user namespace the mounts below the source are locked: a
+  // non-recursive bind would uncover what they cover, so the kernel
+  // refuses it (EINVAL from open_tree).
+  if (!cloned && cloned.error().code == EINVAL && !b.recursive)
+    return fail(Error{EINVAL, "source " + b.source + ": EINVAL: has mounts below it that a non-recursive bind would "
+                                  "uncover, which the kernel refuses in a user namespace; use rbind"});
+  if (!cloned) return fail(cloned.error());
+  UniqueFd tree = std::move(*cloned);
   // Attributes are set while the tree is still detached: there is no
   // moment in which the sandbox could see it writable.
   CTX_TRY(sys::set_mount_attrs(tree.get(), {b.rdonly, b.nosuid, b.nodev, b.noexec}, b.recursive));

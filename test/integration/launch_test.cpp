@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -535,4 +536,49 @@ TEST_CASE("without user namespaces an unprivileged launch fails with the remedy"
                      "examples/apparmor/ctx-agent-run or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as "
                      "root from a systemd unit)\n");
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+}
+
+TEST_CASE("unprivileged: bind of a source with submounts is refused, rbind shows them", "[userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("src/sub");
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/src\t/b\tro\tbind\n" + t.dir().path() +
+                                  "/src\t/r\tro\trbind\n"}});
+  // The submount lives in a user and mount namespace of the test's own,
+  // in which the launcher then runs (and nests its sandbox).
+  std::string sub = t.dir().path() + "/src/sub";
+  auto with_submount = [&]() {
+    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || ::unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) return false;
+    auto put = [](const char* path, const std::string& v) {
+      int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return false;
+      bool ok = ::write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size());
+      ::close(fd);
+      return ok;
+    };
+    std::string u = std::to_string(m.owner.uid), g = std::to_string(m.owner.gid);
+    if (!put("/proc/self/setgroups", "deny") || !put("/proc/self/uid_map", u + " " + u + " 1") ||
+        !put("/proc/self/gid_map", g + " " + g + " 1"))
+      return false;
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return false;
+    if (::mount("tmpfs", sub.c_str(), "tmpfs", 0, "size=64k") < 0) return false;
+    int fd = ::open((sub + "/marker").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
+  };
+  // A non-recursive bind of a source with (locked) submounts is refused by
+  // the kernel in a user namespace; rbind shows them.
+  RunResult b = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
+                                        "/probe", "exists:/b/sub/marker"},
+                                       m.as, 60, {}, with_submount);
+  CHECK(b.exit_code == 125);
+  CHECK(b.err == "ctx-agent-run: coder.d/mount:3: " + t.dir().path() + "/src -> /b: source " + t.dir().path() +
+                     "/src: EINVAL: has mounts below it that a non-recursive bind would uncover, which the kernel refuses "
+                     "in a user namespace; use rbind\n");
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/src\t/r\tro\trbind\n"}});
+  RunResult r = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
+                                        "/probe", "exists:/r/sub/marker"},
+                                       m.as, 60, {}, with_submount);
+  CHECK(probe(r)["exists:/r/sub/marker"] == "yes");
 }

@@ -4,6 +4,10 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "agentdir/load.hpp"
 #include "launcher/plan.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
@@ -226,4 +230,49 @@ TEST_CASE("shared spaces: permission for direct mounts, masks under wider ones",
   CHECK(p->binds[1].rdonly);
   REQUIRE(p->masks.size() == 1);
   CHECK(p->masks[0].target == "/ctx/shared/c");
+}
+
+TEST_CASE("plans of the example agents", "[fs]") {
+  const char* src = std::getenv("CTX_SOURCE_ROOT");
+  REQUIRE(src != nullptr);
+  std::string root = std::string(src) + "/examples/ctx";
+  auto coder = ctx::agentdir::load(root, "coder");
+  REQUIRE(coder);
+  // The example's host paths assume it is installed at /ctx.
+  coder->ctx_root = "/ctx";
+  PlanOptions o;
+  o.shared_spaces = {"project-a", "project-b"};
+  auto p = make_plan(*coder, user(), o);
+  REQUIRE(p);
+  std::vector<std::string> targets;
+  for (const auto& b : p->binds) targets.push_back(b.target);
+  // The table's five lines in apply order; project-a is allowed rw, and
+  // project-b, which the whole-/ctx mount would expose, is masked.
+  CHECK(targets == std::vector<std::string>{"/ctx", "/ctx/home/1000/agent/coder", "/shared/project-a", "/usr", "/work"});
+  REQUIRE(p->masks.size() == 1);
+  CHECK(p->masks[0].target == "/ctx/shared/project-b");
+  CHECK(p->net_ns);
+  CHECK(p->cwd == "/work");
+  CHECK(p->root == "/ctx/home/1000/agent/coder/root");
+  CHECK(p->argv == std::vector<std::string>{"/ctx/agent/coder"});
+  CHECK(std::find(p->env.begin(), p->env.end(), "CTX_PATH=/ctx/tool:/ctx/home/1000/tool:/ctx/shared/project-a/tool") != p->env.end());
+  CHECK(std::find(p->env.begin(), p->env.end(), "GREETING=hello $USER, no expansion here") != p->env.end());
+
+  auto reviewer = ctx::agentdir::load(root, "reviewer");
+  REQUIRE(reviewer);
+  reviewer->ctx_root = "/ctx";
+  auto r = make_plan(*reviewer, user(), o);
+  REQUIRE(r);
+  CHECK(r->ids.uid == 1000);  // iso shared: the owner itself
+  CHECK(has_map(r->ids.uid_map, 1000, 1000));
+  REQUIRE(r->binds.size() == 3);
+  CHECK(r->binds[0].target == "/ctx/tool");
+  CHECK(r->binds[1].target == "/shared/project-a");
+  CHECK(r->binds[1].rdonly);
+  // The reviewer's policy reads project-a but cannot write it: an rw mount
+  // of the space is refused.
+  reviewer->mounts[2].mode = ctx::mountspec::Mode::rw;
+  auto rw = make_plan(*reviewer, user(), o);
+  REQUIRE_FALSE(rw);
+  CHECK(rw.error().reason == "shared_policy");
 }
