@@ -141,6 +141,7 @@ Result<void> make_notify(int rootfd, int socket_fd) {
   CTX_TRY_ASSIGN(dir, sys::open_in_root(rootfd, rel_of(kNotifyDir), true));
   CTX_TRY(sys::make_file_at(dir.get(), "notify", 0666));
   CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(socket_fd, "", false));
+  CTX_TRY(sys::set_mount_attrs(tree.get(), {false, true, true, true}, false));
   CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(kNotifyPath), false));
   CTX_TRY(sys::attach_tree(tree.get(), target.get()));
   CTX_TRY(sys::set_mount_attrs(dir.get(), {true, true, true, true}, false));
