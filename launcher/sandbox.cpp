@@ -1,6 +1,7 @@
 #include "launcher/sandbox.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -196,6 +197,8 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep)
     CTX_TRY_CTX(sys::write_id_maps(0, ids.uid_map, ids.gid_map, ids.deny_setgroups), "user namespace");
   }
   if (ids.map_via_helpers) CTX_TRY_CTX(sys::set_ids(ids.uid, ids.gid, ids.groups), "setting ids");
+  // Credential changes cleared PDEATHSIG; arm it again.
+  CTX_TRY(sys::set_parent_death_signal(SIGKILL));
   CTX_TRY_CTX(sys::drop_all_capabilities(), "dropping capabilities");
   CTX_TRY(sys::set_no_new_privs());
   CTX_TRY(sys::new_session());
@@ -260,7 +263,10 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   if (auto r = sys::set_parent_death_signal(SIGKILL); !r) die(io.error_write, r.error());
   char go = 0;
   if (auto got = sys::read_byte(io.sync_read, go); !got || !*got) _exit(kExitLaunchFailed);
-  sys::close_fd(io.sync_read);
+  // The supervisor keeps the pipe's other end open for its whole life, so
+  // EOF here later means it is gone. That lifeline, unlike PDEATHSIG,
+  // survives the credential changes below (which clear PDEATHSIG).
+
   rep.step("id_maps");
 
   // Signals the init forwards are blocked before the runtime exists so
@@ -280,6 +286,15 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   sys::close_fd(io.report_write);
   sys::close_fd(io.listen_fd);
   while (true) {
+    std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {io.sync_read, POLLIN, 0}};
+    if (!sys::poll_fds(fds, -1)) _exit(kExitLaunchFailed);
+    if (fds[1].revents != 0) {
+      // The supervisor died (even by SIGKILL): end the sandbox. With pid 1
+      // gone the kernel kills everything else in it.
+      (void)sys::signal_pid(*pid, SIGKILL);
+      _exit(128 + SIGKILL);
+    }
+    if ((fds[0].revents & POLLIN) == 0) continue;
     auto sig = sys::read_signalfd(sigfd->get());
     if (!sig) _exit(kExitLaunchFailed);
     if (*sig != SIGCHLD) {

@@ -10,7 +10,7 @@ namespace ctx::launcher {
 
 /// The descriptors and host paths the child needs from the supervisor.
 struct SandboxIo {
-  int sync_read = -1;     ///< one byte arrives once the id maps are written
+  int sync_read = -1;     ///< one byte once the id maps are written; EOF when the supervisor dies
   int error_write = -1;   ///< "<errno> <stage>: <message>" on failure; EOF on exec
   int report_write = -1;  ///< "step <name> <usec>" lines, closed before exec
   int listen_fd = -1;     ///< the agent socket, passed as fd 3 (LISTEN_FDS)

@@ -210,7 +210,7 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
   }
   char go = 1;
   if (auto r = sys::write_all(sync->second.get(), &go, 1); !r) return abort_child(r.error());
-  sync->second.reset();
+  // sync->second stays open until we exit: the sandbox's lifeline.
 
   // Written while the sandbox sets itself up on the other CPU: these file
   // writes cost as much as the whole namespace setup. Nothing reads the

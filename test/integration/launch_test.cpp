@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -581,4 +582,67 @@ TEST_CASE("unprivileged: bind of a source with submounts is refused, rbind shows
                                         "/probe", "exists:/r/sub/marker"},
                                        m.as, 60, {}, with_submount);
   CHECK(probe(r)["exists:/r/sub/marker"] == "yes");
+}
+
+namespace {
+
+// Processes whose command line mentions `token` (the tests' unique paths).
+std::vector<int> processes_mentioning(const std::string& token) {
+  std::vector<int> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string n = e.path().filename();
+    if (n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) == ::getpid()) continue;
+    std::string cmd;
+    try {
+      cmd = ctx::test::read_file(e.path().string() + "/cmdline");
+    } catch (...) {
+      continue;
+    }
+    if (cmd.find(token) != std::string::npos) out.push_back(std::stoi(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("SIGINT, SIGHUP and SIGQUIT are forwarded too", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  for (int sig : {SIGINT, SIGHUP, SIGQUIT}) {
+    INFO(sig);
+    auto sp = t.spawn({"coder", "--", "/probe", "notify:READY=1", "sleep:30"}, m.as);
+    REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
+    REQUIRE(::kill(sp.pid, sig) == 0);
+    RunResult r = ctx::test::wait_command(sp, 30);
+    CHECK(r.exit_code == 128 + sig);
+  }
+}
+
+TEST_CASE("nothing keeps running after a failed launch or a killed supervisor", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"mount", t.base_mounts() + "/nonexistent\t/x\tro\tbind\n"}});
+  CHECK(run_probe(t, m, "coder", {"ids"}).exit_code == 125);
+  CHECK(processes_mentioning(t.root()).empty());
+
+  // SIGKILL of the supervisor: the sandbox's init has PDEATHSIG, and with
+  // pid 1 gone the kernel ends the whole sandbox.
+  t.agent("coder");
+  std::string token = "sleep:29.5";
+  auto sp = t.spawn({"coder", "--", "/probe", "notify:READY=1", token}, m.as);
+  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
+  CHECK(processes_mentioning(token).size() == 3);  // the supervisor, the sandbox init, the probe
+  REQUIRE(::kill(sp.pid, SIGKILL) == 0);
+  RunResult r = ctx::test::wait_command(sp, 30);
+  CHECK(r.exit_code == 128 + SIGKILL);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = processes_mentioning(token).empty();
+    if (!gone) ::usleep(20000);
+  }
+  CHECK(gone);
+  // The next launch finds the stale status and goes ahead.
+  probe(run_probe(t, m, "coder", {"ids"}));
+  CHECK(t.dir().read("ctx/agent/coder.d/log").find("\"previous_status\":\"ready\"") != std::string::npos);
 }
