@@ -59,7 +59,7 @@ class AgentFiles {
       if (!home) return warn(fail(home.error()), "events.jsonl");
       std::string rel = std::to_string(plan_.owner) + "/agent/" + plan_.name +
                         "/session/" + plan_.session;
-      auto dir = sys::open_or_make_dirs(home->get(), rel, 0755);
+      auto dir = sys::open_or_make_dirs(home->get(), rel, 0755, owner());
       if (!dir) return warn(fail(dir.error()), "events.jsonl");
       session_ = std::move(*dir);
     }
@@ -68,11 +68,17 @@ class AgentFiles {
     for (auto& [k, v] : j.items()) out[k] = v;
     out["agent"] = plan_.name;
     out["session"] = plan_.session;
-    warn(sys::append_file(session_.get(), "events.jsonl", out.dump() + "\n", 0644), "events.jsonl");
+    warn(sys::append_file(session_.get(), "events.jsonl", out.dump() + "\n", 0644, owner()), "events.jsonl");
   }
 
 
  private:
+  // A root supervisor gives what it creates in the owner's home tier to
+  // the agent's host ids, so the agent's own tools can append events.
+  std::optional<sys::Ownership> owner() const {
+    if (!plan_.ids.privileged) return std::nullopt;
+    return sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
+  }
   void warn(const Result<void>& r, const char* what) {
     if (!r) std::fprintf(stderr, "ctx-agent-run: warning: %s.d/%s: %s\n", plan_.name.c_str(), what, r.error().msg.c_str());
   }

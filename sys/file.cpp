@@ -101,7 +101,7 @@ Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string&
   return std::optional<FileContent>(FileContent{std::move(data), st});
 }
 
-Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode) {
+Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode, std::optional<Ownership> owner) {
   int raw = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) return fail_errno("openat .");
   UniqueFd cur(raw);
@@ -110,8 +110,10 @@ Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mod
     std::size_t slash = rel.find('/', start);
     std::string comp = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (!comp.empty()) {
-      if (::mkdirat(cur.get(), comp.c_str(), mode) < 0 && errno != EEXIST) return fail_errno("mkdirat " + comp);
+      bool made = ::mkdirat(cur.get(), comp.c_str(), mode) == 0;
+      if (!made && errno != EEXIST) return fail_errno("mkdirat " + comp);
       CTX_TRY_ASSIGN(UniqueFd next, open_dir_at(cur.get(), comp));
+      if (made && owner && ::fchown(next.get(), owner->uid, owner->gid) < 0) return fail_errno("fchown " + comp);
       cur = std::move(next);
     }
     if (slash == std::string::npos) break;
@@ -180,10 +182,16 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
   return {};
 }
 
-Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode) {
+Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode,
+                         std::optional<Ownership> owner) {
   int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
   if (raw < 0) return fail_errno("openat " + name);
   UniqueFd fd(raw);
+  if (owner) {
+    CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
+    if (st.size == 0 && (st.uid != owner->uid || st.gid != owner->gid) && ::fchown(fd.get(), owner->uid, owner->gid) < 0)
+      return fail_errno("fchown " + name);
+  }
   return write_all(fd.get(), data, "write");
 }
 

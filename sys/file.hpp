@@ -53,9 +53,18 @@ struct FileContent {
 Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string& name,
                                                    std::size_t max_size);
 
+/// An owner to give the files and directories a call creates (a root
+/// supervisor writing into an agent owner's tree).
+struct Ownership {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
 /// Opens dirfd/rel, creating missing directories (mode) one component at a
-/// time; no component is ever followed as a symlink.
-Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode);
+/// time; no component is ever followed as a symlink. Directories it creates
+/// are given to `owner` when set.
+Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode,
+                                   std::optional<Ownership> owner = std::nullopt);
 
 /// Opens a path O_PATH (following symlinks), for passing to a child.
 Result<UniqueFd> open_o_path(const std::string& path);
@@ -79,6 +88,6 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
 /// write(2) on an O_APPEND descriptor, so concurrent appenders of lines
 /// shorter than PIPE_BUF do not interleave.
 Result<void> append_file(int dirfd, const std::string& name, std::string_view data,
-                         mode_t mode = 0644);
+                         mode_t mode = 0644, std::optional<Ownership> owner = std::nullopt);
 
 }  // namespace ctx::sys

@@ -316,7 +316,13 @@ TEST_CASE("status, pid, log and events follow the runtime", "[root][userns]") {
     INFO(ev);
     CHECK(log.find(std::string("\"event\":\"") + ev + "\"") != std::string::npos);
   }
-  std::string events = ctx::test::read_file(home_of(t, "coder") + "/session/default/events.jsonl");
+  std::string events_path = home_of(t, "coder") + "/session/default/events.jsonl";
+  // Even a root supervisor leaves the session files to the agent's owner.
+  REQUIRE(::stat(events_path.c_str(), &st) == 0);
+  CHECK(st.st_uid == m.owner.uid);
+  REQUIRE(::stat((home_of(t, "coder") + "/session/default").c_str(), &st) == 0);
+  CHECK(st.st_uid == m.owner.uid);
+  std::string events = ctx::test::read_file(events_path);
   auto nl = events.find('\n');
   json start = json::parse(events.substr(0, nl));
   json stop = json::parse(events.substr(nl + 1, events.find('\n', nl + 1) - nl - 1));
