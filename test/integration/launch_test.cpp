@@ -652,3 +652,13 @@ TEST_CASE("nothing keeps running after a failed launch or a killed supervisor", 
   probe(run_probe(t, m, "coder", {"ids"}));
   CHECK(t.dir().read("ctx/agent/coder.d/log").find("\"previous_status\":\"ready\"") != std::string::npos);
 }
+
+TEST_CASE("iso uid outside the delegated range fails with the fix", "[userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"iso", "uid\n"}, {"uid", "5000\n"}});
+  RunResult r = run_probe(t, m, "coder", {"ids"});
+  CHECK(r.exit_code == 125);
+  CHECK(r.err == "ctx-agent-run: coder: iso uid: uid 5000 is not delegated to uid " + std::to_string(m.owner.uid) +
+                     " in /etc/subuid; add a range that holds it\n");
+}
