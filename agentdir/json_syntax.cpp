@@ -97,60 +97,47 @@ class Checker {
     }
   }
 
+  // The members of an object ('}': "key": value pairs) or an array (']'),
+  // after the opening bracket.
+  Result<void> members(char close, int depth) {
+    ++i_;
+    ws();
+    if (peek() == close) {
+      ++i_;
+      return {};
+    }
+    while (true) {
+      ws();
+      if (close == '}') {
+        if (peek() != '"') return bad("expected a string key");
+        CTX_TRY(string());
+        ws();
+        if (peek() != ':') return bad("expected ':'");
+        ++i_;
+        ws();
+      }
+      CTX_TRY(value(depth + 1));
+      ws();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      if (peek() == close) {
+        ++i_;
+        return {};
+      }
+      return bad(std::string("expected ',' or '") + close + "'");
+    }
+  }
+
   Result<void> value(int depth) {
     if (depth > 64) return bad("nested deeper than 64 levels");
     char c = peek();
     switch (c) {
-      case '{': {
-        ++i_;
-        ws();
-        if (peek() == '}') {
-          ++i_;
-          return {};
-        }
-        while (true) {
-          ws();
-          if (peek() != '"') return bad("expected a string key");
-          CTX_TRY(string());
-          ws();
-          if (peek() != ':') return bad("expected ':'");
-          ++i_;
-          ws();
-          CTX_TRY(value(depth + 1));
-          ws();
-          if (peek() == ',') {
-            ++i_;
-            continue;
-          }
-          if (peek() == '}') {
-            ++i_;
-            return {};
-          }
-          return bad("expected ',' or '}'");
-        }
-      }
-      case '[': {
-        ++i_;
-        ws();
-        if (peek() == ']') {
-          ++i_;
-          return {};
-        }
-        while (true) {
-          ws();
-          CTX_TRY(value(depth + 1));
-          ws();
-          if (peek() == ',') {
-            ++i_;
-            continue;
-          }
-          if (peek() == ']') {
-            ++i_;
-            return {};
-          }
-          return bad("expected ',' or ']'");
-        }
-      }
+      case '{':
+        return members('}', depth);
+      case '[':
+        return members(']', depth);
       case '"':
         return string();
       case 't':

@@ -436,8 +436,7 @@ PrimaryGidLookup passwd_primary_gid() {
   };
 }
 
-Result<DirListing> read_control_files(std::string_view ctx_root, std::string_view name, const LoadOptions& opts,
-                                      std::vector<Error>* all) {
+Result<DirListing> read_control_files(std::string_view ctx_root, std::string_view name, std::vector<Error>* all) {
   std::string dname = std::string(name) + ".d";
   auto report = [&](Error e) -> Unexpected<Error> {
     if (all != nullptr) all->push_back(e);
@@ -478,7 +477,6 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
     out.stats[n] = (*f)->st;
     out.files[n] = std::move((*f)->data);
   }
-  (void)opts;
   if (!errors.empty()) {
     if (all != nullptr) all->insert(all->end(), errors.begin(), errors.end());
     return fail(errors.front());
@@ -505,7 +503,7 @@ std::vector<Error> trust_errors(std::string_view name, const DirListing& d, std:
 
 Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const LoadOptions& opts,
                        std::vector<Error>* all) {
-  CTX_TRY_ASSIGN(DirListing d, read_control_files(ctx_root, name, opts, all));
+  CTX_TRY_ASSIGN(DirListing d, read_control_files(ctx_root, name, all));
   std::vector<Error> errors;
   auto spec = build_spec(name, ctx_root, d.files, passwd_primary_gid(), &errors);
   if (opts.require_trusted_files) {

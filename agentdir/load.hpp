@@ -53,7 +53,7 @@ struct DirListing {
 
 /// Reads every known control file of `<ctx_root>/agent/<name>.d/` (never
 /// through a symlink, each at most 64 KiB, regular files only).
-Result<DirListing> read_control_files(std::string_view ctx_root, std::string_view name, const LoadOptions& opts = {},
+Result<DirListing> read_control_files(std::string_view ctx_root, std::string_view name,
                                       std::vector<Error>* all = nullptr);
 
 /// The refusals of a privileged launch: `<name>.d` or a control file not

@@ -14,7 +14,7 @@ std::vector<Finding> check_agent(const std::string& ctx_root, const std::string&
   auto error = [&](const Error& e) { out.push_back({Finding::Level::error, e.msg}); };
   auto warn = [&](const std::string& s) { out.push_back({Finding::Level::warning, s}); };
   std::vector<Error> errors;
-  auto listing = agentdir::read_control_files(ctx_root, name, {}, &errors);
+  auto listing = agentdir::read_control_files(ctx_root, name, &errors);
   for (const auto& e : errors) error(e);
   if (!listing) return out;
   for (const auto& u : listing->unknown)

@@ -248,13 +248,14 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
   die(err_fd, last.with_context("runtime " + cmd), code);
 }
 
+
+}  // namespace
+
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return kExitLaunchFailed;
 }
-
-}  // namespace
 
 void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   Reporter rep(io.report_write);

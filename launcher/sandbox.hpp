@@ -22,6 +22,9 @@ inline constexpr int kExitLaunchFailed = 125;
 inline constexpr int kExitNotExecutable = 126;
 inline constexpr int kExitNotFound = 127;
 
+/// The exit code a wait status stands for: the code, or 128+signal.
+int exit_code_of(int wait_status);
+
 /// Runs in the cloned child. Never returns: on failure it writes the error
 /// to io.error_write and _exit(125)s; on success it is the sandbox's init
 /// (pid 1) until the runtime exits, then exits with the runtime's status

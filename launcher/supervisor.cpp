@@ -114,11 +114,6 @@ Error with_userns_remedy(const LaunchPlan& plan, Error e) {
   return e;
 }
 
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kExitLaunchFailed;
-}
 
 // Parses "<errno> <message>" from the sandbox's error pipe.
 Error parse_child_error(const std::string& raw) {

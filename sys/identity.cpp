@@ -131,15 +131,11 @@ Result<std::optional<UserEntry>> lookup_user(std::uint32_t uid) {
 }
 
 Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t primary_gid) {
-  struct passwd pw {};
-  struct passwd* res = nullptr;
-  std::vector<char> buf(16384);
-  int rc = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &res);
-  if (rc != 0) return fail(sys_error("getpwuid_r", rc));
-  if (res == nullptr) return std::vector<std::uint32_t>{primary_gid};
+  CTX_TRY_ASSIGN(std::optional<UserEntry> user, lookup_user(uid));
+  if (!user) return std::vector<std::uint32_t>{primary_gid};
   int n = 64;
   std::vector<gid_t> g(static_cast<std::size_t>(n));
-  while (::getgrouplist(pw.pw_name, primary_gid, g.data(), &n) < 0) g.resize(static_cast<std::size_t>(n));
+  while (::getgrouplist(user->name.c_str(), primary_gid, g.data(), &n) < 0) g.resize(static_cast<std::size_t>(n));
   g.resize(static_cast<std::size_t>(n));
   return std::vector<std::uint32_t>(g.begin(), g.end());
 }

@@ -54,6 +54,24 @@ RunResult run_probe(const CtxTree& t, const Mode& m, const std::string& agent, s
   return t.launch(args, m.as);
 }
 
+bool write_proc(const char* path, const std::string& v, int extra_flags = 0) {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC | extra_flags, 0644);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size());
+  ::close(fd);
+  return ok;
+}
+
+// In a child about to exec: a user namespace of its own mapping the
+// owner's ids to themselves (made dumpable first: dropping from root made
+// its /proc files root's). Returns false on any failure.
+bool enter_own_userns(const TestUser& u, int extra_flags = 0) {
+  if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || ::unshare(CLONE_NEWUSER | extra_flags) < 0) return false;
+  std::string uid = std::to_string(u.uid), gid = std::to_string(u.gid);
+  return write_proc("/proc/self/setgroups", "deny") && write_proc("/proc/self/uid_map", uid + " " + uid + " 1") &&
+         write_proc("/proc/self/gid_map", gid + " " + gid + " 1");
+}
+
 // The lines of /proc/self/uid_map with the padding folded: "in out count".
 std::vector<std::string> map_lines(const json& text) {
   std::vector<std::string> out;
@@ -520,18 +538,7 @@ TEST_CASE("without user namespaces an unprivileged launch fails with the remedy"
   // The launcher runs in a user namespace of its own whose limit on
   // nested user namespaces is 0: the machine's setting stays untouched.
   auto no_userns = [&]() {
-    // Dropping from root made us non-dumpable: our /proc files are root's.
-    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || ::unshare(CLONE_NEWUSER) < 0) return false;
-    auto put = [](const char* path, const std::string& v) {
-      int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return false;
-      bool ok = ::write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size());
-      ::close(fd);
-      return ok;
-    };
-    std::string u = std::to_string(m.owner.uid), g = std::to_string(m.owner.gid);
-    return put("/proc/self/setgroups", "deny") && put("/proc/self/uid_map", u + " " + u + " 1") &&
-           put("/proc/self/gid_map", g + " " + g + " 1") && put("/proc/sys/user/max_user_namespaces", "0");
+    return enter_own_userns(m.owner) && write_proc("/proc/sys/user/max_user_namespaces", "0");
   };
   RunResult r = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
                                         "/probe", "ids"},
@@ -555,24 +562,10 @@ TEST_CASE("unprivileged: bind of a source with submounts is refused, rbind shows
   // in which the launcher then runs (and nests its sandbox).
   std::string sub = t.dir().path() + "/src/sub";
   auto with_submount = [&]() {
-    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || ::unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) return false;
-    auto put = [](const char* path, const std::string& v) {
-      int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return false;
-      bool ok = ::write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size());
-      ::close(fd);
-      return ok;
-    };
-    std::string u = std::to_string(m.owner.uid), g = std::to_string(m.owner.gid);
-    if (!put("/proc/self/setgroups", "deny") || !put("/proc/self/uid_map", u + " " + u + " 1") ||
-        !put("/proc/self/gid_map", g + " " + g + " 1"))
-      return false;
+    if (!enter_own_userns(m.owner, CLONE_NEWNS)) return false;
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return false;
     if (::mount("tmpfs", sub.c_str(), "tmpfs", 0, "size=64k") < 0) return false;
-    int fd = ::open((sub + "/marker").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return false;
-    ::close(fd);
-    return true;
+    return write_proc((sub + "/marker").c_str(), "", O_CREAT);
   };
   // A non-recursive bind of a source with (locked) submounts is refused by
   // the kernel in a user namespace; rbind shows them.

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ctx::test {
 
@@ -34,6 +35,10 @@ class TempDir {
 
 /// Reads a whole file by path; throws std::runtime_error if it cannot.
 std::string read_file(const std::string& path);
+
+/// Sorted names in a directory (without "." and ".."); with a suffix, only
+/// the names ending in it, with the suffix removed.
+std::vector<std::string> names_in(const std::string& dir, const std::string& suffix = "");
 
 /// Directory of the test corpora (test/data), from CTX_TEST_DATA.
 std::string data_dir();

@@ -1,6 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,29 +39,17 @@ ctx::Result<AgentSpec> build(const ControlFiles& f, PrimaryGidLookup lookup = gi
   return build_spec("coder", "/ctx", f, lookup, all);
 }
 
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  REQUIRE(d != nullptr);
-  while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") out.push_back(n);
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 }  // namespace
 
 TEST_CASE("agentdir corpus: every bad control file fails with its exact message", "[unit]") {
   std::string dir = ctx::test::data_dir() + "/agentdir/bad/";
   int n = 0;
-  for (const auto& c : entries(dir)) {
+  for (const auto& c : ctx::test::names_in(dir)) {
     if (c.size() > 4 && c.substr(c.size() - 4) == ".err") continue;
     INFO(c);
     ControlFiles f = base_files();
-    for (const auto& file : entries(dir + c)) {
+    for (const auto& file : ctx::test::names_in(dir + c)) {
       if (file.size() > 7 && file.substr(file.size() - 7) == ".remove") {
         f.erase(file.substr(0, file.size() - 7));
       } else {

@@ -1,8 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
-
-#include <algorithm>
 #include <random>
 
 #include "mountspec/plan.hpp"
@@ -11,26 +8,9 @@
 
 using namespace ctx::mountspec;
 
-namespace {
-
-std::vector<std::string> names_in(const std::string& dir, const std::string& ext) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  REQUIRE(d != nullptr);
-  while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n.size() > ext.size() && n.substr(n.size() - ext.size()) == ext) out.push_back(n.substr(0, n.size() - ext.size()));
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("mount corpus: every bad table fails with its exact message", "[unit]") {
   std::string dir = ctx::test::data_dir() + "/mountspec/bad/";
-  auto cases = names_in(dir, ".mount");
+  auto cases = ctx::test::names_in(dir, ".mount");
   REQUIRE(cases.size() >= 20);
   for (const auto& c : cases) {
     INFO(c);
@@ -45,7 +25,7 @@ TEST_CASE("mount corpus: every bad table fails with its exact message", "[unit]"
 
 TEST_CASE("mount corpus: good tables parse to their normal form", "[unit]") {
   std::string dir = ctx::test::data_dir() + "/mountspec/good/";
-  auto cases = names_in(dir, ".mount");
+  auto cases = ctx::test::names_in(dir, ".mount");
   REQUIRE(cases.size() >= 4);
   for (const auto& c : cases) {
     INFO(c);

@@ -1,7 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <random>
 
@@ -12,18 +10,6 @@ using namespace ctx::policy;
 
 namespace {
 
-std::vector<std::string> cases_in(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  REQUIRE(d != nullptr);
-  while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n.size() > 7 && n.substr(n.size() - 7) == ".policy") out.push_back(n.substr(0, n.size() - 7));
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 Policy parsed(const std::string& text) {
   auto p = Policy::parse("p", text);
@@ -35,7 +21,7 @@ Policy parsed(const std::string& text) {
 
 TEST_CASE("policy corpus: every bad policy fails with its exact message", "[unit]") {
   std::string dir = ctx::test::data_dir() + "/policy/bad/";
-  auto cases = cases_in(dir);
+  auto cases = ctx::test::names_in(dir, ".policy");
   REQUIRE(cases.size() >= 20);
   for (const auto& c : cases) {
     INFO(c);
@@ -50,7 +36,7 @@ TEST_CASE("policy corpus: every bad policy fails with its exact message", "[unit
 
 TEST_CASE("policy corpus: good policies parse and format back", "[unit]") {
   std::string dir = ctx::test::data_dir() + "/policy/good/";
-  for (const auto& c : cases_in(dir)) {
+  for (const auto& c : ctx::test::names_in(dir, ".policy")) {
     INFO(c);
     Policy p = parsed(ctx::test::read_file(dir + c + ".policy"));
     std::string out;
