@@ -54,10 +54,14 @@ int main(int argc, char** argv) {
   std::string name;
   bool dry_run = false;
   int status_fd = -1;
+  std::string cgroup_base;
+  bool require_cgroup = false;
   app.add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   app.add_option("--session", session, "session name (default: default)");
   app.add_flag("--dry-run", dry_run, "print the launch plan as JSON and exit; touches nothing");
   app.add_option("--json-status-fd", status_fd, "write pid, namespace ids, step timings and exit status as JSON to FD");
+  app.add_option("--cgroup-base", cgroup_base, "the delegated cgroup v2 directory to place the agent in");
+  app.add_flag("--require-cgroup", require_cgroup, "fail instead of falling back when no writable cgroup v2 exists");
   app.add_option("NAME", name, "the agent")->required();
   try {
     app.parse(cli_argc, argv);
@@ -91,6 +95,8 @@ int main(int argc, char** argv) {
   std::string xdg = env_or("XDG_RUNTIME_DIR", "");
   so.run_dir_base = !xdg.empty() && xdg[0] == '/' && ctx::sys::writable_dir(xdg) ? xdg : "/tmp";
   so.parent_notify_socket = env_or("NOTIFY_SOCKET", "");
+  so.cgroup_base = cgroup_base;
+  so.require_cgroup = require_cgroup;
   std::optional<ctx::Error> error;
   int code = ctx::launcher::supervise(*plan, so, error);
   if (error) report(*error, code);

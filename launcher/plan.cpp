@@ -279,6 +279,7 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   set_env(env, "LISTEN_FDNAMES", spec.name + ".sock");
   plan.env = std::move(env);
   plan.notify_target = kNotifyPath;
+  plan.limits = spec.limits;
 
   if (!opts.command.empty()) {
     plan.argv = opts.command;

@@ -96,6 +96,7 @@ struct LaunchPlan {
   std::vector<std::string> env;   ///< KEY=VALUE, exactly this, in order
   std::vector<std::string> argv;  ///< argv[0] is the path inside the sandbox
   std::string notify_target;      ///< NOTIFY_SOCKET path inside the sandbox
+  std::optional<agentdir::Limits> limits;  ///< cgroup limits of the `limits` file
 };
 
 /// Options of a plan that do not come from the control files.

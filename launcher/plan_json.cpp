@@ -75,6 +75,10 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
       {"env", p.env},
       {"argv", p.argv},
       {"notify_socket", p.notify_target},
+      {"limits", p.limits ? json{{"memory.max", p.limits->memory_max.value_or("")},
+                                 {"pids.max", p.limits->pids_max.value_or("")},
+                                 {"cpu.max", p.limits->cpu_max.value_or("")}}
+                          : json(nullptr)},
       {"hardening", {"capabilities dropped", "no_new_privs", "setsid", "fds 0-2 + LISTEN_FDS only", "pivot_root + detach"}},
   };
 }

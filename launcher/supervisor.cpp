@@ -12,6 +12,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "cgroup/placement.hpp"
 #include "launcher/sandbox.hpp"
 #include "sys/file.hpp"
 #include "sys/process.hpp"
@@ -115,6 +116,20 @@ Error with_userns_remedy(const LaunchPlan& plan, Error e) {
 }
 
 
+// Without a writable cgroup v2 the sandbox is supervised through its pidfd
+// and its pid namespace (whose end kills everything in it). Said on stderr
+// once per user and boot (a marker in the runtime directory's parent), and
+// in the agent's log every time.
+void warn_once_without_cgroup(int agent_run_dir, const std::string& why) {
+  auto parent = sys::open_dir_at(agent_run_dir, "..");
+  if (!parent) return;
+  auto seen = sys::stat_at(parent->get(), "warned-no-cgroup");
+  if (seen && *seen) return;
+  (void)sys::append_file(parent->get(), "warned-no-cgroup", "", 0600);
+  std::fprintf(stderr, "ctx-agent-run: warning: no writable cgroup v2 (%s); supervising with the pidfd and the pid namespace "
+               "instead (--require-cgroup makes this an error)\n", why.c_str());
+}
+
 // Parses "<errno> <message>" from the sandbox's error pipe.
 Error parse_child_error(const std::string& raw) {
   auto sp = raw.find(' ');
@@ -159,6 +174,28 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
 
   auto rd = runtime_dir(opts.run_dir_base, plan.name);
   if (!rd) return fail_launch(rd.error());
+  // The agent's cgroup subtree; its destructor kills and removes it on
+  // every way out of this function.
+  std::optional<cgroup::Placement> placement;
+  {
+    std::string why_not;
+    bool reaped = false;
+    cgroup::PlacementOptions po{plan.name, plan.ctx_root, plan.owner, plan.ids.privileged, opts.cgroup_base, plan.limits};
+    auto pl = cgroup::Placement::create(po, why_not, reaped);
+    if (!pl) return fail_launch(pl.error());
+    if (reaped) files.log({{"event", "agent.reap"}, {"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}});
+    if (*pl) {
+      placement = std::move(**pl);
+    } else {
+      bool limits = plan.limits && (plan.limits->memory_max || plan.limits->pids_max || plan.limits->cpu_max);
+      if (opts.require_cgroup || limits)
+        return fail_launch(Error{EOPNOTSUPP, std::string(limits ? "limits" : "--require-cgroup") +
+                                                 ": EOPNOTSUPP: no writable cgroup v2: " + why_not});
+      files.log({{"event", "agent.cgroup"}, {"status", "unavailable"}, {"reason", why_not}});
+      warn_once_without_cgroup(rd->first.get(), why_not);
+    }
+  }
+
   std::string notify_path = rd->second + "/notify";
   auto notify = sys::bind_datagram(notify_path);
   if (!notify) return fail_launch(notify.error());
@@ -177,7 +214,7 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
   if (!sigfd) return fail_launch(sigfd.error());
 
   std::uint64_t t_clone = sys::now_us();
-  auto child = sys::clone_child({plan.clone_flags, -1});
+  auto child = sys::clone_child({plan.clone_flags, placement ? placement->runtime_fd() : -1});
   if (!child) {
     Error e = child.error().with_context("creating namespaces");
     return fail_launch((plan.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan, e) : e);
@@ -257,7 +294,8 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
   files.log({{"event", "agent.exec"}, {"pid", child->pid}, {"setup_us", t_exec - t0}});
   if (opts.json_status_fd >= 0) {
     json j{{"event", "started"}, {"agent", plan.name}, {"pid", child->pid}, {"supervisor_pid", ::getpid()},
-           {"namespaces", ns}, {"timings_us", timings}};
+           {"namespaces", ns}, {"timings_us", timings},
+           {"cgroup", placement ? json(placement->agent_dir() + "/runtime") : json(nullptr)}};
     std::string s = j.dump() + "\n";
     (void)sys::write_all(opts.json_status_fd, s.data(), s.size());
   }
@@ -318,6 +356,8 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
 
   (void)sys::remove_at(agents->get(), plan.name + ".sock");
   (void)sys::remove_at(rd->first.get(), "notify");
+  if (placement)
+    if (auto r = placement->remove(); !r) files.log({{"event", "agent.error"}, {"error", r.error().msg}});
   files.status("dead");
   files.log({{"event", "agent.stop"}, {"exit_status", exit_code}});
   files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", exit_code == 0 ? "ok" : "error"},

@@ -17,6 +17,10 @@ struct SuperviseOptions {
   std::string run_dir_base;  ///< where the private runtime dir is made
   /// The NOTIFY_SOCKET of our own caller (systemd Type=notify), if any.
   std::string parent_notify_socket;
+  /// --cgroup-base: the delegated cgroup to build the agent's subtree in.
+  std::string cgroup_base;
+  /// --require-cgroup: no writable cgroup v2 is an error, not a fallback.
+  bool require_cgroup = false;
 };
 
 /// Launches and supervises the plan's sandbox. Returns the process exit

@@ -128,6 +128,20 @@ Result<UniqueFd> open_o_path(const std::string& path) {
   return UniqueFd(fd);
 }
 
+Result<void> write_existing_at(int dirfd, const std::string& name, std::string_view data) {
+  int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (raw < 0) return fail_errno("openat " + name);
+  UniqueFd fd(raw);
+  ssize_t n = ::write(fd.get(), data.data(), data.size());
+  if (n < 0) return fail_errno("write " + name);
+  if (static_cast<std::size_t>(n) != data.size()) return fail(Error{EIO, "write " + name + ": short write"});
+  return {};
+}
+
+bool writable_at(int dirfd, const std::string& name) {
+  return ::faccessat(dirfd, name.empty() ? "." : name.c_str(), W_OK, AT_EACCESS) == 0;
+}
+
 Result<void> chmod_path(const std::string& path, mode_t mode) {
   if (::chmod(path.c_str(), mode) < 0) return fail_errno("chmod " + path);
   return {};

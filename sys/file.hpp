@@ -69,6 +69,14 @@ Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mod
 /// Opens a path O_PATH (following symlinks), for passing to a child.
 Result<UniqueFd> open_o_path(const std::string& path);
 
+/// Writes data to an existing file below dirfd with one write(2) (cgroup
+/// control files: no O_CREAT, no O_APPEND, no truncation).
+Result<void> write_existing_at(int dirfd, const std::string& name, std::string_view data);
+
+/// access(2)-like check with the effective ids on dirfd/name ("" for
+/// dirfd itself): true if the caller may write it.
+bool writable_at(int dirfd, const std::string& name);
+
 /// chmod(2).
 Result<void> chmod_path(const std::string& path, mode_t mode);
 

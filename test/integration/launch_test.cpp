@@ -628,7 +628,8 @@ TEST_CASE("nothing keeps running after a failed launch or a killed supervisor", 
   // SIGKILL of the supervisor: the sandbox's init has PDEATHSIG, and with
   // pid 1 gone the kernel ends the whole sandbox.
   t.agent("coder");
-  std::string token = "sleep:29.5";
+  // Unique to this runner: the [root] and [userns] runs go in parallel.
+  std::string token = "sleep:29." + std::to_string(::getpid());
   auto sp = t.spawn({"coder", "--", "/probe", "notify:READY=1", token}, m.as);
   REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
   CHECK(processes_mentioning(token).size() == 3);  // the supervisor, the sandbox init, the probe

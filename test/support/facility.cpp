@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "test/support/launch.hpp"
 
@@ -57,7 +59,19 @@ std::optional<std::string> facility_missing(const std::string& facility) {
              "kernel.apparmor_restrict_unprivileged_userns=0 / the AppArmor profile in examples/)";
     return std::nullopt;
   }
-  return "unknown facility tag [" + facility + "] (this runner knows unit, fs, root, userns)";
+  if (facility == "cgroup") {
+    if (::geteuid() != 0) return "the cgroup tests place agents as root (run them with sudo)";
+    std::string mi;
+    {
+      std::ifstream in("/proc/self/mountinfo");
+      std::stringstream ss;
+      ss << in.rdbuf();
+      mi = ss.str();
+    }
+    if (mi.find(" - cgroup2 ") == std::string::npos) return "no cgroup2 file system is mounted";
+    return std::nullopt;
+  }
+  return "unknown facility tag [" + facility + "] (this runner knows unit, fs, root, userns, cgroup)";
 }
 
 }  // namespace ctx::test

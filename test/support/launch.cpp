@@ -103,6 +103,18 @@ RunResult wait_command(Spawned& sp, int timeout_s) {
   int status = 0;
   ::waitpid(sp.pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // Warnings are said once per user and boot, so which test sees one
+  // depends on the order: keep them apart from the exact messages.
+  std::string kept;
+  std::size_t pos = 0;
+  while (pos < r.err.size()) {
+    std::size_t nl = r.err.find('\n', pos);
+    std::size_t end = nl == std::string::npos ? r.err.size() : nl + 1;
+    std::string line = r.err.substr(pos, end - pos);
+    (line.rfind("ctx-agent-run: warning: ", 0) == 0 ? r.warnings : kept) += line;
+    pos = end;
+  }
+  r.err = kept;
   return r;
 }
 

@@ -29,7 +29,8 @@ std::optional<TestUser> test_user();
 struct RunResult {
   int exit_code = -1;  ///< 128+signal when killed
   std::string out;
-  std::string err;
+  std::string err;       ///< stderr without the launcher's warning lines
+  std::string warnings;  ///< lines "ctx-agent-run: warning: ..." (said once per user and boot)
 };
 
 /// Runs argv (argv[0] a path) with a small clean environment, optionally

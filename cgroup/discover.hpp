@@ -1,0 +1,27 @@
+// Finding cgroup v2: the mount from /proc/self/mountinfo and the caller's
+// own cgroup from /proc/self/cgroup. Pure: the callers read the files.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ctx::cgroup {
+
+/// A cgroup2 mount: where it is mounted and which cgroup is its root.
+struct Cgroup2Mount {
+  std::string mount_point;  ///< e.g. /sys/fs/cgroup or /sys/fs/cgroup/unified
+  std::string root;         ///< the cgroup shown at the mount point, usually "/"
+};
+
+/// The first cgroup2 mount in mountinfo text (octal escapes decoded).
+std::optional<Cgroup2Mount> find_cgroup2(std::string_view mountinfo);
+
+/// The v2 path ("0::/path") in /proc/<pid>/cgroup text.
+std::optional<std::string> v2_path(std::string_view proc_cgroup);
+
+/// The directory of cgroup `path` under a mount, or nullopt if the mount
+/// does not show it (path outside the mount's root).
+std::optional<std::string> dir_of(const Cgroup2Mount& m, std::string_view path);
+
+}  // namespace ctx::cgroup

@@ -1,0 +1,178 @@
+#include "cgroup/placement.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "base/path.hpp"
+#include "sys/file.hpp"
+#include "sys/resolve.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::cgroup {
+
+BaseChoice choose_base(const BaseInputs& in) {
+  if (!in.mount) return {"", false, "no cgroup2 file system is mounted (see /proc/self/mountinfo)"};
+  if (!in.explicit_base.empty()) return {in.explicit_base, false, ""};
+  auto own = dir_of(*in.mount, in.own_path);
+  // Root in the root cgroup is outside any delegation (no systemd): use a
+  // subtree of our own rather than filling the root cgroup.
+  if (in.privileged && in.own_path == "/")
+    return {path_join(in.mount->mount_point, "cortexfs/user-" + std::to_string(in.owner)), true, ""};
+  if (own && in.own_writable) return {*own, false, ""};
+  if (in.privileged) return {path_join(in.mount->mount_point, "cortexfs/user-" + std::to_string(in.owner)), true, ""};
+  return {"", false,
+          "the launcher's own cgroup " + in.own_path + " is not writable by this user and no --cgroup-base was given "
+          "(run it under systemd with Delegate=yes, e.g. systemd-run --user --scope -p Delegate=yes)"};
+}
+
+std::string agent_cgroup_name(const std::string& agent, const std::string& ctx_root) {
+  if (ctx_root == "/ctx") return "agent-" + agent;
+  std::uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : ctx_root) h = (h ^ c) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", h);
+  return "agent-" + agent + "-" + hex;
+}
+
+namespace {
+
+Result<std::string> read_proc(const std::string& name) {
+  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_dir("/proc/self"));
+  CTX_TRY_ASSIGN(auto f, sys::read_small_file(dir.get(), name, 16u << 20));
+  if (!f) return fail(ENOENT, "/proc/self/" + name + ": ENOENT");
+  return std::move(f->data);
+}
+
+void pause_ms(int ms) {
+  std::vector<struct pollfd> none;
+  (void)sys::poll_fds(none, ms);
+}
+
+// Empties a cgroup subtree: SIGKILL to every process in it (cgroup.kill,
+// Linux 5.14), then waits until cgroup.events says it is unpopulated.
+Result<void> kill_and_wait(int dirfd, const std::string& what) {
+  CTX_TRY_CTX(sys::write_existing_at(dirfd, "cgroup.kill", "1"), what);
+  for (int waited = 0; waited < 5000; waited += 5) {
+    CTX_TRY_ASSIGN(auto ev, sys::read_small_file(dirfd, "cgroup.events", 4096));
+    if (ev && (*ev).data.find("populated 0") != std::string::npos) return {};
+    pause_ms(5);
+  }
+  return fail(EBUSY, what + ": EBUSY: still populated 5 s after cgroup.kill");
+}
+
+// rmdir of a cgroup and every cgroup below it, children first.
+Result<void> remove_tree(int parentfd, const std::string& name) {
+  {
+    CTX_TRY_ASSIGN(UniqueFd d, sys::open_dir_at(parentfd, name));
+    CTX_TRY_ASSIGN(auto names, sys::list_dir(d.get()));
+    for (const auto& n : names) {
+      auto st = sys::stat_at(d.get(), n);
+      if (st && *st && S_ISDIR((*st)->mode)) CTX_TRY(remove_tree(d.get(), n));
+    }
+  }
+  return sys::remove_at(parentfd, name, true);
+}
+
+Result<void> enable_controllers(int basefd, const std::string& base, const agentdir::Limits& l) {
+  CTX_TRY_ASSIGN(auto have, sys::read_small_file(basefd, "cgroup.controllers", 4096));
+  std::string available = have ? have->data : std::string();
+  while (!available.empty() && available.back() == '\n') available.pop_back();
+  std::vector<std::pair<std::string, std::string>> want;  // controller, the limit that needs it
+  if (l.memory_max) want.emplace_back("memory", "memory.max");
+  if (l.pids_max) want.emplace_back("pids", "pids.max");
+  if (l.cpu_max) want.emplace_back("cpu", "cpu.max");
+  for (const auto& [ctrl, limit] : want) {
+    bool ok = (" " + available + " ").find(" " + ctrl + " ") != std::string::npos;
+    if (!ok)
+      return fail(EOPNOTSUPP, "limits: " + limit + " is requested but the " + ctrl + " controller is not available in " +
+                                  base + " (cgroup.controllers: " + (available.empty() ? "none" : available) +
+                                  "); delegate it (systemd: Delegate=yes) or remove the line");
+    auto r = sys::write_existing_at(basefd, "cgroup.subtree_control", "+" + ctrl);
+    if (!r)
+      return fail(r.error().code, "limits: enabling " + ctrl + " in " + base + "/cgroup.subtree_control: " +
+                                      errno_name(r.error().code) +
+                                      (r.error().code == EBUSY ? " (the cgroup holds processes; give the launcher a "
+                                                                 "--cgroup-base without them)"
+                                                               : ""));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, std::string& why_not,
+                                                   bool& reaped_leftovers) {
+  reaped_leftovers = false;
+  BaseInputs in;
+  CTX_TRY_ASSIGN(std::string mountinfo, read_proc("mountinfo"));
+  in.mount = find_cgroup2(mountinfo);
+  if (in.mount) {
+    CTX_TRY_ASSIGN(std::string self, read_proc("cgroup"));
+    in.own_path = v2_path(self).value_or("");
+    if (auto own = dir_of(*in.mount, in.own_path)) {
+      if (auto fd = sys::open_dir(*own)) in.own_writable = sys::writable_at(fd->get(), "") && sys::writable_at(fd->get(), "cgroup.procs");
+    }
+  }
+  in.privileged = o.privileged;
+  in.owner = o.owner;
+  in.explicit_base = o.explicit_base;
+  BaseChoice base = choose_base(in);
+  if (base.dir.empty()) {
+    why_not = base.why_not;
+    return std::optional<Placement>();
+  }
+
+  Placement p;
+  p.agent_name_ = agent_cgroup_name(o.agent, o.ctx_root);
+  if (base.create) {
+    CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(in.mount->mount_point));
+    CTX_TRY_ASSIGN(p.base_, sys::open_or_make_dirs(root.get(), std::string(path_suffix(base.dir, in.mount->mount_point)), 0755));
+  } else {
+    auto b = sys::open_dir(base.dir);
+    if (!b) return fail(b.error().with_context("cgroup base " + base.dir));
+    p.base_ = std::move(*b);
+  }
+  auto procs = sys::stat_at(p.base_.get(), "cgroup.procs");
+  if (!procs || !*procs) return fail(EINVAL, "cgroup base " + base.dir + ": EINVAL: not a cgroup v2 directory");
+  if (!sys::writable_at(p.base_.get(), ""))
+    return fail(EACCES, "cgroup base " + base.dir + ": EACCES: not writable by this user");
+
+  // Leftovers of a dead instance (the one-instance lock is held).
+  if (auto st = sys::stat_at(p.base_.get(), p.agent_name_); st && *st) {
+    CTX_TRY_ASSIGN(UniqueFd old, sys::open_dir_at(p.base_.get(), p.agent_name_));
+    CTX_TRY(kill_and_wait(old.get(), base.dir + "/" + p.agent_name_));
+    CTX_TRY_CTX(remove_tree(p.base_.get(), p.agent_name_), "removing the leftover " + base.dir + "/" + p.agent_name_);
+    reaped_leftovers = true;
+  }
+  bool any_limit = o.limits && (o.limits->memory_max || o.limits->pids_max || o.limits->cpu_max);
+  if (any_limit) CTX_TRY(enable_controllers(p.base_.get(), base.dir, *o.limits));
+
+  p.agent_path_ = base.dir + "/" + p.agent_name_;
+  CTX_TRY_CTX(sys::make_dir_at(p.base_.get(), p.agent_name_, 0755), "creating " + p.agent_path_);
+  CTX_TRY_ASSIGN(p.agent_, sys::open_dir_at(p.base_.get(), p.agent_name_));
+  if (any_limit) {
+    const std::pair<const char*, const std::optional<std::string>*> files[] = {
+        {"memory.max", &o.limits->memory_max}, {"pids.max", &o.limits->pids_max}, {"cpu.max", &o.limits->cpu_max}};
+    for (const auto& [file, value] : files)
+      if (*value) CTX_TRY_CTX(sys::write_existing_at(p.agent_.get(), file, **value), "limits: " + p.agent_path_);
+  }
+  CTX_TRY_CTX(sys::make_dir_at(p.agent_.get(), "runtime", 0755), "creating " + p.agent_path_ + "/runtime");
+  CTX_TRY_ASSIGN(p.runtime_, sys::open_dir_at(p.agent_.get(), "runtime"));
+  return std::optional<Placement>(std::move(p));
+}
+
+Result<void> Placement::remove() {
+  if (!agent_.valid()) return {};
+  Result<void> r = kill_and_wait(agent_.get(), agent_path_);
+  runtime_.reset();
+  agent_.reset();
+  if (r) r = remove_tree(base_.get(), agent_name_);
+  base_.reset();
+  return r;
+}
+
+Placement::~Placement() { (void)remove(); }
+
+}  // namespace ctx::cgroup

@@ -1,0 +1,157 @@
+// The agent's cgroup v2 subtree, checked from the host: where the sandbox
+// runs, what is left afterwards, leftovers of a dead instance, limits.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cgroup/discover.hpp"
+#include "cgroup/placement.hpp"
+#include "test/support/launch.hpp"
+
+using nlohmann::json;
+using ctx::test::CtxTree;
+using ctx::test::RunResult;
+using ctx::test::TestUser;
+
+namespace {
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string cgroup2() {
+  auto m = ctx::cgroup::find_cgroup2(slurp("/proc/self/mountinfo"));
+  REQUIRE(m);
+  return m->mount_point;
+}
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a root launch runs in <cgroup2>/cortexfs/user-<owner>/agent-<name>[-<root hash>]/runtime and removes it",
+          "[cgroup]") {
+  auto owner = ctx::test::test_user();
+  REQUIRE(owner);
+  CtxTree t(*owner);
+  t.agent("cgcoder");
+  std::string agent_dir = cgroup2() + "/cortexfs/user-" + std::to_string(owner->uid) + "/" +
+                          ctx::cgroup::agent_cgroup_name("cgcoder", t.root());
+  auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "--json-status-fd",
+                                      "1", "cgcoder", "--", "/probe", "notify:READY=1", "sleep:30"},
+                                     TestUser{0, 0, "root"});
+  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/cgcoder.d/status", "ready\n"));
+  std::string procs = slurp(agent_dir + "/runtime/cgroup.procs");
+  std::istringstream in(procs);
+  int n = 0;
+  for (std::string pid; in >> pid;) ++n;
+  CHECK(n == 2);  // the sandbox's init and the probe: nothing else
+  CHECK(slurp(agent_dir + "/cgroup.procs").empty());  // no process in the subtree's root
+  REQUIRE(::kill(sp.pid, SIGTERM) == 0);
+  RunResult r = ctx::test::wait_command(sp, 30);
+  CHECK(r.exit_code == 143);
+  auto nl = r.out.find('\n');
+  json started = json::parse(r.out.substr(0, nl));
+  CHECK(started["cgroup"] == agent_dir + "/runtime");
+  CHECK_FALSE(exists(agent_dir));
+}
+
+TEST_CASE("leftovers of a dead instance are killed and removed at the next launch", "[cgroup]") {
+  auto owner = ctx::test::test_user();
+  REQUIRE(owner);
+  CtxTree t(*owner);
+  t.agent("cgleft");
+  std::string base = cgroup2() + "/cortexfs/user-" + std::to_string(owner->uid);
+  std::string agent_dir = base + "/" + ctx::cgroup::agent_cgroup_name("cgleft", t.root());
+  ::mkdir((cgroup2() + "/cortexfs").c_str(), 0755);
+  ::mkdir(base.c_str(), 0755);
+  REQUIRE(::mkdir(agent_dir.c_str(), 0755) == 0);
+  REQUIRE(::mkdir((agent_dir + "/runtime").c_str(), 0755) == 0);
+  // A process a crashed supervisor left behind.
+  pid_t orphan = ::fork();
+  REQUIRE(orphan >= 0);
+  if (orphan == 0) {
+    std::ofstream(agent_dir + "/runtime/cgroup.procs") << "0\n";
+    ::pause();
+    _exit(0);
+  }
+  for (int i = 0; i < 100 && slurp(agent_dir + "/runtime/cgroup.procs").empty(); ++i) ::usleep(10000);
+  REQUIRE_FALSE(slurp(agent_dir + "/runtime/cgroup.procs").empty());
+  RunResult r = t.launch({"cgleft", "--", "/probe", "ids"}, TestUser{0, 0, "root"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  int status = 0;
+  REQUIRE(::waitpid(orphan, &status, 0) == orphan);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  CHECK(t.dir().read("ctx/agent/cgleft.d/log").find("\"event\":\"agent.reap\"") != std::string::npos);
+  CHECK_FALSE(exists(agent_dir));
+}
+
+TEST_CASE("a limit whose controller is not delegated is an error, not a silent skip", "[cgroup]") {
+  auto owner = ctx::test::test_user();
+  REQUIRE(owner);
+  std::string base = cgroup2() + "/cortexfs/user-" + std::to_string(owner->uid);
+  // The base (a child of the root cgroup) has the controllers the root
+  // enables for its children.
+  if (slurp(cgroup2() + "/cgroup.subtree_control").find("memory") != std::string::npos) {
+    // Where the controller exists (the systemd VM), the limit is applied.
+    CtxTree t(*owner);
+    t.agent("cglim", {{"limits", "memory.max=64M\n"}});
+    auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "cglim", "--",
+                                        "/probe", "notify:READY=1", "sleep:30"},
+                                       TestUser{0, 0, "root"});
+    REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/cglim.d/status", "ready\n"));
+    CHECK(slurp(base + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root()) + "/memory.max") == "67108864\n");
+    ::kill(sp.pid, SIGTERM);
+    ctx::test::wait_command(sp, 30);
+  } else {
+    CtxTree t(*owner);
+  t.agent("cglim", {{"limits", "memory.max=64M\npids.max=100\n"}});
+  RunResult r = t.launch({"cglim", "--", "/probe", "ids"}, TestUser{0, 0, "root"});
+  CHECK(r.exit_code == 125);
+  std::string controllers = slurp(base + "/cgroup.controllers");
+    std::string avail = controllers.substr(0, controllers.find('\n'));
+  CHECK(r.err == "ctx-agent-run: limits: memory.max is requested but the memory controller is not available in " + base +
+                     " (cgroup.controllers: " + (avail.empty() ? std::string("none") : avail) +
+                     "); delegate it (systemd: Delegate=yes) or remove the line\n");
+    CHECK_FALSE(exists(base + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root())));
+  }
+}
+
+// Run by root for the unprivileged test user, whose cgroup (the root
+// cgroup here) is not delegated to it.
+TEST_CASE("without a writable cgroup: a warning once, or an error with --require-cgroup", "[root]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  CtxTree t(*u);
+  t.agent("coder");
+  t.mkdir("xdg", 0700);
+  std::vector<std::string> env{"XDG_RUNTIME_DIR=" + t.dir().path() + "/xdg"};
+  std::vector<std::string> argv{ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "ids"};
+  RunResult first = ctx::test::run_command(argv, *u, 60, env);
+  CHECK(first.exit_code == 0);
+  CHECK(first.warnings.find("ctx-agent-run: warning: no writable cgroup v2 (the launcher's own cgroup / is not writable by "
+                            "this user and no --cgroup-base was given") == 0);
+  RunResult second = ctx::test::run_command(argv, *u, 60, env);
+  CHECK(second.exit_code == 0);
+  CHECK(second.warnings.empty());
+  CHECK(t.dir().read("ctx/agent/coder.d/log").find("\"event\":\"agent.cgroup\"") != std::string::npos);
+  argv.insert(argv.begin() + 3, "--require-cgroup");
+  RunResult req = ctx::test::run_command(argv, *u, 60, env);
+  CHECK(req.exit_code == 125);
+  CHECK(req.err.rfind("ctx-agent-run: --require-cgroup: EOPNOTSUPP: no writable cgroup v2: the launcher's own cgroup", 0) == 0);
+}

@@ -1,0 +1,63 @@
+#include <catch2/catch.hpp>
+
+#include "cgroup/discover.hpp"
+#include "cgroup/placement.hpp"
+
+using namespace ctx::cgroup;
+
+TEST_CASE("the cgroup2 mount is found in mountinfo, wherever it is", "[unit]") {
+  std::string hybrid =
+      "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+      "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw\n";
+  auto m = find_cgroup2(hybrid);
+  REQUIRE(m);
+  CHECK(m->mount_point == "/sys/fs/cgroup/unified");
+  CHECK(m->root == "/");
+  auto esc = find_cgroup2("50 1 0:40 /sub /mnt/c\\040g rw - cgroup2 none rw\n");
+  REQUIRE(esc);
+  CHECK(esc->mount_point == "/mnt/c g");
+  CHECK(esc->root == "/sub");
+  CHECK_FALSE(find_cgroup2("35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"));
+  CHECK(dir_of(*esc, "/sub/a/b") == std::optional<std::string>("/mnt/c g/a/b"));
+  CHECK_FALSE(dir_of(*esc, "/other"));
+}
+
+TEST_CASE("the v2 line of /proc/self/cgroup", "[unit]") {
+  CHECK(v2_path("4:memory:/x\n0::/system.slice/agent@coder.service\n") ==
+        std::optional<std::string>("/system.slice/agent@coder.service"));
+  CHECK_FALSE(v2_path("4:memory:/x\n"));
+}
+
+TEST_CASE("choosing the base cgroup", "[unit]") {
+  BaseInputs in;
+  in.mount = Cgroup2Mount{"/sys/fs/cgroup", "/"};
+  in.owner = 1000;
+  in.own_path = "/";
+  CHECK(choose_base(in).dir.empty());
+  CHECK(choose_base(in).why_not ==
+        "the launcher's own cgroup / is not writable by this user and no --cgroup-base was given (run it under systemd with "
+        "Delegate=yes, e.g. systemd-run --user --scope -p Delegate=yes)");
+  in.privileged = true;  // root outside systemd: a subtree of our own
+  CHECK(choose_base(in).dir == "/sys/fs/cgroup/cortexfs/user-1000");
+  CHECK(choose_base(in).create);
+  in.own_path = "/system.slice/agent@coder.service";  // under systemd, Delegate=yes
+  in.own_writable = true;
+  CHECK(choose_base(in).dir == "/sys/fs/cgroup/system.slice/agent@coder.service");
+  in.privileged = false;
+  in.own_path = "/user.slice/user-1000.slice/user@1000.service/app.slice/run-1.scope";
+  CHECK(choose_base(in).dir == "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/run-1.scope");
+  in.explicit_base = "/sys/fs/cgroup/mine";
+  CHECK(choose_base(in).dir == "/sys/fs/cgroup/mine");
+  in.mount.reset();
+  CHECK(choose_base(in).why_not == "no cgroup2 file system is mounted (see /proc/self/mountinfo)");
+}
+
+TEST_CASE("agent cgroup names keep CTX roots apart", "[unit]") {
+  CHECK(agent_cgroup_name("coder", "/ctx") == "agent-coder");
+  std::string a = agent_cgroup_name("coder", "/srv/a/ctx"), b = agent_cgroup_name("coder", "/srv/b/ctx");
+  CHECK(a.rfind("agent-coder-", 0) == 0);
+  CHECK(a.size() == std::string("agent-coder-").size() + 8);
+  CHECK(a != b);
+  CHECK(a == agent_cgroup_name("coder", "/srv/a/ctx"));
+}
