@@ -1,11 +1,18 @@
 // ctx: the ABI helper for /ctx/bin. Subcommands:
-//   ctx check [--ctx-root DIR] (NAME | --all)   validate control files
+//   ctx check [--ctx-root DIR] (NAME | --all)      validate control files
+//   ctx tool NAME [JSON]                           a tool call, from inside a sandbox
+//   ctx explain [--ctx-root DIR] NAME CLASS:OBJECT PERMISSION
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "agentdir/load.hpp"
 #include "ctx/check.hpp"
+#include "ctx/tool.hpp"
+#include "policy/policy.hpp"
 
 namespace {
 
@@ -42,6 +49,24 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all) {
   return errors > 0 ? 1 : 0;
 }
 
+int run_explain(const std::string& ctx_root, const std::string& agent, const std::string& class_object,
+                const std::string& perm) {
+  auto req = ctx::policy::parse_request(class_object, perm);
+  if (!req) {
+    std::fprintf(stderr, "ctx explain: %s\n", req.error().msg.c_str());
+    return 2;
+  }
+  auto spec = ctx::agentdir::load(ctx_root, agent);
+  if (!spec) {
+    std::fprintf(stderr, "ctx explain: %s\n", spec.error().msg.c_str());
+    return 2;
+  }
+  auto e = ctx::policy::explain(spec->policy, spec->subject(), *req);
+  std::printf("%s %s %s: %s\n", agent.c_str(), class_object.c_str(), perm.c_str(), e.allowed ? "allowed" : "denied");
+  std::printf("  agent policy: %s\n", e.text.c_str());
+  return e.allowed ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,11 +82,29 @@ int main(int argc, char** argv) {
   auto* name_opt = check->add_option("NAME", name, "the agent");
   auto* all_opt = check->add_flag("--all", all, "check every agent");
   name_opt->excludes(all_opt);
+  auto* tool = app.add_subcommand("tool", "call a tool through CTX_PATH with the four permission checks");
+  std::string tool_name;
+  std::vector<std::string> tool_json;
+  tool->add_option("NAME", tool_name, "the tool")->required();
+  tool->add_option("JSON", tool_json, "the request (else read by the tool from stdin)")->expected(0, 1);
+
+  auto* explain = app.add_subcommand("explain", "why an agent may or may not do something");
+  std::string ex_agent, ex_object, ex_perm;
+  explain->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
+  explain->add_option("NAME", ex_agent, "the agent")->required();
+  explain->add_option("CLASS:OBJECT", ex_object, "e.g. tool:fs.read")->required();
+  explain->add_option("PERMISSION", ex_perm, "e.g. execute")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (tool->parsed()) {
+    std::optional<std::string> arg;
+    if (!tool_json.empty()) arg = tool_json.front();
+    return ctx::helper::call_tool(ctx::helper::caller_from_env(), tool_name, arg);
+  }
+  if (explain->parsed()) return run_explain(ctx_root, ex_agent, ex_object, ex_perm);
   if (check->parsed()) {
     if (name.empty() && !all) {
       std::fprintf(stderr, "ctx check: name an agent or give --all\n");

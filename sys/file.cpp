@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -140,6 +141,16 @@ Result<void> write_existing_at(int dirfd, const std::string& name, std::string_v
 
 bool writable_at(int dirfd, const std::string& name) {
   return ::faccessat(dirfd, name.empty() ? "." : name.c_str(), W_OK, AT_EACCESS) == 0;
+}
+
+bool executable_at(int dirfd, const std::string& name) {
+  return ::faccessat(dirfd, name.c_str(), X_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+Result<bool> on_noexec_mount(int fd) {
+  struct statvfs v {};
+  if (::fstatvfs(fd, &v) < 0) return fail_errno("fstatvfs");
+  return (v.f_flag & ST_NOEXEC) != 0;
 }
 
 Result<void> chmod_path(const std::string& path, mode_t mode) {

@@ -77,6 +77,13 @@ Result<void> write_existing_at(int dirfd, const std::string& name, std::string_v
 /// dirfd itself): true if the caller may write it.
 bool writable_at(int dirfd, const std::string& name);
 
+/// faccessat(X_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW): may the caller's
+/// effective ids execute dirfd/name (mode bits, never through a symlink)?
+bool executable_at(int dirfd, const std::string& name);
+
+/// True if the file system holding fd is mounted noexec (fstatvfs).
+Result<bool> on_noexec_mount(int fd);
+
 /// chmod(2).
 Result<void> chmod_path(const std::string& path, mode_t mode);
 

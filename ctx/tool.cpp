@@ -1,0 +1,176 @@
+#include "ctx/tool.hpp"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "agentdir/load.hpp"
+#include "base/names.hpp"
+#include "base/path.hpp"
+#include "base/text.hpp"
+#include "policy/policy.hpp"
+#include "sys/file.hpp"
+#include "sys/process.hpp"
+#include "sys/resolve.hpp"
+
+extern char** environ;
+
+namespace ctx::helper {
+
+namespace {
+
+using nlohmann::json;
+
+std::string env_or(const char* k, const std::string& d) {
+  const char* v = std::getenv(k);
+  return v != nullptr && *v != '\0' ? std::string(v) : d;
+}
+
+std::string now_ts() {
+  auto now = std::chrono::system_clock::now();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm {};
+  ::gmtime_r(&secs, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
+  return out;
+}
+
+// One tool.call event in the session's events.jsonl; facts only, never the
+// request or the output. A failure to record is said, not fatal.
+void record(const ToolCaller& c, const std::string& tool, const std::string& status, const std::string& reason) {
+  if (c.home.empty() || c.agent.empty()) return;
+  json e{{"ts", now_ts()}, {"type", "tool.call"}, {"agent", c.agent}, {"session", c.session}, {"object", "tool/" + tool},
+         {"status", status}};
+  if (!reason.empty()) e["reason"] = reason;
+  auto home = sys::open_dir(c.home);
+  Result<void> r = home ? Result<void>() : fail(home.error());
+  if (home) {
+    auto dir = sys::open_or_make_dirs(home->get(), "agent/" + c.agent + "/session/" + c.session, 0755);
+    r = dir ? sys::append_file(dir->get(), "events.jsonl", e.dump() + "\n", 0644) : fail(dir.error());
+  }
+  if (!r) std::fprintf(stderr, "ctx tool: warning: events.jsonl not written: %s\n", r.error().msg.c_str());
+}
+
+// The error protocol: one JSON line, then one sentence for people.
+int refuse(const ToolCaller& c, const std::string& tool, int code, const std::string& reason, const std::string& sentence,
+           const char* status) {
+  json j{{"type", "error"}, {"code", errno_name(code)}, {"reason", reason}, {"tool", tool}, {"agent", c.agent},
+         {"message", sentence}};
+  std::fprintf(stderr, "%s\nctx tool: %s: %s: %s\n", j.dump().c_str(), tool.c_str(), errno_name(code).c_str(),
+               sentence.c_str());
+  record(c, tool, status, reason);
+  return code;
+}
+
+struct Hit {
+  std::string dir;  ///< the CTX_PATH entry that held it
+  UniqueFd dirfd;
+};
+
+// Strictly CTX_PATH, left to right: the first regular file with an execute
+// bit; a symlink is never followed and never a hit.
+std::optional<Hit> lookup(const ToolCaller& c, const std::string& name) {
+  for (const auto& dir : c.ctx_path) {
+    auto d = sys::open_dir(dir);
+    if (!d) continue;
+    auto st = sys::stat_at(d->get(), name);
+    if (!st || !*st) continue;
+    if (!S_ISREG((*st)->mode) || ((*st)->mode & 0111) == 0) continue;
+    return Hit{dir, std::move(*d)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ToolCaller caller_from_env() {
+  ToolCaller c;
+  c.ctx_root = env_or("CTX_ROOT", "/ctx");
+  c.home = env_or("CTX_HOME", "");
+  c.agent = env_or("CTX_AGENT", "");
+  c.session = env_or("CTX_SESSION", "default");
+  std::string path = env_or("CTX_PATH", c.ctx_root + "/tool" + (c.home.empty() ? "" : ":" + c.home + "/tool"));
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t colon = path.find(':', start);
+    std::string d = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!d.empty()) c.ctx_path.push_back(d);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return c;
+}
+
+int call_tool(const ToolCaller& c, const std::string& name, const std::optional<std::string>& json_arg) {
+  if (auto issue = tool_name_issue(name)) return refuse(c, name, EINVAL, "invalid_name", *issue, "error");
+  if (c.agent.empty() || agent_name_issue(c.agent))
+    return refuse(c, name, EINVAL, "no_agent", "CTX_AGENT does not name an agent; call tools from inside an agent's sandbox",
+                  "error");
+  auto hit = lookup(c, name);
+  if (!hit) return refuse(c, name, ENOENT, "not_found", "no executable " + name + " in CTX_PATH", "error");
+
+  // 1-2: a mount that allows exec, and the mode bits for the agent's ids.
+  // The mount is asked first: on a noexec mount access(X_OK) fails too,
+  // and the reason must name the layer that really refused.
+  auto file = sys::open_path_at(hit->dirfd.get(), name);
+  auto noexec = file ? sys::on_noexec_mount(file->get()) : Result<bool>(fail(file.error()));
+  if (!noexec) return refuse(c, name, noexec.error().code, "error", noexec.error().msg, "error");
+  if (*noexec)
+    return refuse(c, name, EACCES, "noexec_mount", hit->dir + " is on a noexec mount in this sandbox", "denied");
+  if (!sys::executable_at(hit->dirfd.get(), name))
+    return refuse(c, name, EACCES, "mode", hit->dir + "/" + name + " is not executable for uid " +
+                                               std::to_string(::geteuid()), "denied");
+
+  // 3: the agent's own policy, read from its control files.
+  auto spec = agentdir::load(c.ctx_root, c.agent);
+  if (!spec)
+    return refuse(c, name, EACCES, "agent_policy", "cannot read the agent's control files: " + spec.error().msg, "denied");
+  const std::string subject = spec->subject();
+  if (subject.empty())
+    return refuse(c, name, EACCES, "agent_policy", c.agent + " has no label, so policy v0 denies everything", "denied");
+  if (!spec->policy.allows(subject, policy::Class::tool, name, "execute"))
+    return refuse(c, name, EACCES, "agent_policy",
+                  "the policy of " + c.agent + " has no 'allow " + subject + " tool:" + name + " execute'", "denied");
+
+  // 4: the tool's own policy, when it has one, in the .d beside the hit.
+  if (auto td = sys::open_dir_at(hit->dirfd.get(), name + ".d")) {
+    auto pf = sys::read_small_file(td->get(), "policy", kMaxControlFileSize);
+    if (!pf) return refuse(c, name, EACCES, "tool_policy", name + ".d/policy: " + pf.error().msg, "denied");
+    if (*pf) {
+      auto tp = policy::Policy::parse(name + ".d/policy", (*pf)->data);
+      if (!tp) return refuse(c, name, EACCES, "tool_policy", tp.error().msg, "denied");
+      if (!tp->allows(subject, policy::Class::tool, name, "execute"))
+        return refuse(c, name, EACCES, "tool_policy",
+                      "the tool's own policy has no 'allow " + subject + " tool:" + name + " execute'", "denied");
+    }
+  }
+
+  // Run it: stdin and stdout pass through untouched.
+  std::vector<std::string> argv{hit->dir + "/" + name};
+  if (json_arg) argv.push_back(*json_arg);
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  auto pid = sys::fork_process();
+  if (!pid) return refuse(c, name, pid.error().code, "error", pid.error().msg, "error");
+  if (*pid == 0) {
+    Error e = sys::exec(argv[0], argv, env);
+    std::fprintf(stderr, "ctx tool: %s\n", e.msg.c_str());
+    _exit(e.code == ENOENT ? 127 : 126);
+  }
+  auto st = sys::wait_pid(*pid);
+  int code = !st ? 126 : WIFEXITED(*st) ? WEXITSTATUS(*st) : 128 + WTERMSIG(*st);
+  record(c, name, code == 0 ? "ok" : "error", "");
+  return code;
+}
+
+}  // namespace ctx::helper

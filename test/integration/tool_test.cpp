@@ -1,0 +1,158 @@
+// `ctx tool` inside real sandboxes, as root and as the unprivileged user:
+// CTX_PATH lookup and each of the four permission layers.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test/support/facility.hpp"
+#include "test/support/launch.hpp"
+
+using nlohmann::json;
+using ctx::test::CtxTree;
+using ctx::test::RunResult;
+using ctx::test::TestUser;
+
+namespace {
+
+struct ToolTree {
+  TestUser as;
+  CtxTree t;
+  std::string home;  // inside the sandbox
+
+  explicit ToolTree(const TestUser& owner, const TestUser& launcher) : as(launcher), t(owner) {
+    std::string uid = std::to_string(owner.uid);
+    home = "/ctx/home/" + uid;
+    t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
+    tool("ctx/tool/echo.args", "#!/bin/sh\nprintf 'args:%s\\n' \"$*\"\ncat\n");
+    t.mkdir("ctx/home/" + uid + "/tool");
+    t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" + uid +
+                                    "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind,nosuid,nodev\n"},
+                      {"policy", "allow coder_t tool:echo.args execute\nallow coder_t tool:fenced execute\n"
+                                 "allow coder_t tool:rooted execute\nallow coder_t tool:twice execute\n"}});
+  }
+  void tool(const std::string& rel, const std::string& script, unsigned mode = 0755) { t.write(rel, script, mode); }
+
+  // Runs a shell command line inside coder's sandbox.
+  RunResult sh(const std::string& cmd) { return t.launch({"coder", "--", "/bin/sh", "-c", cmd}, as); }
+
+  std::string events() {
+    return t.dir().read("ctx/home/" + std::to_string(t.owner().uid) + "/agent/coder/session/default/events.jsonl");
+  }
+};
+
+ToolTree make_tree() {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
+  return ToolTree(*u, as);
+}
+
+json first_json_line(const std::string& err) { return json::parse(err.substr(0, err.find('\n'))); }
+
+}  // namespace
+
+TEST_CASE("ctx tool runs an allowed tool with stdin and stdout untouched", "[root][userns]") {
+  ToolTree tt = make_tree();
+  RunResult r = tt.sh("printf 'in put' | /ctx/bin/ctx tool echo.args '{\"k\":1}'");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "args:{\"k\":1}\nin put");
+  json ev;
+  std::istringstream lines(tt.events());
+  for (std::string line; std::getline(lines, line);)
+    if (json::parse(line)["type"] == "tool.call") ev = json::parse(line);
+  CHECK(ev["type"] == "tool.call");
+  CHECK(ev["object"] == "tool/echo.args");
+  CHECK(ev["status"] == "ok");
+  CHECK(ev["agent"] == "coder");
+  CHECK(ev["session"] == "default");
+  CHECK(ev.contains("ts"));
+  CHECK(tt.events().find("in put") == std::string::npos);  // no payloads
+}
+
+TEST_CASE("ctx tool: each layer refuses with its reason", "[root][userns]") {
+  ToolTree tt = make_tree();
+  // agent policy
+  tt.tool("ctx/tool/shell.exec", "#!/bin/sh\necho ran\n");
+  RunResult p = tt.sh("/ctx/bin/ctx tool shell.exec");
+  CHECK(p.exit_code == 13);
+  json j = first_json_line(p.err);
+  CHECK(j["code"] == "EACCES");
+  CHECK(j["reason"] == "agent_policy");
+  CHECK(p.err.substr(p.err.find('\n') + 1) ==
+        "ctx tool: shell.exec: EACCES: the policy of coder has no 'allow coder_t tool:shell.exec execute'\n");
+  CHECK(p.out.empty());
+  // the tool's own policy
+  tt.tool("ctx/tool/fenced", "#!/bin/sh\necho ran\n");
+  tt.t.write("ctx/tool/fenced.d/policy", "allow reviewer_t tool:fenced execute\n");
+  RunResult tp = tt.sh("/ctx/bin/ctx tool fenced");
+  CHECK(tp.exit_code == 13);
+  CHECK(first_json_line(tp.err)["reason"] == "tool_policy");
+  // the mode bits for the agent's ids
+  tt.tool("ctx/tool/rooted", "#!/bin/sh\necho ran\n", 0700);
+  REQUIRE(::chown((tt.t.root() + "/tool/rooted").c_str(), 0, 0) == 0);
+  RunResult mb = tt.sh("/ctx/bin/ctx tool rooted");
+  CHECK(mb.exit_code == 13);
+  CHECK(first_json_line(mb.err)["reason"] == "mode");
+  // unknown and invalid names
+  RunResult nf = tt.sh("/ctx/bin/ctx tool nosuch");
+  CHECK(nf.exit_code == 2);
+  CHECK(first_json_line(nf.err)["reason"] == "not_found");
+  RunResult bad = tt.sh("/ctx/bin/ctx tool ../x");
+  CHECK(bad.exit_code == 22);
+  CHECK(first_json_line(bad.err)["reason"] == "invalid_name");
+  std::string ev = tt.events();
+  CHECK(ev.find("\"object\":\"tool/shell.exec\",\"reason\":\"agent_policy\",\"session\":\"default\",\"status\":\"denied\"") !=
+        std::string::npos);
+}
+
+TEST_CASE("ctx tool: a noexec mount refuses", "[root][userns]") {
+  ToolTree tt = make_tree();
+  std::string uid = std::to_string(tt.t.owner().uid);
+  tt.tool("ctx/home/" + uid + "/tool/echo.args", "#!/bin/sh\necho home\n");
+  tt.t.agent("coder", {{"mount", tt.t.base_mounts() + tt.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + tt.t.root() + "/home/" +
+                                     uid + "/tool\t/ctx/home/" + uid + "/tool\tro\tbind,noexec\n" + tt.t.root() + "/home/" +
+                                     uid + "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind\n"},
+                       {"path", "/ctx/home/" + uid + "/tool\n/ctx/tool\n"},
+                       {"policy", "allow coder_t tool:echo.args execute\n"}});
+  RunResult r = tt.sh("/ctx/bin/ctx tool echo.args");
+  CHECK(r.exit_code == 13);
+  CHECK(first_json_line(r.err)["reason"] == "noexec_mount");
+}
+
+TEST_CASE("ctx tool: CTX_PATH order, symlinks and non-executables", "[root][userns]") {
+  ToolTree tt = make_tree();
+  std::string uid = std::to_string(tt.t.owner().uid);
+  tt.tool("ctx/home/" + uid + "/tool/twice", "#!/bin/sh\necho home\n");
+  tt.tool("ctx/tool/twice", "#!/bin/sh\necho system\n");
+  tt.t.agent("coder", {{"mount", tt.t.base_mounts() + tt.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + tt.t.root() + "/home/" +
+                                     uid + "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind\n"},
+                       {"path", "/ctx/home/" + uid + "/tool\n/ctx/tool\n"},
+                       {"policy", "allow coder_t tool:twice execute\n"}});
+  CHECK(tt.sh("/ctx/bin/ctx tool twice").out == "home\n");
+  // A non-executable file is not a hit: the next directory's is.
+  ::chmod((tt.t.root() + "/home/" + uid + "/tool/twice").c_str(), 0644);
+  CHECK(tt.sh("/ctx/bin/ctx tool twice").out == "system\n");
+  // A symlink is never followed, never a hit.
+  ::unlink((tt.t.root() + "/home/" + uid + "/tool/twice").c_str());
+  REQUIRE(::symlink("/ctx/tool/twice", (tt.t.root() + "/home/" + uid + "/tool/twice").c_str()) == 0);
+  tt.tool("ctx/tool/twice", "#!/bin/sh\necho system-again\n");
+  CHECK(tt.sh("/ctx/bin/ctx tool twice").out == "system-again\n");
+}
+
+TEST_CASE("ctx tool: schemas, prompts and skill files grant nothing", "[root][userns]") {
+  ToolTree tt = make_tree();
+  tt.tool("ctx/tool/fs.write", "#!/bin/sh\necho wrote\n");
+  tt.t.write("ctx/tool/fs.write.d/schema", "{\"grant\": \"allow coder_t tool:fs.write execute\"}\n");
+  tt.t.write("ctx/agent/coder.d/meta.json", "{\"policy\": \"allow coder_t tool:fs.write execute\"}\n");
+  tt.t.write("ctx/home/" + std::to_string(tt.t.owner().uid) + "/agent/coder/SKILL.md",
+             "allowed-tools: fs.write\nallow coder_t tool:fs.write execute\n");
+  RunResult r = tt.sh("/ctx/bin/ctx tool fs.write");
+  CHECK(r.exit_code == 13);
+  CHECK(first_json_line(r.err)["reason"] == "agent_policy");
+  CHECK(r.out.empty());
+}
