@@ -4,15 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
+#include "base/timestamp.hpp"
 #include "base/text.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
@@ -32,24 +31,12 @@ std::string env_or(const char* k, const std::string& d) {
   return v != nullptr && *v != '\0' ? std::string(v) : d;
 }
 
-std::string now_ts() {
-  auto now = std::chrono::system_clock::now();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm {};
-  ::gmtime_r(&secs, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
-  return out;
-}
 
 // One tool.call event in the session's events.jsonl; facts only, never the
 // request or the output. A failure to record is said, not fatal.
 void record(const ToolCaller& c, const std::string& tool, const std::string& status, const std::string& reason) {
   if (c.home.empty() || c.agent.empty()) return;
-  json e{{"ts", now_ts()}, {"type", "tool.call"}, {"agent", c.agent}, {"session", c.session}, {"object", "tool/" + tool},
+  json e{{"ts", timestamp_now()}, {"type", "tool.call"}, {"agent", c.agent}, {"session", c.session}, {"object", "tool/" + tool},
          {"status", status}};
   if (!reason.empty()) e["reason"] = reason;
   auto home = sys::open_dir(c.home);

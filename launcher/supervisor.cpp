@@ -7,11 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <csignal>
-#include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "base/timestamp.hpp"
 #include "cgroup/placement.hpp"
 #include "launcher/sandbox.hpp"
 #include "sys/file.hpp"
@@ -24,18 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string now_ts() {
-  auto now = std::chrono::system_clock::now();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm {};
-  ::gmtime_r(&secs, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
-  return out;
-}
 
 // The agent's files on the host: <name>.d (status, pid, log) and the
 // session directory (events.jsonl). Writes are best effort once the
@@ -49,7 +36,7 @@ class AgentFiles {
   void pid(pid_t p) { warn(sys::atomic_replace(ddir_, "pid", std::to_string(p) + "\n"), "pid"); }
 
   void log(json j) {
-    j["ts"] = now_ts();
+    j["ts"] = timestamp_now();
     j["agent"] = plan_.name;
     warn(sys::append_file(ddir_, "log", j.dump() + "\n", 0644), "log");
   }
@@ -65,7 +52,7 @@ class AgentFiles {
       session_ = std::move(*dir);
     }
     json out;
-    out["ts"] = now_ts();
+    out["ts"] = timestamp_now();
     for (auto& [k, v] : j.items()) out[k] = v;
     out["agent"] = plan_.name;
     out["session"] = plan_.session;

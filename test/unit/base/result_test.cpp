@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include "base/result.hpp"
+#include "base/timestamp.hpp"
 
 namespace {
 
@@ -40,4 +43,9 @@ TEST_CASE("errno_name names errno values", "[unit]") {
   CHECK(ctx::errno_name(EINVAL) == "EINVAL");
   CHECK(ctx::errno_name(EACCES) == "EACCES");
   CHECK(ctx::errno_name(99999) == "E99999");
+}
+
+TEST_CASE("timestamps are RFC 3339 UTC with milliseconds", "[unit]") {
+  std::string ts = ctx::timestamp_now();
+  CHECK(std::regex_match(ts, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
 }
