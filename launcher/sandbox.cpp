@@ -258,6 +258,11 @@ int exit_code_of(int status) {
 }
 
 void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
+  // Nothing of the supervisor's but what this half needs: above all not
+  // its directory fds (host paths outside the new root) nor its end of the
+  // lifeline pipe.
+  if (auto r = sys::close_fds_except({0, 1, 2, io.sync_read, io.error_write, io.report_write, io.listen_fd}); !r)
+    die(io.error_write, r.error());
   Reporter rep(io.report_write);
   // The sandbox dies with its supervisor; a supervisor that died before
   // this line is caught by the sync read below (EOF).
@@ -286,6 +291,9 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   sys::close_fd(io.error_write);
   sys::close_fd(io.report_write);
   sys::close_fd(io.listen_fd);
+  // The runtime shares our ids: make this process off limits to it
+  // (ptrace, /proc/1/fd), so the lifeline and signalfd stay ours.
+  if (!sys::set_not_dumpable()) _exit(kExitLaunchFailed);
   while (true) {
     std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {io.sync_read, POLLIN, 0}};
     if (!sys::poll_fds(fds, -1)) _exit(kExitLaunchFailed);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 
 #include "sys/error.hpp"
@@ -149,6 +150,24 @@ Result<void> keep_only_fds(const std::vector<int>& keep) {
   }
   unsigned first = 3 + static_cast<unsigned>(keep.size());
   if (::close_range(first, ~0U, 0) < 0) return fail_errno("close_range");
+  return {};
+}
+
+Result<void> close_fds_except(std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned next = 0;
+  for (int fd : keep) {
+    if (fd < 0) continue;
+    if (static_cast<unsigned>(fd) > next && ::close_range(next, static_cast<unsigned>(fd) - 1, 0) < 0)
+      return fail_errno("close_range");
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  if (::close_range(next, ~0U, 0) < 0) return fail_errno("close_range");
+  return {};
+}
+
+Result<void> set_not_dumpable() {
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_DUMPABLE 0");
   return {};
 }
 

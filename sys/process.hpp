@@ -81,6 +81,13 @@ Result<void> new_session();
 /// every other fd above 2 (close_range).
 Result<void> keep_only_fds(const std::vector<int>& keep);
 
+/// Closes every fd except those listed (close_range over the gaps).
+Result<void> close_fds_except(std::vector<int> keep);
+
+/// PR_SET_DUMPABLE 0: nobody without CAP_SYS_PTRACE over us may ptrace us
+/// or read our /proc files (the sandbox's init, next to the runtime).
+Result<void> set_not_dumpable();
+
 /// execve(2); returns only on failure.
 Error exec(const std::string& path, const std::vector<std::string>& argv, const std::vector<std::string>& env);
 

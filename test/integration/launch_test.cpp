@@ -21,6 +21,7 @@
 
 #include "test/support/facility.hpp"
 #include "test/support/launch.hpp"
+#include "test/support/tempdir.hpp"
 
 using nlohmann::json;
 using ctx::test::CtxTree;
@@ -188,7 +189,9 @@ TEST_CASE("no capabilities, no_new_privs, only ABI fds, a new session", "[root][
   Mode m = mode();
   CtxTree t(m.owner);
   t.agent("coder");
-  json j = probe(run_probe(t, m, "coder", {"caps", "fds", "sid", "listenfd"}));
+  json j = probe(run_probe(t, m, "coder", {"caps", "fds", "sid", "listenfd", "ls:/proc/1/fd"}));
+  // The sandbox's init is off limits to the runtime (not dumpable).
+  CHECK(j["ls:/proc/1/fd"] == "EACCES");
   for (const char* k : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
     INFO(k);
     CHECK(j["caps"][k] == "0000000000000000");
@@ -655,4 +658,30 @@ TEST_CASE("iso uid outside the delegated range fails with the fix", "[userns]") 
   CHECK(r.exit_code == 125);
   CHECK(r.err == "ctx-agent-run: coder: iso uid: uid 5000 is not delegated to uid " + std::to_string(m.owner.uid) +
                      " in /etc/subuid; add a range that holds it\n");
+}
+
+TEST_CASE("the sandbox's init holds only its signalfd and the lifeline", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "--json-status-fd",
+                                      "1", "coder", "--", "/probe", "notify:READY=1", "sleep:30"},
+                                     m.as);
+  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
+  // The first line of the status fd names the init's host pid.
+  std::string first;
+  char c;
+  while (::read(sp.out_fd, &c, 1) == 1 && c != '\n') first += c;
+  int init = json::parse(first)["pid"];
+  std::vector<std::string> fds = ctx::test::names_in("/proc/" + std::to_string(init) + "/fd");
+  CHECK(fds.size() == 5);  // stdin, stdout, stderr, signalfd, lifeline: no host directory
+  for (const auto& fd : fds) {
+    char target[256] = {};
+    ssize_t n = ::readlink(("/proc/" + std::to_string(init) + "/fd/" + fd).c_str(), target, sizeof target - 1);
+    INFO(fd << " -> " << std::string(target, n > 0 ? static_cast<std::size_t>(n) : 0));
+    CHECK(std::string(target).find(t.root()) == std::string::npos);
+    CHECK(std::string(target).find("/tmp/ctx-agent-run") == std::string::npos);
+  }
+  ::kill(sp.pid, SIGTERM);
+  CHECK(ctx::test::wait_command(sp, 30).exit_code == 143);
 }

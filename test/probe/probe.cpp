@@ -94,6 +94,17 @@ json check(const std::string& c) {
     closedir(d);
     return a;
   }
+  if (what == "ls") {
+    DIR* d = opendir(arg.c_str());
+    if (d == nullptr) return err_name(errno);
+    json a = json::array();
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") a.push_back(n);
+    }
+    closedir(d);
+    return a;
+  }
   if (what == "listenfd") {
     int on = 0;
     socklen_t len = sizeof on;
