@@ -271,3 +271,20 @@ TEST_CASE("the example tree passes ctx check", "[fs]") {
   CHECK(r.exit_code == 0);
   CHECK(r.out == "coder: ok\nreviewer: ok\n");
 }
+
+TEST_CASE("ctx explain names the allowing rule or the missing one", "[fs]") {
+  ctx::test::TempDir t;
+  for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
+  std::string ctx = ctx::test::built("ctx/ctx");
+  auto ok = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "tool:fs.read", "execute"});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out == "coder tool:fs.read execute: allowed\n  agent policy: allowed by policy line 1: allow coder_t tool:fs.read execute\n");
+  auto no = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "network:default", "connect"});
+  CHECK(no.exit_code == 1);
+  CHECK(no.out == "coder network:default connect: denied\n  agent policy: denied: no rule 'allow coder_t network:default "
+                  "connect' (policy v0 is default deny)\n");
+  auto bad = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "file:x", "read"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "ctx explain: file:x read: EINVAL: unknown class 'file' (classes: tool, model, shared, session, mount, "
+                   "agent, network)\n");
+}
