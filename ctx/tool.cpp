@@ -147,15 +147,9 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::optional<
   if (json_arg) argv.push_back(*json_arg);
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  auto pid = sys::fork_process();
-  if (!pid) return refuse(c, name, pid.error().code, "error", pid.error().msg, "error");
-  if (*pid == 0) {
-    Error e = sys::exec(argv[0], argv, env);
-    std::fprintf(stderr, "ctx tool: %s\n", e.msg.c_str());
-    _exit(e.code == ENOENT ? 127 : 126);
-  }
-  auto st = sys::wait_pid(*pid);
-  int code = !st ? 126 : WIFEXITED(*st) ? WEXITSTATUS(*st) : 128 + WTERMSIG(*st);
+  auto st = sys::spawn_and_wait(argv[0], argv, env);
+  if (!st) return refuse(c, name, st.error().code, "error", st.error().msg, "error");
+  int code = WIFEXITED(*st) ? WEXITSTATUS(*st) : 128 + WTERMSIG(*st);
   record(c, name, code == 0 ? "ok" : "error", "");
   return code;
 }

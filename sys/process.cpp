@@ -4,6 +4,7 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -151,6 +152,19 @@ Result<void> keep_only_fds(const std::vector<int>& keep) {
   unsigned first = 3 + static_cast<unsigned>(keep.size());
   if (::close_range(first, ~0U, 0) < 0) return fail_errno("close_range");
   return {};
+}
+
+Result<int> spawn_and_wait(const std::string& path, const std::vector<std::string>& argv,
+                           const std::vector<std::string>& env) {
+  std::vector<char*> a, e;
+  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+  e.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, path.c_str(), nullptr, nullptr, a.data(), e.data());
+  if (rc != 0) return fail(sys_error("posix_spawn " + path, rc));
+  return wait_pid(pid);
 }
 
 Result<void> close_fds_except(std::vector<int> keep) {

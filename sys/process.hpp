@@ -81,6 +81,12 @@ Result<void> new_session();
 /// every other fd above 2 (close_range).
 Result<void> keep_only_fds(const std::vector<int>& keep);
 
+/// posix_spawn(3) (vfork-like, cheaper than fork for a short-lived
+/// helper) of path with argv and env, then waits: the wait status, or the
+/// spawn error.
+Result<int> spawn_and_wait(const std::string& path, const std::vector<std::string>& argv,
+                           const std::vector<std::string>& env);
+
 /// Closes every fd except those listed (close_range over the gaps).
 Result<void> close_fds_except(std::vector<int> keep);
 
