@@ -2,6 +2,8 @@
 //   ctx check [--ctx-root DIR] (NAME | --all)      validate control files
 //   ctx tool NAME [JSON]                           a tool call, from inside a sandbox
 //   ctx explain [--ctx-root DIR] NAME CLASS:OBJECT PERMISSION
+//   ctx ps [--ctx-root DIR]                        running agents as a tree
+//   ctx status [--ctx-root DIR]                    the root's status
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 
 #include "agentdir/load.hpp"
 #include "ctx/check.hpp"
+#include "ctx/ps.hpp"
 #include "ctx/tool.hpp"
 #include "policy/policy.hpp"
 
@@ -94,6 +97,10 @@ int main(int argc, char** argv) {
   explain->add_option("NAME", ex_agent, "the agent")->required();
   explain->add_option("CLASS:OBJECT", ex_object, "e.g. tool:fs.read")->required();
   explain->add_option("PERMISSION", ex_perm, "e.g. execute")->required();
+  auto* ps = app.add_subcommand("ps", "running agents as a tree: status, pid, uptime, cgroup");
+  ps->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
+  auto* status = app.add_subcommand("status", "the CTX root's status");
+  status->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -105,6 +112,20 @@ int main(int argc, char** argv) {
     return ctx::helper::call_tool(ctx::helper::caller_from_env(), tool_name, arg);
   }
   if (explain->parsed()) return run_explain(ctx_root, ex_agent, ex_object, ex_perm);
+  if (ps->parsed()) {
+    std::fputs(ctx::helper::format_ps(ctx::helper::running_agents(ctx_root)).c_str(), stdout);
+    return 0;
+  }
+  if (status->parsed()) {
+    std::string error;
+    auto s = ctx::helper::root_status(ctx_root, error);
+    if (!s) {
+      std::fprintf(stderr, "ctx status: %s\n", error.c_str());
+      return 1;
+    }
+    std::fputs(s->c_str(), stdout);
+    return 0;
+  }
   if (check->parsed()) {
     if (name.empty() && !all) {
       std::fprintf(stderr, "ctx check: name an agent or give --all\n");

@@ -2,6 +2,7 @@
 // CTX_PATH lookup and each of the four permission layers.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -155,4 +156,41 @@ TEST_CASE("ctx tool: schemas, prompts and skill files grant nothing", "[root][us
   CHECK(r.exit_code == 13);
   CHECK(first_json_line(r.err)["reason"] == "agent_policy");
   CHECK(r.out.empty());
+}
+
+TEST_CASE("ctx ps shows running agents as a tree; ctx status the root's status", "[root][userns]") {
+  ToolTree tt = make_tree();
+  tt.t.write("ctx/status", "ready\n");
+  tt.t.agent("rev", {{"parent", "agent:coder session:default\n"}});
+  auto coder = tt.t.spawn({"coder", "--", "/probe", "notify:READY=1", "sleep:30"}, tt.as);
+  auto rev = tt.t.spawn({"rev", "--", "/probe", "notify:READY=1", "notify:CTX_STATE=busy", "sleep:30"}, tt.as);
+  REQUIRE(ctx::test::wait_for_file(tt.t.root() + "/agent/coder.d/status", "ready\n"));
+  REQUIRE(ctx::test::wait_for_file(tt.t.root() + "/agent/rev.d/status", "busy\n"));
+  RunResult ps = ctx::test::run_command({ctx::test::built("ctx/ctx"), "ps", "--ctx-root", tt.t.root()});
+  INFO(ps.out);
+  CHECK(ps.exit_code == 0);
+  std::istringstream lines(ps.out);
+  std::vector<std::string> l;
+  for (std::string x; std::getline(lines, x);) l.push_back(x);
+  REQUIRE(l.size() == 3);
+  CHECK(l[1].rfind("coder ", 0) == 0);
+  CHECK(l[1].find(" ready ") != std::string::npos);
+  CHECK(l[1].find(" " + std::to_string(coder.pid) + " ") != std::string::npos);
+  CHECK(l[2].rfind("  `-rev ", 0) == 0);
+  CHECK(l[2].find(" busy ") != std::string::npos);
+  CHECK(l[2].find(" " + std::to_string(rev.pid) + " ") != std::string::npos);
+  if (ctx::test::current_facility() == "root") {
+    CHECK(l[1].find("/cortexfs/user-" + std::to_string(tt.t.owner().uid) + "/agent-coder-") != std::string::npos);
+  } else {
+    CHECK(l[1].substr(l[1].size() - 3) == "  -");
+  }
+  RunResult st = ctx::test::run_command({ctx::test::built("ctx/ctx"), "status", "--ctx-root", tt.t.root()});
+  CHECK(st.exit_code == 0);
+  CHECK(st.out == "ready\n");
+  ::kill(coder.pid, SIGTERM);
+  ::kill(rev.pid, SIGTERM);
+  ctx::test::wait_command(coder, 30);
+  ctx::test::wait_command(rev, 30);
+  RunResult after = ctx::test::run_command({ctx::test::built("ctx/ctx"), "ps", "--ctx-root", tt.t.root()});
+  CHECK(after.out == "AGENT                    STATUS         PID   UPTIME  CGROUP\n");
 }

@@ -1,0 +1,140 @@
+#include "ctx/ps.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "agentdir/load.hpp"
+#include "cgroup/discover.hpp"
+#include "ctx/check.hpp"
+#include "base/text.hpp"
+#include "sys/file.hpp"
+
+namespace ctx::helper {
+
+namespace {
+
+std::string read_or_empty(const std::string& dir, const std::string& name) {
+  auto d = sys::open_dir(dir);
+  if (!d) return {};
+  auto f = sys::read_small_file(d->get(), name, 1 << 20);
+  if (!f || !*f) return {};
+  return (*f)->data;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// Seconds since the process started: /proc/<pid>/stat field 22 (start
+// time in clock ticks since boot) against /proc/uptime.
+double uptime_of(int pid) {
+  std::string stat = read_or_empty("/proc/" + std::to_string(pid), "stat");
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream in(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && in >> field; ++i) {
+  }
+  double start_ticks = std::atof(field.c_str());
+  double boot_uptime = std::atof(read_or_empty("/proc", "uptime").c_str());
+  double up = boot_uptime - start_ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return up < 0 ? 0 : up;
+}
+
+// The cgroup of the sandbox: the supervisor's first child.
+std::string cgroup_of(int supervisor) {
+  std::string task = "/proc/" + std::to_string(supervisor) + "/task/" + std::to_string(supervisor);
+  std::istringstream children(read_or_empty(task, "children"));
+  int child = 0;
+  if (!(children >> child)) return "-";
+  auto path = cgroup::v2_path(read_or_empty("/proc/" + std::to_string(child), "cgroup"));
+  return path && *path != "/" ? *path : "-";
+}
+
+std::string format_uptime(double s) {
+  long t = static_cast<long>(s);
+  char buf[32];
+  if (t >= 3600) {
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
+  } else if (t >= 60) {
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lds", t);
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::vector<PsRow> running_agents(const std::string& ctx_root) {
+  std::vector<PsRow> rows;
+  for (const auto& name : agent_names(ctx_root)) {
+    std::string d = ctx_root + "/agent/" + name + ".d";
+    std::string status = first_line(read_or_empty(d, "status"));
+    int pid = std::atoi(first_line(read_or_empty(d, "pid")).c_str());
+    if (status.empty() || status == "dead" || pid <= 0) continue;
+    auto alive = sys::open_dir("/proc/" + std::to_string(pid));
+    if (!alive) continue;  // a stale pid file: the agent is not running
+    PsRow r;
+    r.name = name;
+    r.status = status;
+    r.pid = pid;
+    std::string parent = first_line(read_or_empty(d, "parent"));
+    if (parent.rfind("agent:", 0) == 0) r.parent = parent.substr(6, parent.find(' ') == std::string::npos ? std::string::npos : parent.find(' ') - 6);
+    r.uptime_s = uptime_of(pid);
+    r.cgroup = cgroup_of(pid);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::string format_ps(const std::vector<PsRow>& rows) {
+  std::map<std::string, std::vector<const PsRow*>> children;
+  std::map<std::string, const PsRow*> by_name;
+  for (const auto& r : rows) by_name[r.name] = &r;
+  std::vector<const PsRow*> top;
+  for (const auto& r : rows) {
+    if (!r.parent.empty() && by_name.count(r.parent) != 0 && r.parent != r.name) {
+      children[r.parent].push_back(&r);
+    } else {
+      top.push_back(&r);
+    }
+  }
+  char head[160];
+  std::snprintf(head, sizeof head, "%-24s %-9s %8s %8s  %s\n", "AGENT", "STATUS", "PID", "UPTIME", "CGROUP");
+  std::string out = head;
+  std::function<void(const PsRow*, int)> emit = [&](const PsRow* r, int depth) {
+    if (depth > 16) return;  // a parent cycle cannot recurse forever
+    std::string name = std::string(static_cast<std::size_t>(depth) * 2, ' ') + (depth > 0 ? "`-" : "") + r->name;
+    char line[512];
+    std::snprintf(line, sizeof line, "%-24s %-9s %8d %8s  %s\n", name.c_str(), r->status.c_str(), r->pid,
+                  format_uptime(r->uptime_s).c_str(), r->cgroup.c_str());
+    out += line;
+    for (const PsRow* c : children[r->name]) emit(c, depth + 1);
+  };
+  for (const PsRow* r : top) emit(r, 0);
+  return out;
+}
+
+std::optional<std::string> root_status(const std::string& ctx_root, std::string& error) {
+  auto d = sys::open_dir(ctx_root);
+  if (!d) {
+    error = d.error().with_context(ctx_root).msg;
+    return std::nullopt;
+  }
+  auto f = sys::read_small_file(d->get(), "status", kMaxControlFileSize);
+  if (!f) {
+    error = ctx_root + "/status: " + f.error().msg;
+    return std::nullopt;
+  }
+  if (!*f) {
+    error = ctx_root + "/status: ENOENT: missing";
+    return std::nullopt;
+  }
+  return (*f)->data;
+}
+
+}  // namespace ctx::helper

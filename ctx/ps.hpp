@@ -1,0 +1,32 @@
+// `ctx ps` and `ctx status`: what runs in a CTX root.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ctx::helper {
+
+/// One running agent as `ctx ps` shows it.
+struct PsRow {
+  std::string name;
+  std::string parent;  ///< the parent agent's name, "" for a top-level agent
+  std::string status;
+  int pid = 0;          ///< the supervisor's pid (the `pid` file)
+  double uptime_s = 0;  ///< since the supervisor started
+  std::string cgroup;   ///< the sandbox's cgroup v2 path, "-" without one
+};
+
+/// The agents whose `pid` names a live supervisor and whose status is not
+/// dead.
+std::vector<PsRow> running_agents(const std::string& ctx_root);
+
+/// The rows as a tree: children under their parent, indented; orphans
+/// (parent not running) at the top level. Pure.
+std::string format_ps(const std::vector<PsRow>& rows);
+
+/// `ctx status`: the root's status file, or an error sentence.
+std::optional<std::string> root_status(const std::string& ctx_root, std::string& error);
+
+}  // namespace ctx::helper

@@ -1,0 +1,24 @@
+#include <catch2/catch.hpp>
+
+#include "ctx/ps.hpp"
+
+using ctx::helper::format_ps;
+using ctx::helper::PsRow;
+
+TEST_CASE("ctx ps draws children under their parent", "[unit]") {
+  std::vector<PsRow> rows{
+      {"rev-1", "coder", "busy", 201, 5, "/cortexfs/user-1000/agent-rev-1/runtime"},
+      {"coder", "", "ready", 100, 3725, "/cortexfs/user-1000/agent-coder/runtime"},
+      {"lone", "gone", "idle", 300, 61, "-"},
+      {"grand", "rev-1", "start", 401, 0, "-"},
+  };
+  CHECK(format_ps(rows) ==
+        "AGENT                    STATUS         PID   UPTIME  CGROUP\n"
+        "coder                    ready          100    1h02m  /cortexfs/user-1000/agent-coder/runtime\n"
+        "  `-rev-1                busy           201       5s  /cortexfs/user-1000/agent-rev-1/runtime\n"
+        "    `-grand              start          401       0s  -\n"
+        "lone                     idle           300    1m01s  -\n");
+  // A parent cycle is drawn once, not forever.
+  std::vector<PsRow> cycle{{"a", "b", "ready", 1, 0, "-"}, {"b", "a", "ready", 2, 0, "-"}};
+  CHECK_FALSE(format_ps(cycle).empty());
+}
