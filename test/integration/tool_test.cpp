@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "test/support/facility.hpp"
 #include "test/support/launch.hpp"
+#include "test/support/tempdir.hpp"
 
 using nlohmann::json;
 using ctx::test::CtxTree;
@@ -193,4 +195,36 @@ TEST_CASE("ctx ps shows running agents as a tree; ctx status the root's status",
   ctx::test::wait_command(rev, 30);
   RunResult after = ctx::test::run_command({ctx::test::built("ctx/ctx"), "ps", "--ctx-root", tt.t.root()});
   CHECK(after.out == "AGENT                    STATUS         PID   UPTIME  CGROUP\n");
+}
+
+TEST_CASE("the example tree's tools work through the helper inside a sandbox", "[root][userns]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
+  ctx::test::TempDir d;
+  const char* src = std::getenv("CTX_SOURCE_ROOT");
+  REQUIRE(src != nullptr);
+  RunResult inst = ctx::test::run_command({std::string(src) + "/scripts/install-example", d.path(), std::to_string(u->uid),
+                                           std::to_string(u->gid), ctx::test::built("ctx/ctx")},
+                                          std::nullopt, 60);
+  REQUIRE(inst.exit_code == 0);
+  std::string root = d.path() + "/ctx";
+  auto run = [&](const std::string& agent, const std::string& cmd) {
+    return ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", root, agent, "--", "/bin/sh", "-c",
+                                   cmd},
+                                  as, 60);
+  };
+  RunResult w = run("coder",
+                    "ctx tool fs.write '{\"path\":\"/work/note.txt\",\"content\":\"from coder\"}' && "
+                    "ctx tool fs.read '{\"path\":\"/work/note.txt\"}' && echo '{\"cmd\":\"pwd\"}' | ctx tool shell.exec && "
+                    "echo hi | /ctx/model/debug/echo");
+  INFO(w.err);
+  CHECK(w.exit_code == 0);
+  CHECK(w.out == "from coder\n/work\n{\"model\":\"debug/echo\",\"output\":\"hi\"}\n");
+  // The reviewer may read, not write or run shell commands.
+  RunResult r = run("reviewer", "ctx tool fs.read '{\"path\":\"/shared/project-a/data/note.txt\"}'; "
+                                "ctx tool fs.write '{\"path\":\"/tmp/x\",\"content\":\"y\"}'; echo \"write=$?\"; "
+                                "ctx tool shell.exec '{\"cmd\":\"id\"}'; echo \"shell=$?\"");
+  CHECK(r.out == "from coder\nwrite=13\nshell=13\n");
+  CHECK(r.err.find("\"reason\":\"agent_policy\",\"tool\":\"fs.write\"") != std::string::npos);
 }

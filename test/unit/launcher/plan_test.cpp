@@ -265,13 +265,16 @@ TEST_CASE("plans of the example agents", "[fs]") {
   REQUIRE(r);
   CHECK(r->ids.uid == 1000);  // iso shared: the owner itself
   CHECK(has_map(r->ids.uid_map, 1000, 1000));
-  REQUIRE(r->binds.size() == 3);
-  CHECK(r->binds[0].target == "/ctx/tool");
-  CHECK(r->binds[1].target == "/shared/project-a");
-  CHECK(r->binds[1].rdonly);
+  REQUIRE(r->binds.size() == 4);
+  CHECK(r->binds[0].target == "/ctx");
+  CHECK(r->binds[1].target == "/ctx/home/1000/agent/reviewer");
+  CHECK(r->binds[2].target == "/shared/project-a");
+  CHECK(r->binds[2].rdonly);
+  REQUIRE(r->masks.size() == 1);  // the whole /ctx shows project-a (read) but hides project-b
+  CHECK(r->masks[0].target == "/ctx/shared/project-b");
   // The reviewer's policy reads project-a but cannot write it: an rw mount
   // of the space is refused.
-  reviewer->mounts[2].mode = ctx::mountspec::Mode::rw;
+  reviewer->mounts[3].mode = ctx::mountspec::Mode::rw;
   auto rw = make_plan(*reviewer, user(), o);
   REQUIRE_FALSE(rw);
   CHECK(rw.error().reason == "shared_policy");
