@@ -2,12 +2,114 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <functional>
 #include <set>
 
 #include "agentdir/load.hpp"
+#include "base/names.hpp"
+#include "base/path.hpp"
+#include "ctx/lint.hpp"
 #include "sys/file.hpp"
 
 namespace ctx::helper {
+
+namespace {
+
+// Names below a host directory that satisfy `keep`.
+std::vector<std::string> entries(const std::string& dir, bool (*keep)(const sys::FileStat&)) {
+  std::vector<std::string> out;
+  auto d = sys::open_dir(dir);
+  if (!d) return out;
+  auto names = sys::list_dir(d->get());
+  if (!names) return out;
+  for (const auto& n : *names) {
+    auto st = sys::stat_at(d->get(), n);
+    if (st && *st && keep(**st)) out.push_back(n);
+  }
+  return out;
+}
+
+bool is_tool(const sys::FileStat& st) { return S_ISREG(st.mode) && (st.mode & 0111) != 0; }
+bool is_dir(const sys::FileStat& st) { return S_ISDIR(st.mode); }
+bool is_entry(const sys::FileStat& st) { return !S_ISDIR(st.mode); }
+
+// The agent's tool directories as host paths: CTX_PATH entries under /ctx
+// map into the CTX root; others cannot be seen from outside the sandbox.
+std::vector<std::string> tool_dirs(const agentdir::AgentSpec& s) {
+  std::vector<std::string> inner = s.path;
+  if (!s.path_set) inner = {"/ctx/tool", "/ctx/home/" + std::to_string(s.owner) + "/tool"};
+  std::vector<std::string> out;
+  for (const auto& d : inner)
+    if (path_is_at_or_under(d, "/ctx")) out.push_back(path_join(s.ctx_root, path_suffix(d, "/ctx")));
+  return out;
+}
+
+std::vector<std::string> model_names(const std::string& ctx_root) {
+  std::vector<std::string> out;
+  for (const auto& provider : entries(ctx_root + "/model", is_dir))
+    for (const auto& m : entries(ctx_root + "/model/" + provider, is_entry))
+      if (!model_name_issue(provider + "/" + m)) out.push_back(provider + "/" + m);
+  return out;
+}
+
+// Policy objects that do not exist grant nothing; say so, with the
+// closest existing name.
+void lint_objects(const agentdir::AgentSpec& s, const std::function<void(const std::string&)>& warn) {
+  std::vector<std::string> tools;
+  for (const auto& d : tool_dirs(s))
+    for (const auto& t : entries(d, is_tool))
+      if (!tool_name_issue(t)) tools.push_back(t);
+  std::vector<std::string> models = model_names(s.ctx_root);
+  std::vector<std::string> spaces = entries(s.ctx_root + "/shared", is_dir);
+  auto has = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  for (const auto& r : s.policy.rules()) {
+    if (r.subject != s.subject()) continue;  // inert already, said once
+    const std::vector<std::string>* pool = nullptr;
+    std::string kind;
+    switch (r.cls) {
+      case policy::Class::tool:
+        pool = &tools;
+        kind = "no such tool in the agent's CTX_PATH";
+        break;
+      case policy::Class::model:
+        pool = &models;
+        kind = "no such model in " + s.ctx_root + "/model";
+        break;
+      case policy::Class::shared:
+        pool = &spaces;
+        kind = "no such shared space in " + s.ctx_root + "/shared";
+        break;
+      case policy::Class::session:
+      case policy::Class::mount:
+      case policy::Class::agent:
+      case policy::Class::network:
+        break;
+    }
+    if (pool == nullptr || has(*pool, r.object)) continue;
+    std::string hint = closest(r.object, *pool);
+    warn(s.name + ".d/policy:" + std::to_string(r.line) + ": " + std::string(policy::to_string(r.cls)) + ":" + r.object +
+         ": " + kind + (hint.empty() ? std::string(" (the rule is inert)") : "; did you mean " + hint + "?"));
+  }
+}
+
+// Mounts that cannot work or that contradict each other.
+void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const std::string&)>& warn) {
+  for (const auto& m : s.mounts) {
+    std::string where = s.name + ".d/mount:" + std::to_string(m.line) + ": ";
+    if (auto st = sys::open_o_path(m.source); !st) warn(where + "source " + m.source + " does not exist (the launch will fail)");
+    for (const auto& p : s.mounts) {
+      if (&p == &m || !path_is_at_or_under(m.target, p.target) || m.target == p.target) continue;
+      std::string point = path_join(p.source, path_suffix(m.target, p.target));
+      if (m.mode == mountspec::Mode::rw && p.mode == mountspec::Mode::ro && !sys::open_o_path(point))
+        warn(where + "rw mount " + m.target + " lies under the read-only " + p.target + " (line " + std::to_string(p.line) +
+             ") and its mount point " + point + " does not exist; create it there");
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<Finding> check_agent(const std::string& ctx_root, const std::string& name) {
   std::vector<Finding> out;
@@ -34,6 +136,21 @@ std::vector<Finding> check_agent(const std::string& ctx_root, const std::string&
       warn(where + "inert: names subject " + r.subject + ", but the agent's label type is " + subject);
     }
   }
+  lint_objects(*spec, warn);
+  lint_mounts(*spec, warn);
+  // Risk tiers, highest first; low grants are only counted.
+  std::size_t low = 0;
+  for (const auto& g : grants_by_risk(*spec)) {
+    if (g.risk == Risk::low) {
+      ++low;
+      continue;
+    }
+    char line[512];
+    std::snprintf(line, sizeof line, "risk %-6s %-44s %s", std::string(to_string(g.risk)).c_str(), g.what.c_str(),
+                  g.where.c_str());
+    out.push_back({Finding::Level::note, line});
+  }
+  if (low > 0) out.push_back({Finding::Level::note, "risk low    " + std::to_string(low) + " more grant" + (low == 1 ? "" : "s")});
   return out;
 }
 

@@ -8,9 +8,9 @@ namespace ctx::helper {
 
 /// One finding of a check.
 struct Finding {
-  enum class Level { error, warning };
+  enum class Level { error, warning, note };
   Level level = Level::error;
-  std::string text;  ///< "coder.d/mount:3:2: EINVAL: ..." or a warning sentence
+  std::string text;  ///< "coder.d/mount:3:2: EINVAL: ...", a warning sentence, or a risk note
 };
 
 /// Every error and warning for one agent in a CTX root.

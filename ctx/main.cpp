@@ -16,6 +16,7 @@
 #include "ctx/ps.hpp"
 #include "ctx/tool.hpp"
 #include "policy/policy.hpp"
+#include "sys/process.hpp"
 
 namespace {
 
@@ -40,9 +41,19 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all) {
     auto findings = ctx::helper::check_agent(ctx_root, n);
     int e = 0;
     for (const auto& f : findings) {
-      bool is_error = f.level == ctx::helper::Finding::Level::error;
-      std::printf("%s%s\n", is_error ? "" : "warning: ", f.text.c_str());
-      (is_error ? e : warnings) += 1;
+      switch (f.level) {
+        case ctx::helper::Finding::Level::error:
+          std::printf("%s\n", f.text.c_str());
+          ++e;
+          break;
+        case ctx::helper::Finding::Level::warning:
+          std::printf("warning: %s\n", f.text.c_str());
+          ++warnings;
+          break;
+        case ctx::helper::Finding::Level::note:
+          std::printf("%s\n", f.text.c_str());
+          break;
+      }
     }
     errors += e;
     if (e == 0) std::printf("%s: ok\n", n.c_str());
@@ -106,6 +117,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  // A relative --ctx-root is taken from the current directory; the
+  // readers want strict absolute paths.
+  ctx_root = ctx::sys::absolute_path(ctx_root);
   if (tool->parsed()) {
     std::optional<std::string> arg;
     if (!tool_json.empty()) arg = tool_json.front();

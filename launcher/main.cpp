@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   if (auto issue = ctx::space_name_issue(session))
     return report(ctx::Error{EINVAL, "--session " + session + ": " + *issue}, 2);
 
+  ctx_root = ctx::sys::absolute_path(ctx_root);
   ctx::agentdir::LoadOptions lo;
   lo.require_trusted_files = ::geteuid() == 0;
   auto spec = ctx::agentdir::load(ctx_root, name, lo);

@@ -196,6 +196,22 @@ Error exec(const std::string& path, const std::vector<std::string>& argv, const 
   return sys_error("execve " + path, err);
 }
 
+Result<std::string> current_dir() {
+  char buf[4096];
+  if (::getcwd(buf, sizeof buf) == nullptr) return fail_errno("getcwd");
+  return std::string(buf);
+}
+
+std::string absolute_path(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  auto cwd = current_dir();
+  if (!cwd) return path;
+  std::string rel = path;
+  while (rel.size() > 2 && rel.compare(0, 2, "./") == 0) rel.erase(0, 2);
+  while (!rel.empty() && rel.back() == '/') rel.pop_back();
+  return rel.empty() || rel == "." ? *cwd : (*cwd == "/" ? "" : *cwd) + "/" + rel;
+}
+
 Result<void> change_dir(const std::string& path) {
   if (::chdir(path.c_str()) < 0) return fail_errno("chdir " + path);
   return {};

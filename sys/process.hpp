@@ -97,6 +97,12 @@ Result<void> set_not_dumpable();
 /// execve(2); returns only on failure.
 Error exec(const std::string& path, const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
+/// getcwd(3).
+Result<std::string> current_dir();
+
+/// An absolute form of path: itself if absolute, else joined to the cwd.
+std::string absolute_path(const std::string& path);
+
 /// chdir(2).
 Result<void> change_dir(const std::string& path);
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "agentdir/json_syntax.hpp"
 #include "agentdir/load.hpp"
@@ -234,15 +235,16 @@ TEST_CASE("ctx check reports every error, compiler style, and its exit status", 
   for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
   for (const auto& [k, v] : base_files()) t.write("ctx/agent/rev.d/" + k, v);
   t.write("ctx/agent/rev.d/label", "rev_t\n");
+  t.write("ctx/tool/fs.read", "#!/bin/sh\n", 0755);
   std::string ctx = ctx::test::built("ctx/ctx");
   auto ok = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "coder"});
   CHECK(ok.exit_code == 0);
-  CHECK(ok.out == "coder: ok\n");
+  CHECK(ok.out == "risk low    2 more grants\ncoder: ok\n");
   // rev's policy names coder_t: inert, a warning.
   auto warn = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "rev"});
   CHECK(warn.exit_code == 0);
   CHECK(warn.out == "warning: rev.d/policy:1: inert: names subject coder_t, but the agent's label type is rev_t\n"
-                    "rev: ok\n0 errors, 1 warning\n");
+                    "risk low    1 more grant\nrev: ok\n0 errors, 1 warning\n");
   t.write("ctx/agent/coder.d/iso", "jail\n");
   t.write("ctx/agent/coder.d/mount", "/a\tb\tro\tbind\n");
   t.write("ctx/agent/coder.d/notes", "x\n");
@@ -264,27 +266,62 @@ TEST_CASE("ctx check reports every error, compiler style, and its exit status", 
   CHECK(missing.out == "ghost.d: ENOENT: no such agent in " + t / "ctx" + "/agent\n1 error, 0 warnings\n");
 }
 
-TEST_CASE("the example tree passes ctx check", "[fs]") {
+TEST_CASE("the installed example tree passes ctx check", "[fs]") {
   const char* src = std::getenv("CTX_SOURCE_ROOT");
   REQUIRE(src != nullptr);
-  auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", std::string(src) + "/examples/ctx", "--all"});
+  ctx::test::TempDir d;
+  auto inst = ctx::test::run_command({std::string(src) + "/scripts/install-example", d.path(), std::to_string(::getuid()),
+                                      std::to_string(::getgid())});
+  REQUIRE(inst.exit_code == 0);
+  auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", d / "ctx", "--all"});
   CHECK(r.exit_code == 0);
-  CHECK(r.out == "coder: ok\nreviewer: ok\n");
+  CHECK(r.out.find("warning:") == std::string::npos);
+  CHECK(r.out.find("risk high   tool:shell.exec execute") != std::string::npos);
+  CHECK(r.out.find("coder: ok\n") != std::string::npos);
+  CHECK(r.out.substr(r.out.size() - 13) == "reviewer: ok\n");
 }
 
-TEST_CASE("ctx explain names the allowing rule or the missing one", "[fs]") {
+TEST_CASE("ctx check as a doctor: objects, suggestions, mounts, risk tiers", "[fs]") {
   ctx::test::TempDir t;
   for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
-  std::string ctx = ctx::test::built("ctx/ctx");
-  auto ok = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "tool:fs.read", "execute"});
-  CHECK(ok.exit_code == 0);
-  CHECK(ok.out == "coder tool:fs.read execute: allowed\n  agent policy: allowed by policy line 1: allow coder_t tool:fs.read execute\n");
-  auto no = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "network:default", "connect"});
-  CHECK(no.exit_code == 1);
-  CHECK(no.out == "coder network:default connect: denied\n  agent policy: denied: no rule 'allow coder_t network:default "
-                  "connect' (policy v0 is default deny)\n");
-  auto bad = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "file:x", "read"});
-  CHECK(bad.exit_code == 2);
-  CHECK(bad.err == "ctx explain: file:x read: EINVAL: unknown class 'file' (classes: tool, model, shared, session, mount, "
-                   "agent, network)\n");
+  t.write("ctx/tool/fs.read", "#!/bin/sh\n", 0755);
+  t.write("ctx/tool/shell.exec", "#!/bin/sh\n", 0755);
+  t.write("ctx/model/debug/echo", "#!/bin/sh\n", 0755);
+  t.mkdir("ctx/shared/project-a");
+  t.mkdir("ro");
+  t.write("ctx/agent/coder.d/path", "/ctx/tool\n");
+  t.write("ctx/agent/coder.d/policy",
+          "allow coder_t tool:fs.raed execute\n"
+          "allow coder_t model:debug/ecko use\n"
+          "allow coder_t shared:project-b read\n"
+          "allow coder_t tool:shell.exec execute\n"
+          "allow coder_t network:default connect\n"
+          "allow coder_t tool:zzz execute\n");
+  t.write("ctx/agent/coder.d/mount", t / "ro" + "\t/ro\tro\tbind\n" + t / "ctx" + "\t/ro/inner\trw\tbind\n" +
+                                         "/nonexistent\t/n\tro\tbind\n/var/run/docker.sock\t/docker.sock\tro\tbind\n");
+  auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t / "ctx", "coder"});
+  CHECK(r.exit_code == 0);  // warnings only
+  // The socket is flagged whether or not this machine runs a container engine.
+  std::string docker_warning = ::access("/var/run/docker.sock", F_OK) == 0
+                                   ? ""
+                                   : "warning: coder.d/mount:4: source /var/run/docker.sock does not exist (the launch will fail)\n";
+  char risk[4][200];
+  std::snprintf(risk[0], sizeof risk[0], "risk %-6s %-44s %s", "high", "tool:shell.exec execute", "coder.d/policy:4");
+  std::snprintf(risk[1], sizeof risk[1], "risk %-6s %-44s %s", "high", "network:default connect", "coder.d/policy:5");
+  std::snprintf(risk[2], sizeof risk[2], "risk %-6s %-44s %s", "high", ("rw mount " + t / "ctx" + " -> /ro/inner").c_str(),
+                "coder.d/mount:2");
+  std::snprintf(risk[3], sizeof risk[3], "risk %-6s %-44s %s", "high", "ro mount /var/run/docker.sock -> /docker.sock",
+                "coder.d/mount:4");
+  CHECK(r.out == "warning: coder.d/policy:1: tool:fs.raed: no such tool in the agent's CTX_PATH; did you mean fs.read?\n"
+                 "warning: coder.d/policy:2: model:debug/ecko: no such model in " + t / "ctx" + "/model; did you mean debug/echo?\n"
+                 "warning: coder.d/policy:3: shared:project-b: no such shared space in " + t / "ctx" +
+                     "/shared; did you mean project-a?\n"
+                 "warning: coder.d/policy:6: tool:zzz: no such tool in the agent's CTX_PATH (the rule is inert)\n"
+                 "warning: coder.d/mount:2: rw mount /ro/inner lies under the read-only /ro (line 1) and its mount point " +
+                     t / "ro" + "/inner does not exist; create it there\n"
+                 "warning: coder.d/mount:3: source /nonexistent does not exist (the launch will fail)\n" +
+                     docker_warning +
+                     std::string(risk[0]) + "\n" + risk[1] + "\n" + risk[2] + "\n" + risk[3] + "\n" +
+                     "risk low    6 more grants\ncoder: ok\n0 errors, " + std::to_string(docker_warning.empty() ? 6 : 7) +
+                     " warnings\n");
 }

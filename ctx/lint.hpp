@@ -1,0 +1,37 @@
+// The doctor's pure checks: close-match suggestions and risk tiers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agentdir/agent_spec.hpp"
+
+namespace ctx::helper {
+
+/// Levenshtein distance between two short strings.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
+/// The candidate closest to `word` within 2 edits (the first on a tie), or
+/// "" if none is that close.
+std::string closest(const std::string& word, const std::vector<std::string>& candidates);
+
+enum class Risk { high, medium, low };
+
+/// One grant of an agent with its risk tier.
+struct Grant {
+  Risk risk = Risk::low;
+  std::string what;   ///< "tool:shell.exec execute", "rw mount /srv -> /work"
+  std::string where;  ///< "coder.d/policy:3"
+};
+
+/// Every grant of the agent (its own policy rules and its mounts), highest
+/// risk first, in file order within a tier. High: shell.exec, the network,
+/// creating agents, rw mounts of the ctx root, a home directory or /etc,
+/// any mount of a container engine socket. Medium: fs.write, writing a
+/// shared space, other rw mounts. Low: the rest (reads, model use, other
+/// tools).
+std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec);
+
+std::string_view to_string(Risk r);
+
+}  // namespace ctx::helper

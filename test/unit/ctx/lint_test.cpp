@@ -1,0 +1,43 @@
+#include <catch2/catch.hpp>
+
+#include "ctx/lint.hpp"
+#include "mountspec/table.hpp"
+#include "policy/policy.hpp"
+
+using namespace ctx::helper;
+
+TEST_CASE("close matches within two edits", "[unit]") {
+  CHECK(edit_distance("fs.raed", "fs.read") == 2);
+  CHECK(edit_distance("", "abc") == 3);
+  CHECK(closest("fs.raed", {"shell.exec", "fs.read", "fs.write"}) == "fs.read");
+  CHECK(closest("zzz", {"fs.read"}).empty());
+}
+
+TEST_CASE("grants are ordered by risk", "[unit]") {
+  ctx::agentdir::AgentSpec s;
+  s.name = "coder";
+  s.ctx_root = "/ctx";
+  s.label = ctx::agentdir::Label{"", "", "coder_t", ""};
+  s.policy = *ctx::policy::Policy::parse("p",
+                                         "allow coder_t tool:fs.read execute\n"
+                                         "allow coder_t tool:fs.write execute\n"
+                                         "allow coder_t agent:rev create\n"
+                                         "allow other_t network:default connect\n"
+                                         "allow coder_t shared:p write\n");
+  s.mounts = *ctx::mountspec::parse("m", "/home/alice\t/h\trw\tbind\n/srv/p\t/work\trw\tbind\n/usr\t/usr\tro\tbind\n"
+                                         "/ctx\t/ctx\trw\trbind\n");
+  auto g = grants_by_risk(s);
+  std::vector<std::string> order;
+  for (const auto& x : g) order.push_back(std::string(to_string(x.risk)) + " " + x.what);
+  CHECK(order == std::vector<std::string>{
+                     "high agent:rev create",
+                     "high rw mount /home/alice -> /h",
+                     "high rw mount /ctx -> /ctx",
+                     "medium tool:fs.write execute",
+                     "medium shared:p write",
+                     "medium rw mount /srv/p -> /work",
+                     "low tool:fs.read execute",
+                     "low ro mount /usr -> /usr",
+                 });  // the other_t rule is inert: no grant
+  CHECK(g[0].where == "coder.d/policy:3");
+}
