@@ -13,6 +13,7 @@
 
 #include "agentdir/load.hpp"
 #include "ctx/check.hpp"
+#include "ctx/env_probe.hpp"
 #include "ctx/ps.hpp"
 #include "ctx/tool.hpp"
 #include "policy/policy.hpp"
@@ -25,9 +26,11 @@ std::string env_or(const char* key, const char* dflt) {
   return v != nullptr && *v != '\0' ? v : dflt;
 }
 
-int run_check(const std::string& ctx_root, const std::string& name, bool all) {
+int run_check(const std::string& ctx_root, const std::string& name, bool all, bool env) {
   std::vector<std::string> names;
-  if (all) {
+  if (env && name.empty() && !all) {
+    // --env alone: the machine only.
+  } else if (all) {
     names = ctx::helper::agent_names(ctx_root);
     if (names.empty()) {
       std::fprintf(stderr, "ctx check: no agents in %s/agent\n", ctx_root.c_str());
@@ -37,8 +40,10 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all) {
     names = {name};
   }
   int errors = 0, warnings = 0;
-  for (const auto& n : names) {
-    auto findings = ctx::helper::check_agent(ctx_root, n);
+  std::vector<std::pair<std::string, std::vector<ctx::helper::Finding>>> reports;
+  if (env) reports.emplace_back("", ctx::helper::probe_environment());
+  for (const auto& n : names) reports.emplace_back(n, ctx::helper::check_agent(ctx_root, n));
+  for (const auto& [n, findings] : reports) {
     int e = 0;
     for (const auto& f : findings) {
       switch (f.level) {
@@ -56,7 +61,7 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all) {
       }
     }
     errors += e;
-    if (e == 0) std::printf("%s: ok\n", n.c_str());
+    if (e == 0 && !n.empty()) std::printf("%s: ok\n", n.c_str());
   }
   if (errors > 0 || warnings > 0) std::printf("%d error%s, %d warning%s\n", errors, errors == 1 ? "" : "s", warnings,
                                               warnings == 1 ? "" : "s");
@@ -95,6 +100,8 @@ int main(int argc, char** argv) {
   check->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   auto* name_opt = check->add_option("NAME", name, "the agent");
   auto* all_opt = check->add_flag("--all", all, "check every agent");
+  bool env = false;
+  check->add_flag("--env", env, "probe what this machine allows the calling user, with remedies");
   name_opt->excludes(all_opt);
   auto* tool = app.add_subcommand("tool", "call a tool through CTX_PATH with the four permission checks");
   std::string tool_name;
@@ -141,11 +148,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (check->parsed()) {
-    if (name.empty() && !all) {
-      std::fprintf(stderr, "ctx check: name an agent or give --all\n");
+    if (name.empty() && !all && !env) {
+      std::fprintf(stderr, "ctx check: name an agent, or give --all or --env\n");
       return 2;
     }
-    return run_check(ctx_root, name, all);
+    return run_check(ctx_root, name, all, env);
   }
   return 2;
 }

@@ -685,3 +685,17 @@ TEST_CASE("the sandbox's init holds only its signalfd and the lifeline", "[root]
   ::kill(sp.pid, SIGTERM);
   CHECK(ctx::test::wait_command(sp, 30).exit_code == 143);
 }
+
+TEST_CASE("ctx check --env names the remedy when user namespaces are unavailable", "[userns]") {
+  Mode m = mode();
+  std::vector<std::string> argv{ctx::test::built("ctx/ctx"), "check", "--env"};
+  RunResult fine = ctx::test::run_command(argv, m.as);
+  CHECK(fine.out.find("env ok      unprivileged user namespaces (user.max_user_namespaces ") == 0);
+  auto no_userns = [&]() {
+    return enter_own_userns(m.owner) && write_proc("/proc/sys/user/max_user_namespaces", "0");
+  };
+  RunResult r = ctx::test::run_command(argv, m.as, 60, {}, no_userns);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("env: unshare: ENOSPC: user.max_user_namespaces is 0: sysctl -w user.max_user_namespaces=15000; "
+                   "without them only root (a systemd unit) can launch agents\n") == 0);
+}

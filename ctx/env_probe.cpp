@@ -1,0 +1,113 @@
+#include "ctx/env_probe.hpp"
+
+#include <unistd.h>
+
+#include <string>
+
+#include "cgroup/discover.hpp"
+#include "sys/file.hpp"
+#include "sys/identity.hpp"
+#include "sys/probe.hpp"
+
+namespace ctx::helper {
+
+namespace {
+
+std::string read_file(const std::string& dir, const std::string& name) {
+  auto d = sys::open_dir(dir);
+  if (!d) return {};
+  auto f = sys::read_small_file(d->get(), name, 1 << 20);
+  if (!f || !*f) return {};
+  return (*f)->data;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::vector<Finding> probe_environment() {
+  std::vector<Finding> out;
+  auto ok = [&](const std::string& s) { out.push_back({Finding::Level::note, "env ok      " + s}); };
+  auto warn = [&](const std::string& s) { out.push_back({Finding::Level::warning, "env: " + s}); };
+  const bool root = ::geteuid() == 0;
+  const std::string uid = std::to_string(::geteuid());
+
+  std::string max_ns = trim(read_file("/proc/sys/user", "max_user_namespaces"));
+  auto userns = sys::probe_user_namespace();
+  if (userns) {
+    ok("unprivileged user namespaces (user.max_user_namespaces " + max_ns + ")");
+  } else {
+    const Error& e = userns.error();
+    std::string step = e.msg.substr(0, e.msg.find(':'));
+    std::string remedy;
+    if (step == "mount") {
+      remedy = "a new user namespace gets no capabilities (Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1): "
+               "load examples/apparmor/ctx-agent-run or set the sysctl to 0";
+    } else if (e.code == ENOSPC || e.code == EUSERS) {
+      remedy = "user.max_user_namespaces is " + max_ns + ": sysctl -w user.max_user_namespaces=15000";
+    } else {
+      remedy = "unprivileged user namespaces are disabled: sysctl -w kernel.unprivileged_userns_clone=1 (Debian) or raise "
+               "user.max_user_namespaces";
+    }
+    std::string text = "env: " + e.msg + ": " + remedy + (root ? "" : "; without them only root (a systemd unit) can launch agents");
+    out.push_back({root ? Finding::Level::warning : Finding::Level::error, text});
+  }
+
+  auto mount = cgroup::find_cgroup2(read_file("/proc/self", "mountinfo"));
+  if (!mount) {
+    warn("no cgroup2 file system is mounted: agents run without a cgroup (mount cgroup2, or boot with systemd)");
+  } else {
+    std::string own = cgroup::v2_path(read_file("/proc/self", "cgroup")).value_or("/");
+    auto dir = cgroup::dir_of(*mount, own);
+    auto fd = dir ? sys::open_dir(*dir) : Result<UniqueFd>(fail(ENOENT, "no dir"));
+    bool writable = fd && sys::writable_at(fd->get(), "") && sys::writable_at(fd->get(), "cgroup.procs");
+    if (root) {
+      ok("cgroup v2 at " + mount->mount_point + " (root: agents go to cortexfs/user-<uid>)");
+    } else if (writable) {
+      ok("cgroup v2 at " + mount->mount_point + ", own cgroup " + own + " delegated");
+    } else {
+      warn("cgroup v2 at " + mount->mount_point + " but the own cgroup " + own + " is not delegated to uid " + uid +
+           ": run under systemd-run --user --scope -p Delegate=yes (or a unit with Delegate=yes), or pass --cgroup-base");
+    }
+    std::string ctrl = trim(read_file(*dir == mount->mount_point ? mount->mount_point : *dir, "cgroup.controllers"));
+    if (ctrl.find("memory") == std::string::npos || ctrl.find("pids") == std::string::npos)
+      warn("cgroup controllers here: " + (ctrl.empty() ? std::string("none") : ctrl) +
+           "; limits need memory, pids and cpu (enabled by systemd with Delegate=yes, or by cgroup.subtree_control)");
+  }
+
+  if (auto fuse = sys::probe_open_rw("/dev/fuse"); fuse) {
+    ok("/dev/fuse");
+  } else {
+    warn(fuse.error().msg + ": the FUSE view (ctx-view) needs /dev/fuse read-write: apt-get install fuse3, or chmod 0666 "
+                            "/dev/fuse");
+  }
+
+  if (auto ll = sys::landlock_abi(); ll) {
+    ok("Landlock ABI " + std::to_string(*ll));
+  } else {
+    warn(ll.error().msg + ": Landlock is off: boot with lsm=landlock,... on the kernel command line");
+  }
+
+  if (!root) {
+    auto bin = sys::open_dir("/usr/bin");
+    auto helper = bin ? sys::stat_at(bin->get(), "newuidmap") : Result<std::optional<sys::FileStat>>(std::nullopt);
+    std::string name;
+    if (auto me = sys::lookup_user(::geteuid()); me && *me) name = (*me)->name;
+    std::string subuid = read_file("/etc", "subuid");
+    bool delegated = (!name.empty() && subuid.find(name + ":") != std::string::npos) || subuid.find(uid + ":") != std::string::npos;
+    if (!helper || !*helper) {
+      warn("newuidmap is missing: iso uid needs it for unprivileged users: apt-get install uidmap");
+    } else if (!delegated) {
+      warn("no /etc/subuid range for " + (name.empty() ? uid : name) + ": iso uid needs one: usermod --add-subuids "
+           "100000-165535 --add-subgids 100000-165535 " + (name.empty() ? uid : name));
+    } else {
+      ok("newuidmap and a /etc/subuid range (iso uid)");
+    }
+  }
+  return out;
+}
+
+}  // namespace ctx::helper
