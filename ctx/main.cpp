@@ -5,6 +5,7 @@
 //   ctx ps [--ctx-root DIR]                        running agents as a tree
 //   ctx status [--ctx-root DIR]                    the root's status
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "agentdir/load.hpp"
 #include "ctx/check.hpp"
 #include "ctx/env_probe.hpp"
+#include "ctx/explain.hpp"
 #include "ctx/ps.hpp"
 #include "ctx/tool.hpp"
 #include "policy/policy.hpp"
@@ -80,10 +82,11 @@ int run_explain(const std::string& ctx_root, const std::string& agent, const std
     std::fprintf(stderr, "ctx explain: %s\n", spec.error().msg.c_str());
     return 2;
   }
-  auto e = ctx::policy::explain(spec->policy, spec->subject(), *req);
-  std::printf("%s %s %s: %s\n", agent.c_str(), class_object.c_str(), perm.c_str(), e.allowed ? "allowed" : "denied");
-  std::printf("  agent policy: %s\n", e.text.c_str());
-  return e.allowed ? 0 : 1;
+  auto layers = ctx::helper::explain_layers(*spec, *req);
+  bool allowed = std::all_of(layers.begin(), layers.end(), [](const auto& l) { return l.allows; });
+  std::printf("%s %s %s: %s\n", agent.c_str(), class_object.c_str(), perm.c_str(), allowed ? "allowed" : "denied");
+  for (const auto& l : layers) std::printf("  %s: %s\n", l.name.c_str(), l.text.c_str());
+  return allowed ? 0 : 1;
 }
 
 }  // namespace

@@ -325,3 +325,48 @@ TEST_CASE("ctx check as a doctor: objects, suggestions, mounts, risk tiers", "[f
                      "risk low    6 more grants\ncoder: ok\n0 errors, " + std::to_string(docker_warning.empty() ? 6 : 7) +
                      " warnings\n");
 }
+
+TEST_CASE("ctx explain names the allowing rule or the missing one", "[fs]") {
+  ctx::test::TempDir t;
+  for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
+  t.write("ctx/agent/coder.d/policy", "allow coder_t tool:fs.read execute\nallow coder_t model:debug/echo use\n");
+  std::string ctx = ctx::test::built("ctx/ctx");
+  auto ok = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "model:debug/echo", "use"});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out == "coder model:debug/echo use: allowed\n  agent policy: allowed by policy line 2: allow coder_t model:debug/echo use\n");
+  auto no = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "network:default", "connect"});
+  CHECK(no.exit_code == 1);
+  CHECK(no.out == "coder network:default connect: denied\n  agent policy: denied: no rule 'allow coder_t network:default "
+                  "connect' (policy v0 is default deny)\n");
+  // A tool the policy allows but the sandbox cannot see (no mount of /ctx).
+  auto hidden = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "tool:fs.read", "execute"});
+  CHECK(hidden.exit_code == 1);
+  CHECK(hidden.out == "coder tool:fs.read execute: denied\n  lookup: no executable fs.read in CTX_PATH as the sandbox sees it\n"
+                      "  agent policy: allowed by policy line 1: allow coder_t tool:fs.read execute\n");
+  auto bad = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "file:x", "read"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "ctx explain: file:x read: EINVAL: unknown class 'file' (classes: tool, model, shared, session, mount, "
+                   "agent, network)\n");
+}
+
+TEST_CASE("ctx explain shows the four layers of a tool", "[fs]") {
+  const char* src = std::getenv("CTX_SOURCE_ROOT");
+  REQUIRE(src != nullptr);
+  ctx::test::TempDir d;
+  std::string uid = std::to_string(::getuid()), gid = std::to_string(::getgid());
+  REQUIRE(ctx::test::run_command({std::string(src) + "/scripts/install-example", d.path(), uid, gid}).exit_code == 0);
+  std::string root = d / "ctx";
+  ::chmod((root + "/tool/fs.write").c_str(), 0744);  // executable by its owner only
+  std::string ctx = ctx::test::built("ctx/ctx");
+  auto r = ctx::test::run_command({ctx, "explain", "--ctx-root", root, "reviewer", "tool:fs.write", "execute"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out == "reviewer tool:fs.write execute: denied\n"
+                 "  lookup: /ctx/tool/fs.write (host " + root + "/tool/fs.write)\n"
+                 "  mount: exec allowed: " + root + " -> /ctx (reviewer.d/mount:2)\n"
+                 "  mode bits: executable for uid " + uid + " (mode 0744, owner " + uid + ":" + gid + ")\n"
+                 "  agent policy: denied: no rule 'allow reviewer_t tool:fs.write execute' (policy v0 is default deny)\n"
+                 "  tool policy: none (the tool adds no restriction)\n");
+  auto s = ctx::test::run_command({ctx, "explain", "--ctx-root", root, "coder", "tool:shell.exec", "execute"});
+  CHECK(s.exit_code == 0);
+  CHECK(s.out.find("  tool policy: allowed by shell.exec.d/policy line 1\n") != std::string::npos);
+}
