@@ -138,19 +138,13 @@ std::vector<Finding> check_agent(const std::string& ctx_root, const std::string&
   }
   lint_objects(*spec, warn);
   lint_mounts(*spec, warn);
-  // Risk tiers, highest first; low grants are only counted.
-  std::size_t low = 0;
+  // Every grant with its risk tier, highest first.
   for (const auto& g : grants_by_risk(*spec)) {
-    if (g.risk == Risk::low) {
-      ++low;
-      continue;
-    }
     char line[512];
     std::snprintf(line, sizeof line, "risk %-6s %-44s %s", std::string(to_string(g.risk)).c_str(), g.what.c_str(),
                   g.where.c_str());
-    out.push_back({Finding::Level::note, line});
+    out.push_back({Finding::Level::note, line, std::string(to_string(g.risk)), g.what, g.where});
   }
-  if (low > 0) out.push_back({Finding::Level::note, "risk low    " + std::to_string(low) + " more grant" + (low == 1 ? "" : "s")});
   return out;
 }
 

@@ -11,6 +11,9 @@ struct Finding {
   enum class Level { error, warning, note };
   Level level = Level::error;
   std::string text;  ///< "coder.d/mount:3:2: EINVAL: ...", a warning sentence, or a risk note
+  /// For risk notes: the tier ("high", "medium", "low"), the grant and
+  /// where it is written; empty otherwise.
+  std::string tier = {}, what = {}, where = {};
 };
 
 /// Every error and warning for one agent in a CTX root.

@@ -5,6 +5,7 @@
 //   ctx ps [--ctx-root DIR]                        running agents as a tree
 //   ctx status [--ctx-root DIR]                    the root's status
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +29,43 @@ std::string env_or(const char* key, const char* dflt) {
   return v != nullptr && *v != '\0' ? v : dflt;
 }
 
-int run_check(const std::string& ctx_root, const std::string& name, bool all, bool env) {
+// --json: one document with the same findings.
+int print_json(const std::vector<std::pair<std::string, std::vector<ctx::helper::Finding>>>& reports) {
+  nlohmann::json doc{{"agents", nlohmann::json::array()}, {"env", nlohmann::json::array()}};
+  int errors = 0, warnings = 0;
+  for (const auto& [n, findings] : reports) {
+    nlohmann::json a{{"name", n}, {"errors", nlohmann::json::array()}, {"warnings", nlohmann::json::array()},
+                     {"risk", nlohmann::json::array()}};
+    for (const auto& f : findings) {
+      switch (f.level) {
+        case ctx::helper::Finding::Level::error:
+          a["errors"].push_back(f.text);
+          ++errors;
+          break;
+        case ctx::helper::Finding::Level::warning:
+          a["warnings"].push_back(f.text);
+          ++warnings;
+          break;
+        case ctx::helper::Finding::Level::note:
+          if (!f.tier.empty()) a["risk"].push_back({{"tier", f.tier}, {"grant", f.what}, {"where", f.where}});
+          else a["ok"].push_back(f.text);
+          break;
+      }
+    }
+    if (n.empty()) {
+      doc["env"] = a;
+    } else {
+      a["ok"] = a["errors"].empty();
+      doc["agents"].push_back(a);
+    }
+  }
+  doc["errors"] = errors;
+  doc["warnings"] = warnings;
+  std::printf("%s\n", doc.dump(2).c_str());
+  return errors > 0 ? 1 : 0;
+}
+
+int run_check(const std::string& ctx_root, const std::string& name, bool all, bool env, bool as_json) {
   std::vector<std::string> names;
   if (env && name.empty() && !all) {
     // --env alone: the machine only.
@@ -45,8 +82,9 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all, bo
   std::vector<std::pair<std::string, std::vector<ctx::helper::Finding>>> reports;
   if (env) reports.emplace_back("", ctx::helper::probe_environment());
   for (const auto& n : names) reports.emplace_back(n, ctx::helper::check_agent(ctx_root, n));
+  if (as_json) return print_json(reports);
   for (const auto& [n, findings] : reports) {
-    int e = 0;
+    int e = 0, low = 0;
     for (const auto& f : findings) {
       switch (f.level) {
         case ctx::helper::Finding::Level::error:
@@ -58,10 +96,16 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all, bo
           ++warnings;
           break;
         case ctx::helper::Finding::Level::note:
-          std::printf("%s\n", f.text.c_str());
+          // Low-risk grants are counted, not listed (--json lists them).
+          if (f.tier == "low") {
+            ++low;
+          } else {
+            std::printf("%s\n", f.text.c_str());
+          }
           break;
       }
     }
+    if (low > 0) std::printf("risk low    %d more grant%s\n", low, low == 1 ? "" : "s");
     errors += e;
     if (e == 0 && !n.empty()) std::printf("%s: ok\n", n.c_str());
   }
@@ -105,6 +149,8 @@ int main(int argc, char** argv) {
   auto* all_opt = check->add_flag("--all", all, "check every agent");
   bool env = false;
   check->add_flag("--env", env, "probe what this machine allows the calling user, with remedies");
+  bool as_json = false;
+  check->add_flag("--json", as_json, "one JSON document instead of lines");
   name_opt->excludes(all_opt);
   auto* tool = app.add_subcommand("tool", "call a tool through CTX_PATH with the four permission checks");
   std::string tool_name;
@@ -155,7 +201,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ctx check: name an agent, or give --all or --env\n");
       return 2;
     }
-    return run_check(ctx_root, name, all, env);
+    return run_check(ctx_root, name, all, env, as_json);
   }
   return 2;
 }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "agentdir/json_syntax.hpp"
 #include "agentdir/load.hpp"
 #include "test/support/launch.hpp"
@@ -369,4 +371,32 @@ TEST_CASE("ctx explain shows the four layers of a tool", "[fs]") {
   auto s = ctx::test::run_command({ctx, "explain", "--ctx-root", root, "coder", "tool:shell.exec", "execute"});
   CHECK(s.exit_code == 0);
   CHECK(s.out.find("  tool policy: allowed by shell.exec.d/policy line 1\n") != std::string::npos);
+}
+
+TEST_CASE("ctx check --json gives the same findings as one document", "[fs]") {
+  ctx::test::TempDir t;
+  for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
+  t.write("ctx/agent/coder.d/policy", "allow coder_t tool:shell.exec execute\nallow coder_t tool:fs.raed execute\n");
+  t.write("ctx/tool/shell.exec", "#!/bin/sh\n", 0755);
+  t.write("ctx/tool/fs.read", "#!/bin/sh\n", 0755);
+  t.write("ctx/agent/bad.d/owner", "x\n");
+  auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t / "ctx", "--all", "--json"});
+  CHECK(r.exit_code == 1);
+  auto doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc["agents"].size() == 2);
+  CHECK(doc["errors"] == 1);
+  CHECK(doc["warnings"] == 1);
+  const auto& bad = doc["agents"][0];
+  CHECK(bad["name"] == "bad");
+  CHECK(bad["ok"] == false);
+  CHECK(bad["errors"][0] ==
+        "bad.d/owner:1:1: EINVAL: owner must be a decimal number from 0 to 4294967294, without sign or leading zeros");
+  const auto& coder = doc["agents"][1];
+  CHECK(coder["ok"] == true);
+  CHECK(coder["warnings"][0] ==
+        "coder.d/policy:2: tool:fs.raed: no such tool in the agent's CTX_PATH; did you mean fs.read?");
+  REQUIRE(coder["risk"].size() == 3);
+  CHECK(coder["risk"][0] == nlohmann::json{{"tier", "high"}, {"grant", "tool:shell.exec execute"}, {"where", "coder.d/policy:1"}});
+  CHECK(coder["risk"][1]["tier"] == "low");
+  CHECK(coder["risk"][2] == nlohmann::json{{"tier", "low"}, {"grant", "ro mount /usr -> /usr"}, {"where", "coder.d/mount:1"}});
 }
