@@ -501,6 +501,22 @@ std::vector<Error> trust_errors(std::string_view name, const DirListing& d, std:
   return out;
 }
 
+Result<AgentSpec> load_subject_policy(std::string_view ctx_root, std::string_view name) {
+  if (auto e = agent_name_issue(name)) return fail(EINVAL, std::string(name) + ": EINVAL: " + *e);
+  CTX_TRY_ASSIGN(UniqueFd agents, sys::open_dir(std::string(ctx_root) + "/agent"));
+  std::string dname = std::string(name) + ".d";
+  auto dir = sys::open_dir_at(agents.get(), dname);
+  if (!dir) return fail(dir.error().with_context(dname));
+  ControlFiles files;
+  for (const char* f : {"owner", "label", "policy"}) {
+    auto c = sys::read_small_file(dir->get(), f, kMaxControlFileSize);
+    if (!c) return fail(Error{c.error().code, dname + "/" + f + ": " + errno_name(c.error().code) + ": " + c.error().msg});
+    if (*c) files[f] = std::move((*c)->data);
+  }
+  // gid is not read, and not asked of passwd either: nothing here uses it.
+  return build_spec(name, ctx_root, files, [](std::uint32_t) { return std::optional<std::uint32_t>(0); }, nullptr);
+}
+
 Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const LoadOptions& opts,
                        std::vector<Error>* all) {
   CTX_TRY_ASSIGN(DirListing d, read_control_files(ctx_root, name, all));

@@ -66,6 +66,11 @@ std::vector<Error> trust_errors(std::string_view name, const DirListing& d, std:
 Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const LoadOptions& opts = {},
                        std::vector<Error>* all = nullptr);
 
+/// Reads only `owner`, `label` and `policy` of an agent (strictly, as
+/// load does) for decisions that need no more, such as a tool call. The
+/// other fields keep their defaults and must not be used.
+Result<AgentSpec> load_subject_policy(std::string_view ctx_root, std::string_view name);
+
 /// The default primary-gid lookup through getpwuid_r (sys/).
 PrimaryGidLookup passwd_primary_gid();
 

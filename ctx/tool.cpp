@@ -39,10 +39,14 @@ void record(const ToolCaller& c, const std::string& tool, const std::string& sta
   json e{{"ts", timestamp_now()}, {"type", "tool.call"}, {"agent", c.agent}, {"session", c.session}, {"object", "tool/" + tool},
          {"status", status}};
   if (!reason.empty()) e["reason"] = reason;
+  // The session directory usually exists: one open, and the walk that
+  // creates it (never through a symlink) only when it does not.
+  std::string rel = "agent/" + c.agent + "/session/" + c.session;
   auto home = sys::open_dir(c.home);
   Result<void> r = home ? Result<void>() : fail(home.error());
   if (home) {
-    auto dir = sys::open_or_make_dirs(home->get(), "agent/" + c.agent + "/session/" + c.session, 0755);
+    auto dir = sys::open_dir_beneath(home->get(), rel);
+    if (!dir) dir = sys::open_or_make_dirs(home->get(), rel, 0755);
     r = dir ? sys::append_file(dir->get(), "events.jsonl", e.dump() + "\n", 0644) : fail(dir.error());
   }
   if (!r) std::fprintf(stderr, "ctx tool: warning: events.jsonl not written: %s\n", r.error().msg.c_str());
@@ -119,7 +123,9 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::optional<
                                                std::to_string(::geteuid()), "denied");
 
   // 3: the agent's own policy, read from its control files.
-  auto spec = agentdir::load(c.ctx_root, c.agent);
+  // Only the label and the policy decide here; the rest of the agent's
+  // files are the launcher's business.
+  auto spec = agentdir::load_subject_policy(c.ctx_root, c.agent);
   if (!spec)
     return refuse(c, name, EACCES, "agent_policy", "cannot read the agent's control files: " + spec.error().msg, "denied");
   const std::string subject = spec->subject();

@@ -20,6 +20,15 @@ Result<UniqueFd> open_in_root(int rootfd, const std::string& rel, bool directory
   return UniqueFd(static_cast<int>(fd));
 }
 
+Result<UniqueFd> open_dir_beneath(int dirfd, const std::string& rel) {
+  struct open_how how {};
+  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
+  if (fd < 0) return fail_errno("openat2 " + rel);
+  return UniqueFd(static_cast<int>(fd));
+}
+
 Result<void> make_dir_at(int dirfd, const std::string& name, mode_t mode) {
   if (::mkdirat(dirfd, name.c_str(), mode) == 0) return {};
   int err = errno;

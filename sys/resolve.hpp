@@ -24,6 +24,11 @@ Result<void> make_dir_at(int dirfd, const std::string& name, mode_t mode);
 /// regular file; a symlink or another type is an error (never followed).
 Result<void> make_file_at(int dirfd, const std::string& name, mode_t mode);
 
+/// Opens the directory dirfd/rel (several components) with
+/// openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): never above dirfd,
+/// never through a symlink.
+Result<UniqueFd> open_dir_beneath(int dirfd, const std::string& rel);
+
 /// Opens dirfd/name O_PATH|O_NOFOLLOW (the last component only).
 Result<UniqueFd> open_path_at(int dirfd, const std::string& name);
 
