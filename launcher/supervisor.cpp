@@ -102,7 +102,6 @@ Error with_userns_remedy(const LaunchPlan& plan, Error e) {
   return e;
 }
 
-
 // Without a writable cgroup v2 the sandbox is supervised through its pidfd
 // and its pid namespace (whose end kills everything in it). Said on stderr
 // once per user and boot (a marker in the runtime directory's parent), and
