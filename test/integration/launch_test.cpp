@@ -660,30 +660,36 @@ TEST_CASE("iso uid outside the delegated range fails with the fix", "[userns]") 
                      " in /etc/subuid; add a range that holds it\n");
 }
 
-TEST_CASE("the sandbox's init holds only its signalfd and the lifeline", "[root][userns]") {
-  Mode m = mode();
-  CtxTree t(m.owner);
-  t.agent("coder");
-  auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "--json-status-fd",
-                                      "1", "coder", "--", "/probe", "notify:READY=1", "sleep:30"},
-                                     m.as);
-  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
-  // The first line of the status fd names the init's host pid.
-  std::string first;
-  char c;
-  while (::read(sp.out_fd, &c, 1) == 1 && c != '\n') first += c;
-  int init = json::parse(first)["pid"];
-  std::vector<std::string> fds = ctx::test::names_in("/proc/" + std::to_string(init) + "/fd");
-  CHECK(fds.size() == 5);  // stdin, stdout, stderr, signalfd, lifeline: no host directory
-  for (const auto& fd : fds) {
-    char target[256] = {};
-    ssize_t n = ::readlink(("/proc/" + std::to_string(init) + "/fd/" + fd).c_str(), target, sizeof target - 1);
-    INFO(fd << " -> " << std::string(target, n > 0 ? static_cast<std::size_t>(n) : 0));
-    CHECK(std::string(target).find(t.root()) == std::string::npos);
-    CHECK(std::string(target).find("/tmp/ctx-agent-run") == std::string::npos);
+// Root is needed to look into the init (it is not dumpable); both kinds of
+// launch are checked.
+TEST_CASE("the sandbox's init holds only its signalfd and the lifeline", "[root]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  for (const TestUser& as : {TestUser{0, 0, "root"}, *u}) {
+    INFO("launched by " << as.name);
+    CtxTree t(*u);
+    t.agent("coder");
+    auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "--json-status-fd",
+                                        "1", "coder", "--", "/probe", "notify:READY=1", "sleep:30"},
+                                       as);
+    REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
+    // The first line of the status fd names the init's host pid.
+    std::string first;
+    char c;
+    while (::read(sp.out_fd, &c, 1) == 1 && c != '\n') first += c;
+    int init = json::parse(first)["pid"];
+    std::vector<std::string> fds = ctx::test::names_in("/proc/" + std::to_string(init) + "/fd");
+    CHECK(fds.size() == 5);  // stdin, stdout, stderr, signalfd, lifeline: no host directory
+    for (const auto& fd : fds) {
+      char target[256] = {};
+      ssize_t n = ::readlink(("/proc/" + std::to_string(init) + "/fd/" + fd).c_str(), target, sizeof target - 1);
+      INFO(fd << " -> " << std::string(target, n > 0 ? static_cast<std::size_t>(n) : 0));
+      CHECK(std::string(target).find(t.root()) == std::string::npos);
+      CHECK(std::string(target).find("/tmp/ctx-agent-run") == std::string::npos);
+    }
+    ::kill(sp.pid, SIGTERM);
+    CHECK(ctx::test::wait_command(sp, 30).exit_code == 143);
   }
-  ::kill(sp.pid, SIGTERM);
-  CHECK(ctx::test::wait_command(sp, 30).exit_code == 143);
 }
 
 TEST_CASE("ctx check --env names the remedy when user namespaces are unavailable", "[userns]") {

@@ -205,6 +205,8 @@ TEST_CASE("load reads the .d directory strictly from disk", "[fs]") {
     CHECK(d->unknown == std::vector<std::string>{"tools"});
   }
   SECTION("a privileged launch refuses group/other-writable control files") {
+    // The runner owns the files: make it the owner, so only the mode is wrong.
+    t.write("agent/coder.d/owner", std::to_string(::getuid()) + "\n");
     ::chmod((t / "agent/coder.d/policy").c_str(), 0664);
     CHECK(load(t.path(), "coder"));
     LoadOptions strict;
