@@ -13,13 +13,6 @@ namespace ctx::helper {
 
 namespace {
 
-std::string read_file(const std::string& dir, const std::string& name) {
-  auto d = sys::open_dir(dir);
-  if (!d) return {};
-  auto f = sys::read_small_file(d->get(), name, 1 << 20);
-  if (!f || !*f) return {};
-  return (*f)->data;
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -35,7 +28,7 @@ std::vector<Finding> probe_environment() {
   const bool root = ::geteuid() == 0;
   const std::string uid = std::to_string(::geteuid());
 
-  std::string max_ns = trim(read_file("/proc/sys/user", "max_user_namespaces"));
+  std::string max_ns = trim(sys::read_or_empty("/proc/sys/user", "max_user_namespaces"));
   auto userns = sys::probe_user_namespace();
   if (userns) {
     ok("unprivileged user namespaces (user.max_user_namespaces " + max_ns + ")");
@@ -56,11 +49,11 @@ std::vector<Finding> probe_environment() {
     out.push_back({root ? Finding::Level::warning : Finding::Level::error, text});
   }
 
-  auto mount = cgroup::find_cgroup2(read_file("/proc/self", "mountinfo"));
+  auto mount = cgroup::find_cgroup2(sys::read_or_empty("/proc/self", "mountinfo"));
   if (!mount) {
     warn("no cgroup2 file system is mounted: agents run without a cgroup (mount cgroup2, or boot with systemd)");
   } else {
-    std::string own = cgroup::v2_path(read_file("/proc/self", "cgroup")).value_or("/");
+    std::string own = cgroup::v2_path(sys::read_or_empty("/proc/self", "cgroup")).value_or("/");
     auto dir = cgroup::dir_of(*mount, own);
     auto fd = dir ? sys::open_dir(*dir) : Result<UniqueFd>(fail(ENOENT, "no dir"));
     bool writable = fd && sys::writable_at(fd->get(), "") && sys::writable_at(fd->get(), "cgroup.procs");
@@ -72,7 +65,7 @@ std::vector<Finding> probe_environment() {
       warn("cgroup v2 at " + mount->mount_point + " but the own cgroup " + own + " is not delegated to uid " + uid +
            ": run under systemd-run --user --scope -p Delegate=yes (or a unit with Delegate=yes), or pass --cgroup-base");
     }
-    std::string ctrl = trim(read_file(*dir == mount->mount_point ? mount->mount_point : *dir, "cgroup.controllers"));
+    std::string ctrl = trim(sys::read_or_empty(*dir == mount->mount_point ? mount->mount_point : *dir, "cgroup.controllers"));
     if (ctrl.find("memory") == std::string::npos || ctrl.find("pids") == std::string::npos)
       warn("cgroup controllers here: " + (ctrl.empty() ? std::string("none") : ctrl) +
            "; limits need memory, pids and cpu (enabled by systemd with Delegate=yes, or by cgroup.subtree_control)");
@@ -96,7 +89,7 @@ std::vector<Finding> probe_environment() {
     auto helper = bin ? sys::stat_at(bin->get(), "newuidmap") : Result<std::optional<sys::FileStat>>(std::nullopt);
     std::string name;
     if (auto me = sys::lookup_user(::geteuid()); me && *me) name = (*me)->name;
-    std::string subuid = read_file("/etc", "subuid");
+    std::string subuid = sys::read_or_empty("/etc", "subuid");
     bool delegated = (!name.empty() && subuid.find(name + ":") != std::string::npos) || subuid.find(uid + ":") != std::string::npos;
     if (!helper || !*helper) {
       warn("newuidmap is missing: iso uid needs it for unprivileged users: apt-get install uidmap");

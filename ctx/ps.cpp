@@ -18,20 +18,13 @@ namespace ctx::helper {
 
 namespace {
 
-std::string read_or_empty(const std::string& dir, const std::string& name) {
-  auto d = sys::open_dir(dir);
-  if (!d) return {};
-  auto f = sys::read_small_file(d->get(), name, 1 << 20);
-  if (!f || !*f) return {};
-  return (*f)->data;
-}
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // Seconds since the process started: /proc/<pid>/stat field 22 (start
 // time in clock ticks since boot) against /proc/uptime.
 double uptime_of(int pid) {
-  std::string stat = read_or_empty("/proc/" + std::to_string(pid), "stat");
+  std::string stat = sys::read_or_empty("/proc/" + std::to_string(pid), "stat");
   auto close = stat.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream in(stat.substr(close + 2));
@@ -39,7 +32,7 @@ double uptime_of(int pid) {
   for (int i = 3; i <= 22 && in >> field; ++i) {
   }
   double start_ticks = std::atof(field.c_str());
-  double boot_uptime = std::atof(read_or_empty("/proc", "uptime").c_str());
+  double boot_uptime = std::atof(sys::read_or_empty("/proc", "uptime").c_str());
   double up = boot_uptime - start_ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
   return up < 0 ? 0 : up;
 }
@@ -47,10 +40,10 @@ double uptime_of(int pid) {
 // The cgroup of the sandbox: the supervisor's first child.
 std::string cgroup_of(int supervisor) {
   std::string task = "/proc/" + std::to_string(supervisor) + "/task/" + std::to_string(supervisor);
-  std::istringstream children(read_or_empty(task, "children"));
+  std::istringstream children(sys::read_or_empty(task, "children"));
   int child = 0;
   if (!(children >> child)) return "-";
-  auto path = cgroup::v2_path(read_or_empty("/proc/" + std::to_string(child), "cgroup"));
+  auto path = cgroup::v2_path(sys::read_or_empty("/proc/" + std::to_string(child), "cgroup"));
   return path && *path != "/" ? *path : "-";
 }
 
@@ -73,8 +66,8 @@ std::vector<PsRow> running_agents(const std::string& ctx_root) {
   std::vector<PsRow> rows;
   for (const auto& name : agent_names(ctx_root)) {
     std::string d = ctx_root + "/agent/" + name + ".d";
-    std::string status = first_line(read_or_empty(d, "status"));
-    int pid = std::atoi(first_line(read_or_empty(d, "pid")).c_str());
+    std::string status = first_line(sys::read_or_empty(d, "status"));
+    int pid = std::atoi(first_line(sys::read_or_empty(d, "pid")).c_str());
     if (status.empty() || status == "dead" || pid <= 0) continue;
     auto alive = sys::open_dir("/proc/" + std::to_string(pid));
     if (!alive) continue;  // a stale pid file: the agent is not running
@@ -82,7 +75,7 @@ std::vector<PsRow> running_agents(const std::string& ctx_root) {
     r.name = name;
     r.status = status;
     r.pid = pid;
-    std::string parent = first_line(read_or_empty(d, "parent"));
+    std::string parent = first_line(sys::read_or_empty(d, "parent"));
     if (parent.rfind("agent:", 0) == 0) r.parent = parent.substr(6, parent.find(' ') == std::string::npos ? std::string::npos : parent.find(' ') - 6);
     r.uptime_s = uptime_of(pid);
     r.cgroup = cgroup_of(pid);

@@ -17,13 +17,6 @@ bool parse_u32(std::string_view s, std::uint32_t& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-std::string read_or_empty(const std::string& dir, const std::string& name) {
-  auto d = sys::open_dir(dir);
-  if (!d) return {};
-  auto f = sys::read_small_file(d->get(), name, 1 << 20);
-  if (!f || !*f) return {};
-  return (*f)->data;
-}
 
 }  // namespace
 
@@ -70,8 +63,8 @@ Result<Caller> probe_caller(const agentdir::AgentSpec& spec) {
     }
     std::string name;
     if (auto me = sys::lookup_user(c.uid); me && *me) name = (*me)->name;
-    c.subuid = parse_subid(read_or_empty("/etc", "subuid"), c.uid, name);
-    c.subgid = parse_subid(read_or_empty("/etc", "subgid"), c.uid, name);
+    c.subuid = parse_subid(sys::read_or_empty("/etc", "subuid"), c.uid, name);
+    c.subgid = parse_subid(sys::read_or_empty("/etc", "subgid"), c.uid, name);
   }
   return c;
 }

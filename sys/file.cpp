@@ -158,6 +158,14 @@ Result<void> chmod_path(const std::string& path, mode_t mode) {
   return {};
 }
 
+std::string read_or_empty(const std::string& dir, const std::string& name) {
+  auto d = open_dir(dir);
+  if (!d) return {};
+  auto f = read_small_file(d->get(), name, 1 << 20);
+  if (!f || !*f) return {};
+  return std::move((*f)->data);
+}
+
 Result<std::vector<std::string>> list_dir(int dirfd) {
   int raw = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) return fail_errno("openat .");

@@ -87,6 +87,10 @@ Result<bool> on_noexec_mount(int fd);
 /// chmod(2).
 Result<void> chmod_path(const std::string& path, mode_t mode);
 
+/// The content of dir/name (read_small_file, at most 1 MiB), or "" when it
+/// is missing or unreadable: for best-effort reads of /proc and /etc.
+std::string read_or_empty(const std::string& dir, const std::string& name);
+
 /// Names in a directory, without "." and "..", sorted.
 Result<std::vector<std::string>> list_dir(int dirfd);
 
