@@ -13,7 +13,6 @@ namespace ctx::helper {
 
 namespace {
 
-
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;

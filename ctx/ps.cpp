@@ -18,7 +18,6 @@ namespace ctx::helper {
 
 namespace {
 
-
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // Seconds since the process started: /proc/<pid>/stat field 22 (start

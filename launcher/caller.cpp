@@ -17,7 +17,6 @@ bool parse_u32(std::string_view s, std::uint32_t& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-
 }  // namespace
 
 std::vector<std::pair<std::uint32_t, std::uint32_t>> parse_subid(std::string_view content, std::uint32_t uid,
