@@ -1,5 +1,8 @@
 #include "base/names.hpp"
 
+#include <cstdint>
+#include <cstdio>
+
 namespace ctx {
 
 namespace {
@@ -69,6 +72,15 @@ std::optional<std::string> type_name_issue(std::string_view n) {
   for (char c : n)
     if (!is_alnum(c) && c != '_') return "type may contain only letters, digits and '_'";
   return std::nullopt;
+}
+
+std::string instance_name(std::string_view agent, std::string_view ctx_root) {
+  if (ctx_root == "/ctx") return std::string(agent);
+  std::uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : ctx_root) h = (h ^ c) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", h);
+  return std::string(agent) + "-" + hex;
 }
 
 }  // namespace ctx

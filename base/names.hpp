@@ -30,4 +30,10 @@ std::optional<std::string> space_name_issue(std::string_view n);
 /// first a letter ("coder_t").
 std::optional<std::string> type_name_issue(std::string_view n);
 
+/// A name for one agent of one CTX root among all roots on the machine:
+/// the agent's name for the default root /ctx, else "<name>-<8 hex digits
+/// of the root's path>". Used where agents of two roots would otherwise
+/// meet: runtime directories and cgroups.
+std::string instance_name(std::string_view agent, std::string_view ctx_root);
+
 }  // namespace ctx

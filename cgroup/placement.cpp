@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "base/names.hpp"
 #include "base/path.hpp"
 #include "sys/file.hpp"
 #include "sys/resolve.hpp"
@@ -28,12 +29,7 @@ BaseChoice choose_base(const BaseInputs& in) {
 }
 
 std::string agent_cgroup_name(const std::string& agent, const std::string& ctx_root) {
-  if (ctx_root == "/ctx") return "agent-" + agent;
-  std::uint32_t h = 2166136261u;  // FNV-1a
-  for (unsigned char c : ctx_root) h = (h ^ c) * 16777619u;
-  char hex[9];
-  std::snprintf(hex, sizeof hex, "%08x", h);
-  return "agent-" + agent + "-" + hex;
+  return "agent-" + instance_name(agent, ctx_root);
 }
 
 namespace {

@@ -153,11 +153,15 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::optional<
   if (json_arg) argv.push_back(*json_arg);
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  auto st = sys::spawn_and_wait(argv[0], argv, env);
-  if (!st) return refuse(c, name, st.error().code, "error", st.error().msg, "error");
-  int code = WIFEXITED(*st) ? WEXITSTATUS(*st) : 128 + WTERMSIG(*st);
-  record(c, name, code == 0 ? "ok" : "error", "");
-  return code;
+  // The call is allowed: record it and become the tool, so that a call
+  // costs one process, not two, and the tool's exit status and signals
+  // reach the caller untouched. "ok" records that the call was allowed and
+  // started; the tool's own result is the caller's to see.
+  record(c, name, "ok", "");
+  Error e = sys::exec(argv[0], argv, env);
+  record(c, name, "error", "exec");
+  std::fprintf(stderr, "ctx tool: %s\n", e.msg.c_str());
+  return e.code == ENOENT ? 127 : 126;
 }
 
 }  // namespace ctx::helper

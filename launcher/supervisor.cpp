@@ -10,6 +10,7 @@
 #include <csignal>
 #include <nlohmann/json.hpp>
 
+#include "base/names.hpp"
 #include "base/timestamp.hpp"
 #include "cgroup/placement.hpp"
 #include "launcher/sandbox.hpp"
@@ -158,7 +159,8 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
     return failed(e);
   };
 
-  auto rd = runtime_dir(opts.run_dir_base, plan.name);
+  // Per agent and CTX root: two roots may each have a "coder".
+  auto rd = runtime_dir(opts.run_dir_base, instance_name(plan.name, plan.ctx_root));
   if (!rd) return fail_launch(rd.error());
   // The agent's cgroup subtree; its destructor kills and removes it on
   // every way out of this function.
