@@ -1,5 +1,12 @@
+// Policy v0: the fixed class table, the line grammar, and the hash index.
+//
+// One set of field checks serves the three ways a rule enters: a policy
+// file line (parse), a rule made in code (from_rules) and a request on a
+// command line (parse_request). Every rule from_rules accepts therefore
+// formats to a line that parse reads back as the same rule.
 #include "policy/policy.hpp"
 
+#include <cstdio>
 #include <variant>
 
 #include "base/names.hpp"
@@ -10,35 +17,109 @@ namespace ctx::policy {
 
 namespace {
 
-constexpr Class kClasses[] = {Class::tool, Class::model, Class::shared, Class::session,
+constexpr Class kClasses[] = {Class::tool,  Class::model, Class::shared, Class::session,
                               Class::mount, Class::agent, Class::network};
 
-std::string key_of(std::string_view subject, Class cls, std::string_view object, std::string_view perm) {
-  std::string k(subject);
+/// Characters that mean "more than one name" in a shell and therefore have
+/// no place in a rule that names exactly one object.
+constexpr std::string_view kGlobChars = "*?[";
+
+/// Keywords of richer policy languages that policy v0 leaves out on
+/// purpose: default deny makes each of them unnecessary.
+constexpr std::string_view kDenyKeywords[] = {"deny", "neverallow", "dontaudit", "auditallow"};
+
+constexpr std::string_view kShape = "allow <subject_type> <class>:<object> <permission>";
+
+/// What is wrong inside one field, at a byte offset of that field.
+struct FieldIssue {
+  std::size_t offset = 0;
+  std::string what;
+};
+
+/// What is wrong with one line, at a 1-based column.
+struct LineIssue {
+  int col = 1;
+  std::string what;
+};
+
+std::string class_list() {
+  std::string s;
+  for (Class c : kClasses) {
+    if (!s.empty()) s += ", ";
+    s += to_string(c);
+  }
+  return s;
+}
+
+std::string permission_list(Class c) {
+  std::string s;
+  for (std::string_view p : permissions_of(c)) {
+    if (!s.empty()) s += ' ';
+    s += p;
+  }
+  return s;
+}
+
+/// The text as it may appear inside a message: control bytes become \xNN
+/// so that a hostile name cannot forge a second line or move the cursor.
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// The hash key of one rule. NUL cannot occur in a valid field, so the
+/// composition is unambiguous.
+std::string key_of(std::string_view subject, Class cls, std::string_view object,
+                   std::string_view permission) {
+  std::string k;
+  k.reserve(subject.size() + object.size() + permission.size() + 10);
+  k += subject;
   k += '\0';
   k += to_string(cls);
   k += '\0';
   k += object;
   k += '\0';
-  k += perm;
+  k += permission;
   return k;
 }
 
-std::string class_list() {
-  std::string s;
-  for (Class c : kClasses) s += (s.empty() ? "" : ", ") + std::string(to_string(c));
-  return s;
+/// The leftmost glob character or '$' in a field.
+std::optional<FieldIssue> glob_or_variable_issue(std::string_view field) {
+  std::size_t glob = field.find_first_of(kGlobChars);
+  std::size_t var = field.find('$');
+  if (glob == std::string_view::npos && var == std::string_view::npos) return std::nullopt;
+  if (var < glob) return FieldIssue{var, "no variables in policy v0; write the name itself"};
+  return FieldIssue{glob, "no globs in policy v0; write one rule per name"};
 }
 
-std::string perm_list(Class c) {
-  std::string s;
-  for (auto p : permissions_of(c)) s += (s.empty() ? "" : " ") + std::string(p);
-  return s;
+std::optional<FieldIssue> subject_issue(std::string_view s) {
+  if (auto g = glob_or_variable_issue(s)) return g;
+  if (auto e = type_name_issue(s)) return FieldIssue{0, "subject " + *e};
+  return std::nullopt;
 }
 
-// Validates an object name for its class; returns the problem, if any,
-// and the byte offset of it in the name.
-std::optional<std::pair<std::size_t, std::string>> object_issue(Class c, std::string_view o) {
+/// True if the text may stand in a policy file (strict UTF-8 without NUL
+/// or CR); only mount paths can hold bytes the name checks do not reject.
+bool writable_in_file(std::string_view s) {
+  std::string line(s);
+  line += '\n';
+  return static_cast<bool>(split_lines("", line));
+}
+
+std::optional<FieldIssue> object_issue(Class c, std::string_view o) {
+  if (o.empty()) return FieldIssue{0, "missing object name after '" + std::string(to_string(c)) + ":'"};
+  if (auto g = glob_or_variable_issue(o)) return g;
   std::optional<std::string> e;
   switch (c) {
     case Class::tool:
@@ -48,86 +129,118 @@ std::optional<std::pair<std::size_t, std::string>> object_issue(Class c, std::st
       e = model_name_issue(o);
       break;
     case Class::shared:
+      // space_name_issue says "name ..."; say which name.
+      if (auto s = space_name_issue(o)) e = "shared " + *s;
+      break;
     case Class::session:
-      e = space_name_issue(o);
+      if (auto s = space_name_issue(o)) e = "session " + *s;
       break;
     case Class::agent:
       e = agent_name_issue(o);
       break;
     case Class::mount:
-      if (auto p = abs_path_issue(o)) return std::make_pair(p->offset, "mount object: " + p->what);
+      if (auto p = abs_path_issue(o)) return FieldIssue{p->offset, "mount object: " + p->what};
+      // Reachable only from from_rules and parse_request: a policy line
+      // cannot carry these, so a rule holding them could not be written.
+      if (auto sp = o.find(' '); sp != std::string_view::npos)
+        return FieldIssue{sp, "mount object: a space cannot be written in a policy v0 rule"};
+      if (!writable_in_file(o)) return FieldIssue{0, "mount object: invalid UTF-8"};
       break;
     case Class::network:
-      if (o != "default") e = "the only network object is 'default'";
+      if (o != "default")
+        e = "unknown network object '" + printable(o) + "' (the only network object is 'default')";
       break;
   }
-  if (e) return std::make_pair(std::size_t{0}, *e);
+  if (e) return FieldIssue{0, *e};
   return std::nullopt;
 }
 
-// Parses one "allow S C:O P" line (no leading/trailing checks done by the
-// caller). Returns the rule, or (column, errno, text).
-struct LineIssue {
-  int col;
-  int code;
-  std::string what;
+std::optional<FieldIssue> permission_issue(Class c, std::string_view p) {
+  if (auto g = glob_or_variable_issue(p)) return g;
+  for (std::string_view known : permissions_of(c))
+    if (known == p) return std::nullopt;
+  std::string cls(to_string(c));
+  if (p.empty()) return FieldIssue{0, "missing permission for class " + cls + " (" + cls + " permits: " + permission_list(c) + ")"};
+  return FieldIssue{0, "unknown permission '" + printable(p) + "' for class " + cls + " (" + cls +
+                           " permits: " + permission_list(c) + ")"};
+}
+
+struct ClassObject {
+  Class cls = Class::tool;
+  std::string_view object;
 };
 
+/// Splits "CLASS:OBJECT" at its first ':' and checks both halves.
+std::variant<ClassObject, FieldIssue> class_object_of(std::string_view f) {
+  if (auto g = glob_or_variable_issue(f)) return *g;
+  std::size_t colon = f.find(':');
+  if (colon == std::string_view::npos)
+    return FieldIssue{0, "expected <class>:<object>, found '" + printable(f) + "'"};
+  std::string_view cls = f.substr(0, colon);
+  if (cls.empty()) return FieldIssue{0, "missing class before ':' (classes: " + class_list() + ")"};
+  auto c = class_from(cls);
+  if (!c) return FieldIssue{0, "unknown class '" + printable(cls) + "' (classes: " + class_list() + ")"};
+  std::string_view obj = f.substr(colon + 1);
+  if (auto e = object_issue(*c, obj)) return FieldIssue{colon + 1 + e->offset, std::move(e->what)};
+  return ClassObject{*c, obj};
+}
+
+int col_at(std::string_view line, std::string_view field, std::size_t offset) {
+  return column_of(line, field) + static_cast<int>(offset);
+}
+
+/// Parses one policy line that is neither empty nor a comment.
 std::variant<Rule, LineIssue> parse_line(std::string_view line) {
-  auto col_of = [&](std::string_view part) { return column_of(line, part); };
-  if (line.front() == ' ' || line.front() == '\t') return LineIssue{1, EINVAL, "leading blank"};
+  if (line.front() == ' ' || line.front() == '\t')
+    return LineIssue{1, "leading blank; a rule starts in column 1"};
   if (line.back() == ' ' || line.back() == '\t')
-    return LineIssue{static_cast<int>(line.size()), EINVAL, "trailing blank"};
-  if (auto tab = line.find('\t'); tab != std::string_view::npos)
-    return LineIssue{static_cast<int>(tab) + 1, EINVAL, "TAB in rule; separate fields with one space"};
+    return LineIssue{static_cast<int>(line.size()), "trailing blank after the rule"};
+  if (std::size_t tab = line.find('\t'); tab != std::string_view::npos)
+    return LineIssue{static_cast<int>(tab) + 1, "TAB in rule; separate fields with one space"};
+
   std::vector<std::string_view> f;
-  std::size_t start = 0;
-  while (true) {
+  for (std::size_t start = 0;;) {
     std::size_t sp = line.find(' ', start);
     f.push_back(line.substr(start, sp == std::string_view::npos ? std::string_view::npos : sp - start));
     if (sp == std::string_view::npos) break;
     start = sp + 1;
   }
-  for (auto part : f)
-    if (part.empty()) return LineIssue{col_of(part), EINVAL, "two spaces in a row; separate fields with one space"};
-  if (f[0] == "deny" || f[0] == "neverallow" || f[0] == "dontaudit")
-    return LineIssue{1, EINVAL, "policy v0 has no " + std::string(f[0]) +
-                                    " rules; remove the line: everything not allowed is denied"};
+  for (std::string_view part : f)
+    if (part.empty())
+      return LineIssue{column_of(line, part), "two spaces in a row; separate fields with one space"};
+
+  for (std::string_view kw : kDenyKeywords)
+    if (f[0] == kw)
+      return LineIssue{1, "policy v0 has no " + std::string(kw) +
+                              " rules; remove the line: everything not allowed is denied"};
   if (f[0] != "allow")
-    return LineIssue{1, EINVAL, "expected 'allow <subject_type> <class>:<object> <permission>'"};
+    return LineIssue{1, "unknown keyword '" + std::string(f[0]) + "'; a rule reads '" + std::string(kShape) + "'"};
+  if (f.size() > 4 && f[4].front() == '#')
+    return LineIssue{column_of(line, f[4]), "a comment must be a line of its own ('#' in column 1)"};
   if (f.size() != 4)
-    return LineIssue{f.size() > 4 ? col_of(f[4]) : static_cast<int>(line.size()) + 1, EINVAL,
-                     "expected 4 fields: allow <subject_type> <class>:<object> <permission>, found " +
-                         std::to_string(f.size())};
-  for (std::size_t i = 1; i < 4; ++i) {
-    auto glob = f[i].find_first_of("*?[");
-    if (glob != std::string_view::npos)
-      return LineIssue{col_of(f[i]) + static_cast<int>(glob), EINVAL, "no globs in policy v0; name each object"};
-    auto var = f[i].find('$');
-    if (var != std::string_view::npos)
-      return LineIssue{col_of(f[i]) + static_cast<int>(var), EINVAL, "no variables in policy v0"};
-  }
+    return LineIssue{f.size() > 4 ? column_of(line, f[4]) : static_cast<int>(line.size()) + 1,
+                     "expected 4 fields: " + std::string(kShape) + ", found " + std::to_string(f.size())};
+
   Rule r;
-  if (auto e = type_name_issue(f[1])) return LineIssue{col_of(f[1]), EINVAL, "subject " + *e};
+  if (auto e = subject_issue(f[1])) return LineIssue{col_at(line, f[1], e->offset), std::move(e->what)};
+  auto co = class_object_of(f[2]);
+  if (auto* e = std::get_if<FieldIssue>(&co)) return LineIssue{col_at(line, f[2], e->offset), std::move(e->what)};
+  const auto& [cls, object] = std::get<ClassObject>(co);
+  if (auto e = permission_issue(cls, f[3])) return LineIssue{col_at(line, f[3], e->offset), std::move(e->what)};
   r.subject = std::string(f[1]);
-  auto colon = f[2].find(':');
-  if (colon == std::string_view::npos)
-    return LineIssue{col_of(f[2]), EINVAL, "expected <class>:<object>, found '" + std::string(f[2]) + "'"};
-  std::string_view cls = f[2].substr(0, colon);
-  std::string_view obj = f[2].substr(colon + 1);
-  auto c = class_from(cls);
-  if (!c) return LineIssue{col_of(f[2]), EINVAL, "unknown class '" + std::string(cls) + "' (classes: " + class_list() + ")"};
-  r.cls = *c;
-  if (obj.empty()) return LineIssue{col_of(obj), EINVAL, "empty object name"};
-  if (auto e = object_issue(*c, obj)) return LineIssue{col_of(obj) + static_cast<int>(e->first), EINVAL, e->second};
-  r.object = std::string(obj);
-  bool known = false;
-  for (auto p : permissions_of(*c)) known = known || p == f[3];
-  if (!known)
-    return LineIssue{col_of(f[3]), EINVAL, "unknown permission '" + std::string(f[3]) + "' for class " +
-                                               std::string(cls) + " (" + std::string(cls) + " permits: " + perm_list(*c) + ")"};
+  r.cls = cls;
+  r.object = std::string(object);
   r.permission = std::string(f[3]);
   return r;
+}
+
+/// The first problem of a rule made in code, or nullopt.
+std::optional<std::string> rule_issue(const Rule& r) {
+  if (!class_from(to_string(r.cls))) return "class value out of range";
+  if (auto e = subject_issue(r.subject)) return e->what;
+  if (auto e = object_issue(r.cls, r.object)) return e->what;
+  if (auto e = permission_issue(r.cls, r.permission)) return e->what;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -159,30 +272,43 @@ std::optional<Class> class_from(std::string_view s) {
 }
 
 const std::vector<std::string_view>& permissions_of(Class c) {
-  static const std::vector<std::string_view> tool{"execute"}, model{"use"}, shared{"read", "write"},
-      session{"read", "write", "resume"}, mount{"read", "write"}, agent{"create", "start", "stop", "read", "write"},
-      network{"connect"};
+  static const std::vector<std::string_view> kTool{"execute"};
+  static const std::vector<std::string_view> kModel{"use"};
+  static const std::vector<std::string_view> kShared{"read", "write"};
+  static const std::vector<std::string_view> kSession{"read", "write", "resume"};
+  static const std::vector<std::string_view> kMount{"read", "write"};
+  static const std::vector<std::string_view> kAgent{"create", "start", "stop", "read", "write"};
+  static const std::vector<std::string_view> kNetwork{"connect"};
+  static const std::vector<std::string_view> kNone{};
   switch (c) {
     case Class::tool:
-      return tool;
+      return kTool;
     case Class::model:
-      return model;
+      return kModel;
     case Class::shared:
-      return shared;
+      return kShared;
     case Class::session:
-      return session;
+      return kSession;
     case Class::mount:
-      return mount;
+      return kMount;
     case Class::agent:
-      return agent;
+      return kAgent;
     case Class::network:
-      return network;
+      return kNetwork;
   }
-  return tool;
+  return kNone;
 }
 
 std::string format_rule(const Rule& r) {
-  return "allow " + r.subject + " " + std::string(to_string(r.cls)) + ":" + r.object + " " + r.permission;
+  std::string s = "allow ";
+  s += r.subject;
+  s += ' ';
+  s += to_string(r.cls);
+  s += ':';
+  s += r.object;
+  s += ' ';
+  s += r.permission;
+  return s;
 }
 
 Result<Policy> Policy::parse(std::string_view file, std::string_view content, std::vector<Error>* all) {
@@ -192,39 +318,42 @@ Result<Policy> Policy::parse(std::string_view file, std::string_view content, st
     return fail(lines.error());
   }
   std::vector<Error> errors;
-  std::vector<Rule> rules;
+  Policy p;
   for (const Line& l : list_items(*lines)) {
-    auto r = parse_line(l.text);
-    if (auto* issue = std::get_if<LineIssue>(&r)) {
-      errors.push_back(located(file, l.number, issue->col, issue->code, issue->what));
+    auto parsed = parse_line(l.text);
+    if (auto* issue = std::get_if<LineIssue>(&parsed)) {
+      errors.push_back(located(file, l.number, issue->col, EINVAL, issue->what));
       continue;
     }
-    Rule rule = std::get<Rule>(std::move(r));
-    rule.line = l.number;
-    rules.push_back(std::move(rule));
+    Rule& r = std::get<Rule>(parsed);
+    r.line = l.number;
+    p.index_.insert(key_of(r.subject, r.cls, r.object, r.permission));
+    p.rules_.push_back(std::move(r));
   }
   if (!errors.empty()) {
     if (all != nullptr) all->insert(all->end(), errors.begin(), errors.end());
-    return fail(errors.front());
+    return fail(std::move(errors.front()));
   }
-  return from_rules(std::move(rules));
+  return p;
 }
 
 Result<Policy> Policy::from_rules(std::vector<Rule> rules) {
   Policy p;
-  for (const auto& r : rules) {
-    if (auto e = type_name_issue(r.subject)) return fail(EINVAL, format_rule(r) + ": subject " + *e);
-    if (auto e = object_issue(r.cls, r.object)) return fail(EINVAL, format_rule(r) + ": " + e->second);
-    bool known = false;
-    for (auto perm : permissions_of(r.cls)) known = known || perm == r.permission;
-    if (!known) return fail(EINVAL, format_rule(r) + ": unknown permission");
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const Rule& r = rules[i];
+    if (auto e = rule_issue(r)) {
+      std::string where = r.line > 0 ? "policy line " + std::to_string(r.line) : "rule " + std::to_string(i + 1);
+      return fail(EINVAL, where + ": " + printable(format_rule(r)) + ": EINVAL: " + *e);
+    }
     p.index_.insert(key_of(r.subject, r.cls, r.object, r.permission));
   }
   p.rules_ = std::move(rules);
   return p;
 }
 
-bool Policy::allows(std::string_view subject, Class cls, std::string_view object, std::string_view permission) const {
+bool Policy::allows(std::string_view subject, Class cls, std::string_view object,
+                    std::string_view permission) const {
+  // No label, no rights; no rule can name an empty subject anyway.
   if (subject.empty()) return false;
   return index_.count(key_of(subject, cls, object, permission)) != 0;
 }
@@ -232,56 +361,21 @@ bool Policy::allows(std::string_view subject, Class cls, std::string_view object
 std::optional<Rule> Policy::find(std::string_view subject, Class cls, std::string_view object,
                                  std::string_view permission) const {
   if (!allows(subject, cls, object, permission)) return std::nullopt;
-  for (const auto& r : rules_)
+  // A hit is rare (explain, diagnostics): scan for the first such line.
+  for (const Rule& r : rules_)
     if (r.subject == subject && r.cls == cls && r.object == object && r.permission == permission) return r;
   return std::nullopt;
 }
 
-Result<void> check_subset(const Policy& parent, std::string_view parent_type, const Policy& child,
-                          std::string_view child_type) {
-  for (const auto& r : child.rules()) {
-    std::string where = "child policy line " + std::to_string(r.line) + ": " + format_rule(r);
-    if (child_type.empty())
-      return fail(Error{EINVAL, where + ": EINVAL: the child has no label, so its rules can never apply", "wrong_subject"});
-    if (r.subject != child_type)
-      return fail(Error{EINVAL, where + ": EINVAL: names subject " + r.subject + ", but the child's type is " +
-                                    std::string(child_type),
-                        "wrong_subject"});
-    if (!parent.allows(parent_type, r.cls, r.object, r.permission))
-      return fail(Error{EACCES, where + ": EACCES: the parent (" + (parent_type.empty() ? std::string("no label") : std::string(parent_type)) +
-                                    ") does not hold " + std::string(to_string(r.cls)) + ":" + r.object + " " + r.permission,
-                        "exceeds_parent_policy"});
-  }
-  return {};
-}
-
 Result<Request> parse_request(std::string_view class_object, std::string_view permission) {
-  std::string line = "allow subject_t " + std::string(class_object) + " " + std::string(permission);
-  auto r = parse_line(line);
-  if (auto* issue = std::get_if<LineIssue>(&r)) {
-    // Columns refer to the synthetic line; report the text only.
-    return fail(Error{issue->code, std::string(class_object) + " " + std::string(permission) + ": " +
-                                       errno_name(issue->code) + ": " + issue->what});
-  }
-  const Rule& rule = std::get<Rule>(r);
-  return Request{rule.cls, rule.object, rule.permission};
-}
-
-Explanation explain(const Policy& p, std::string_view subject, const Request& r) {
-  Explanation e;
-  Rule want{std::string(subject), r.cls, r.object, r.permission, 0};
-  if (subject.empty()) {
-    e.text = "denied: the agent has no label, so policy v0 denies everything";
-    return e;
-  }
-  if (auto rule = p.find(subject, r.cls, r.object, r.permission)) {
-    e.allowed = true;
-    e.rule = rule;
-    e.text = "allowed by policy line " + std::to_string(rule->line) + ": " + format_rule(*rule);
-    return e;
-  }
-  e.text = "denied: no rule '" + format_rule(want) + "' (policy v0 is default deny)";
-  return e;
+  auto bad = [&](const std::string& what) {
+    return fail(EINVAL, printable(class_object) + " " + printable(permission) + ": EINVAL: " + what);
+  };
+  auto co = class_object_of(class_object);
+  if (auto* e = std::get_if<FieldIssue>(&co)) return bad(e->what);
+  const auto& [cls, object] = std::get<ClassObject>(co);
+  if (auto e = permission_issue(cls, permission)) return bad(e->what);
+  return Request{cls, std::string(object), std::string(permission)};
 }
 
 }  // namespace ctx::policy
