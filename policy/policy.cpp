@@ -160,7 +160,9 @@ std::optional<FieldIssue> permission_issue(Class c, std::string_view p) {
   for (std::string_view known : permissions_of(c))
     if (known == p) return std::nullopt;
   std::string cls(to_string(c));
-  if (p.empty()) return FieldIssue{0, "missing permission for class " + cls + " (" + cls + " permits: " + permission_list(c) + ")"};
+  if (p.empty())
+    return FieldIssue{
+        0, "missing permission for class " + cls + " (" + cls + " permits: " + permission_list(c) + ")"};
   return FieldIssue{0, "unknown permission '" + printable(p) + "' for class " + cls + " (" + cls +
                            " permits: " + permission_list(c) + ")"};
 }
@@ -214,7 +216,8 @@ std::variant<Rule, LineIssue> parse_line(std::string_view line) {
       return LineIssue{1, "policy v0 has no " + std::string(kw) +
                               " rules; remove the line: everything not allowed is denied"};
   if (f[0] != "allow")
-    return LineIssue{1, "unknown keyword '" + std::string(f[0]) + "'; a rule reads '" + std::string(kShape) + "'"};
+    return LineIssue{1,
+                     "unknown keyword '" + printable(f[0]) + "'; a rule reads '" + std::string(kShape) + "'"};
   if (f.size() > 4 && f[4].front() == '#')
     return LineIssue{column_of(line, f[4]), "a comment must be a line of its own ('#' in column 1)"};
   if (f.size() != 4)
@@ -224,9 +227,11 @@ std::variant<Rule, LineIssue> parse_line(std::string_view line) {
   Rule r;
   if (auto e = subject_issue(f[1])) return LineIssue{col_at(line, f[1], e->offset), std::move(e->what)};
   auto co = class_object_of(f[2]);
-  if (auto* e = std::get_if<FieldIssue>(&co)) return LineIssue{col_at(line, f[2], e->offset), std::move(e->what)};
+  if (auto* e = std::get_if<FieldIssue>(&co))
+    return LineIssue{col_at(line, f[2], e->offset), std::move(e->what)};
   const auto& [cls, object] = std::get<ClassObject>(co);
-  if (auto e = permission_issue(cls, f[3])) return LineIssue{col_at(line, f[3], e->offset), std::move(e->what)};
+  if (auto e = permission_issue(cls, f[3]))
+    return LineIssue{col_at(line, f[3], e->offset), std::move(e->what)};
   r.subject = std::string(f[1]);
   r.cls = cls;
   r.object = std::string(object);
@@ -342,7 +347,8 @@ Result<Policy> Policy::from_rules(std::vector<Rule> rules) {
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const Rule& r = rules[i];
     if (auto e = rule_issue(r)) {
-      std::string where = r.line > 0 ? "policy line " + std::to_string(r.line) : "rule " + std::to_string(i + 1);
+      std::string where =
+          r.line > 0 ? "policy line " + std::to_string(r.line) : "rule " + std::to_string(i + 1);
       return fail(EINVAL, where + ": " + printable(format_rule(r)) + ": EINVAL: " + *e);
     }
     p.index_.insert(key_of(r.subject, r.cls, r.object, r.permission));

@@ -16,6 +16,7 @@ namespace ctx::policy {
 /// The fixed object classes of v1.
 enum class Class { tool, model, shared, session, mount, agent, network };
 
+/// The class as written in a rule ("tool"); "?" for a value outside the enum.
 std::string_view to_string(Class c);
 /// nullopt for a class that is not in the fixed table.
 std::optional<Class> class_from(std::string_view s);
@@ -33,7 +34,9 @@ struct Rule {
   bool operator==(const Rule&) const = default;
 };
 
-/// "allow coder_t tool:fs.read execute"
+/// The rule as one policy line without its '\n' and line number:
+/// "allow coder_t tool:fs.read execute". For every rule parse or from_rules
+/// accepts, parsing this line gives the same rule back.
 std::string format_rule(const Rule& r);
 
 /// A parsed policy: the rules in file order and a hash index for
@@ -48,6 +51,9 @@ class Policy {
   static Result<Policy> parse(std::string_view file, std::string_view content,
                               std::vector<Error>* all = nullptr);
   /// Builds a policy from rules already validated (for derived policies).
+  /// Each rule is checked again exactly as a policy line would be; the
+  /// first invalid one is EINVAL naming it ("rule 2: allow ...", or
+  /// "policy line 5: allow ..." when it carries a line).
   static Result<Policy> from_rules(std::vector<Rule> rules);
 
   /// True if exactly this rule is present. Constant time (one hash lookup).
@@ -56,8 +62,12 @@ class Policy {
   /// The rule that allows the request, if any.
   std::optional<Rule> find(std::string_view subject, Class cls, std::string_view object,
                            std::string_view permission) const;
+  /// The rules in file order. Duplicate rules are kept, each with its own
+  /// line, so that `ctx check` can warn about them; find() and explain()
+  /// cite the first.
   const std::vector<Rule>& rules() const { return rules_; }
 
+  /// Same rules, in the same order, with the same lines.
   bool operator==(const Policy& o) const { return rules_ == o.rules_; }
 
  private:
@@ -70,7 +80,9 @@ class Policy {
 /// parent must hold the same class:object permission for its own type.
 /// Fails with EACCES, reason "exceeds_parent_policy", naming the first
 /// offending child rule and its line; a rule for another subject is
-/// EINVAL, reason "wrong_subject".
+/// EINVAL, reason "wrong_subject". A child without a label (empty
+/// child_type) may hold no rule at all (wrong_subject); a parent without a
+/// label holds nothing. Rules are checked in order; the first fault wins.
 Result<void> check_subset(const Policy& parent, std::string_view parent_type, const Policy& child,
                           std::string_view child_type);
 
@@ -93,7 +105,8 @@ struct Explanation {
 };
 
 /// Explains a decision: the allowing rule with its line, or that no rule
-/// allows it (with the exact line that would).
+/// allows it (with the exact line that would). The text cites "policy line
+/// N" (the caller knows the file); an empty subject (no label) is denied.
 Explanation explain(const Policy& p, std::string_view subject, const Request& r);
 
 }  // namespace ctx::policy

@@ -1,6 +1,5 @@
 // Policy v0 decisions: the fixed table, default deny, exact matching.
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -31,7 +30,8 @@ TEST_CASE("the fixed class and permission table of v1", "[unit]") {
   CHECK(ctx::policy::permissions_of(Class::mount) == V{"read", "write"});
   CHECK(ctx::policy::permissions_of(Class::agent) == V{"create", "start", "stop", "read", "write"});
   CHECK(ctx::policy::permissions_of(Class::network) == V{"connect"});
-  const std::vector<std::string_view> names{"tool", "model", "shared", "session", "mount", "agent", "network"};
+  const std::vector<std::string_view> names{"tool",  "model", "shared", "session",
+                                            "mount", "agent", "network"};
   for (std::size_t i = 0; i < kAll.size(); ++i) {
     CHECK(ctx::policy::to_string(kAll[i]) == names[i]);
     CHECK(ctx::policy::class_from(names[i]) == kAll[i]);
@@ -133,7 +133,8 @@ TEST_CASE("find returns the allowing rule with its line", "[unit]") {
 
 TEST_CASE("a large policy answers every held rule and nothing else", "[unit]") {
   std::string text;
-  for (int i = 0; i < 5000; ++i) text += "allow s" + std::to_string(i % 7) + "_t tool:t" + std::to_string(i) + " execute\n";
+  for (int i = 0; i < 5000; ++i)
+    text += "allow s" + std::to_string(i % 7) + "_t tool:t" + std::to_string(i) + " execute\n";
   const Policy p = parsed(text);
   REQUIRE(p.rules().size() == 5000);
   for (int i = 0; i < 5000; ++i) {

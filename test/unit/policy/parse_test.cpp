@@ -1,7 +1,6 @@
 // Policy v0 grammar: the corpora under test/data/policy and the rules made
 // in code (from_rules).
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -31,7 +30,7 @@ Rule rule(std::string subject, Class cls, std::string object, std::string permis
 TEST_CASE("policy corpus: every bad policy fails with its exact first message", "[unit]") {
   const std::string dir = ctx::test::data_dir() + "/policy/bad/";
   const auto cases = ctx::test::names_in(dir, ".policy");
-  REQUIRE(cases.size() >= 77);
+  REQUIRE(cases.size() >= 78);
   for (const auto& c : cases) {
     INFO("bad/" << c << ".policy");
     const std::string want = without_newline(ctx::test::read_file(dir + c + ".err"));
@@ -94,8 +93,10 @@ TEST_CASE("parse with `all` collects every error in file order and returns the f
   REQUIRE_FALSE(r);
   REQUIRE(all.size() == 3);
   CHECK(all[0].msg ==
-        "f.d/policy:2:1: EINVAL: policy v0 has no deny rules; remove the line: everything not allowed is denied");
-  CHECK(all[1].msg == "f.d/policy:4:18: EINVAL: unknown permission 'run' for class tool (tool permits: execute)");
+        "f.d/policy:2:1: EINVAL: policy v0 has no deny rules; remove the line: everything not allowed is "
+        "denied");
+  CHECK(all[1].msg ==
+        "f.d/policy:4:18: EINVAL: unknown permission 'run' for class tool (tool permits: execute)");
   CHECK(all[2].msg == "f.d/policy:5:17: EINVAL: no globs in policy v0; write one rule per name");
   CHECK(r.error() == all[0]);
   for (const auto& e : all) CHECK(e.code == EINVAL);
@@ -130,7 +131,8 @@ TEST_CASE("an empty policy and a policy of comments hold no rules", "[unit]") {
 }
 
 TEST_CASE("duplicate rules are kept in rules() with their own lines", "[unit]") {
-  auto p = Policy::parse("p", "allow a_t tool:x execute\nallow a_t tool:y execute\nallow a_t tool:x execute\n");
+  auto p =
+      Policy::parse("p", "allow a_t tool:x execute\nallow a_t tool:y execute\nallow a_t tool:x execute\n");
   REQUIRE(p);
   REQUIRE(p->rules().size() == 3);
   CHECK(p->rules()[0] == rule("a_t", Class::tool, "x", "execute", 1));
@@ -141,15 +143,18 @@ TEST_CASE("duplicate rules are kept in rules() with their own lines", "[unit]") 
 }
 
 TEST_CASE("format_rule writes the one line form", "[unit]") {
-  CHECK(format_rule(rule("coder_t", Class::tool, "fs.read", "execute")) == "allow coder_t tool:fs.read execute");
+  CHECK(format_rule(rule("coder_t", Class::tool, "fs.read", "execute")) ==
+        "allow coder_t tool:fs.read execute");
   CHECK(format_rule(rule("coder_t", Class::model, "openai/gpt-4o", "use", 9)) ==
         "allow coder_t model:openai/gpt-4o use");
   CHECK(format_rule(rule("c_t", Class::mount, "/srv/a:b", "write")) == "allow c_t mount:/srv/a:b write");
-  CHECK(format_rule(rule("c_t", Class::network, "default", "connect")) == "allow c_t network:default connect");
+  CHECK(format_rule(rule("c_t", Class::network, "default", "connect")) ==
+        "allow c_t network:default connect");
 }
 
 TEST_CASE("from_rules accepts exactly the rules a policy line can hold", "[unit]") {
-  std::vector<Rule> rules{rule("a_t", Class::tool, "fs.read", "execute", 4), rule("a_t", Class::session, "s", "resume"),
+  std::vector<Rule> rules{rule("a_t", Class::tool, "fs.read", "execute", 4),
+                          rule("a_t", Class::session, "s", "resume"),
                           rule("a_t", Class::tool, "fs.read", "execute", 9)};
   auto p = Policy::from_rules(rules);
   REQUIRE(p);
@@ -169,41 +174,76 @@ TEST_CASE("from_rules refuses what parse refuses, naming the rule", "[unit]") {
   };
   const Rule ok = rule("a_t", Class::tool, "x", "execute");
   const std::vector<Case> cases{
-      {rule("", Class::tool, "x", "execute"), {}, "rule 1: allow  tool:x execute: EINVAL: subject type is empty"},
-      {rule("a-t", Class::tool, "x", "execute", 7), {},
-       "policy line 7: allow a-t tool:x execute: EINVAL: subject type may contain only letters, digits and '_'"},
+      {rule("", Class::tool, "x", "execute"),
+       {},
+       "rule 1: allow  tool:x execute: EINVAL: subject type is empty"},
+      {rule("a-t", Class::tool, "x", "execute", 7),
+       {},
+       "policy line 7: allow a-t tool:x execute: EINVAL: subject type may contain only letters, digits and "
+       "'_'"},
       {rule("a_t", Class::tool, "x", "execute", 0),
        {rule("a_t", Class::tool, "x", "execute"), rule("b_t", Class::tool, "y", "execute")},
        ""},
-      {rule("*_t", Class::tool, "x", "execute"), {ok}, "rule 2: allow *_t tool:x execute: EINVAL: no globs in policy v0; write one rule per name"},
-      {rule("a_t", Class::agent, "*", "create"), {}, "rule 1: allow a_t agent:* create: EINVAL: no globs in policy v0; write one rule per name"},
-      {rule("a_t", Class::mount, "/home/$USER", "read"), {},
+      {rule("*_t", Class::tool, "x", "execute"),
+       {ok},
+       "rule 2: allow *_t tool:x execute: EINVAL: no globs in policy v0; write one rule per name"},
+      {rule("a_t", Class::agent, "*", "create"),
+       {},
+       "rule 1: allow a_t agent:* create: EINVAL: no globs in policy v0; write one rule per name"},
+      {rule("a_t", Class::mount, "/home/$USER", "read"),
+       {},
        "rule 1: allow a_t mount:/home/$USER read: EINVAL: no variables in policy v0; write the name itself"},
-      {rule("a_t", Class::mount, "/a b", "read"), {},
-       "rule 1: allow a_t mount:/a b read: EINVAL: mount object: a space cannot be written in a policy v0 rule"},
-      {rule("a_t", Class::mount, "/caf\xe9", "read"), {}, "rule 1: allow a_t mount:/caf\xe9 read: EINVAL: mount object: invalid UTF-8"},
-      {rule("a_t", Class::mount, "/a\nallow b_t tool:x", "read"), {},
+      {rule("a_t", Class::mount, "/a b", "read"),
+       {},
+       "rule 1: allow a_t mount:/a b read: EINVAL: mount object: a space cannot be written in a policy v0 "
+       "rule"},
+      {rule("a_t", Class::mount, "/caf\xe9", "read"),
+       {},
+       "rule 1: allow a_t mount:/caf\xe9 read: EINVAL: mount object: invalid UTF-8"},
+      {rule("a_t", Class::mount, "/a\nallow b_t tool:x", "read"),
+       {},
        "rule 1: allow a_t mount:/a\\x0aallow b_t tool:x read: EINVAL: mount object: newline in path"},
-      {rule("a_t", Class::mount, "work", "read"), {},
+      {rule("a_t", Class::mount, "work", "read"),
+       {},
        "rule 1: allow a_t mount:work read: EINVAL: mount object: path must be absolute (start with '/')"},
-      {rule("a_t", Class::tool, "", "execute"), {}, "rule 1: allow a_t tool: execute: EINVAL: missing object name after 'tool:'"},
-      {rule("a_t", Class::tool, "fs read", "execute"), {},
-       "rule 1: allow a_t tool:fs read execute: EINVAL: tool name may contain only letters, digits and '_.-'"},
-      {rule("a_t", Class::model, "a//b", "use"), {}, "rule 1: allow a_t model:a//b use: EINVAL: model name segment is empty"},
-      {rule("a_t", Class::shared, "a/b", "read"), {},
+      {rule("a_t", Class::tool, "", "execute"),
+       {},
+       "rule 1: allow a_t tool: execute: EINVAL: missing object name after 'tool:'"},
+      {rule("a_t", Class::tool, "fs read", "execute"),
+       {},
+       "rule 1: allow a_t tool:fs read execute: EINVAL: tool name may contain only letters, digits and "
+       "'_.-'"},
+      {rule("a_t", Class::model, "a//b", "use"),
+       {},
+       "rule 1: allow a_t model:a//b use: EINVAL: model name segment is empty"},
+      {rule("a_t", Class::shared, "a/b", "read"),
+       {},
        "rule 1: allow a_t shared:a/b read: EINVAL: shared name may contain only letters, digits and '_.-'"},
-      {rule("a_t", Class::session, "s.", "read"), {}, "rule 1: allow a_t session:s. read: EINVAL: session name must not end in '.'"},
-      {rule("a_t", Class::agent, "a.b", "start"), {},
+      {rule("a_t", Class::session, "s.", "read"),
+       {},
+       "rule 1: allow a_t session:s. read: EINVAL: session name must not end in '.'"},
+      {rule("a_t", Class::agent, "a.b", "start"),
+       {},
        "rule 1: allow a_t agent:a.b start: EINVAL: agent name may contain only letters, digits and '_-'"},
-      {rule("a_t", Class::network, "lan", "connect"), {},
-       "rule 1: allow a_t network:lan connect: EINVAL: unknown network object 'lan' (the only network object is 'default')"},
-      {rule("a_t", Class::tool, "x", "use"), {},
-       "rule 1: allow a_t tool:x use: EINVAL: unknown permission 'use' for class tool (tool permits: execute)"},
-      {rule("a_t", Class::shared, "p", ""), {},
-       "rule 1: allow a_t shared:p : EINVAL: missing permission for class shared (shared permits: read write)"},
-      {rule("a_t", Class::shared, "p", "read "), {},
-       "rule 1: allow a_t shared:p read : EINVAL: unknown permission 'read ' for class shared (shared permits: read write)"},
-      {rule("a_t", static_cast<Class>(99), "x", "execute"), {}, "rule 1: allow a_t ?:x execute: EINVAL: class value out of range"},
+      {rule("a_t", Class::network, "lan", "connect"),
+       {},
+       "rule 1: allow a_t network:lan connect: EINVAL: unknown network object 'lan' (the only network object "
+       "is 'default')"},
+      {rule("a_t", Class::tool, "x", "use"),
+       {},
+       "rule 1: allow a_t tool:x use: EINVAL: unknown permission 'use' for class tool (tool permits: "
+       "execute)"},
+      {rule("a_t", Class::shared, "p", ""),
+       {},
+       "rule 1: allow a_t shared:p : EINVAL: missing permission for class shared (shared permits: read "
+       "write)"},
+      {rule("a_t", Class::shared, "p", "read "),
+       {},
+       "rule 1: allow a_t shared:p read : EINVAL: unknown permission 'read ' for class shared (shared "
+       "permits: read write)"},
+      {rule("a_t", static_cast<Class>(99), "x", "execute"),
+       {},
+       "rule 1: allow a_t ?:x execute: EINVAL: class value out of range"},
   };
   for (const auto& c : cases) {
     std::vector<Rule> rules = c.before;

@@ -1,7 +1,6 @@
 // Attenuation: a child's policy lies within its parent's.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <random>
 #include <set>
 #include <string>
@@ -40,9 +39,11 @@ const Policy& coder() {
 TEST_CASE("check_subset: rules the parent holds pass", "[unit]") {
   CHECK(check_subset(coder(), "coder_t", parsed("allow rev_t tool:fs.read execute\n"), "rev_t"));
   CHECK(check_subset(coder(), "coder_t",
-                     parsed("allow rev_t mount:/work read\n# note\nallow rev_t shared:project-a read\n"), "rev_t"));
+                     parsed("allow rev_t mount:/work read\n# note\nallow rev_t shared:project-a read\n"),
+                     "rev_t"));
   // Duplicates in the child change nothing.
-  CHECK(check_subset(coder(), "coder_t", parsed("allow rev_t tool:fs.read execute\nallow rev_t tool:fs.read execute\n"),
+  CHECK(check_subset(coder(), "coder_t",
+                     parsed("allow rev_t tool:fs.read execute\nallow rev_t tool:fs.read execute\n"),
                      "rev_t"));
   // An empty child is within any parent, labelled or not.
   CHECK(check_subset(coder(), "coder_t", Policy(), "rev_t"));
@@ -53,22 +54,25 @@ TEST_CASE("check_subset: rules the parent holds pass", "[unit]") {
 }
 
 TEST_CASE("check_subset: a rule the parent lacks is EACCES exceeds_parent_policy", "[unit]") {
-  auto wider = check_subset(
-      coder(), "coder_t", parsed("allow rev_t tool:fs.read execute\nallow rev_t tool:shell.exec execute\n"), "rev_t");
+  auto wider = check_subset(coder(), "coder_t",
+                            parsed("allow rev_t tool:fs.read execute\nallow rev_t tool:shell.exec execute\n"),
+                            "rev_t");
   REQUIRE_FALSE(wider);
   CHECK(wider.error().code == EACCES);
   CHECK(wider.error().reason == "exceeds_parent_policy");
-  CHECK(wider.error().msg ==
-        "child policy line 2: allow rev_t tool:shell.exec execute: EACCES: the parent (coder_t) does not hold "
-        "tool:shell.exec execute");
+  CHECK(
+      wider.error().msg ==
+      "child policy line 2: allow rev_t tool:shell.exec execute: EACCES: the parent (coder_t) does not hold "
+      "tool:shell.exec execute");
 
   SECTION("read does not give write") {
     auto rw = check_subset(coder(), "coder_t", parsed("allow rev_t shared:project-a write\n"), "rev_t");
     REQUIRE_FALSE(rw);
     CHECK(rw.error().reason == "exceeds_parent_policy");
-    CHECK(rw.error().msg ==
-          "child policy line 1: allow rev_t shared:project-a write: EACCES: the parent (coder_t) does not hold "
-          "shared:project-a write");
+    CHECK(
+        rw.error().msg ==
+        "child policy line 1: allow rev_t shared:project-a write: EACCES: the parent (coder_t) does not hold "
+        "shared:project-a write");
   }
   SECTION("no path matching: a mount below the parent's is another object") {
     auto sub = check_subset(coder(), "coder_t", parsed("allow rev_t mount:/work/src read\n"), "rev_t");
@@ -88,9 +92,10 @@ TEST_CASE("check_subset: a rule the parent lacks is EACCES exceeds_parent_policy
     REQUIRE_FALSE(nolabel);
     CHECK(nolabel.error().code == EACCES);
     CHECK(nolabel.error().reason == "exceeds_parent_policy");
-    CHECK(nolabel.error().msg ==
-          "child policy line 1: allow rev_t tool:fs.read execute: EACCES: the parent has no label, so it holds "
-          "nothing (not tool:fs.read execute)");
+    CHECK(
+        nolabel.error().msg ==
+        "child policy line 1: allow rev_t tool:fs.read execute: EACCES: the parent has no label, so it holds "
+        "nothing (not tool:fs.read execute)");
   }
   SECTION("rules made in code are named by their position") {
     auto child = Policy::from_rules({Rule{"rev_t", Class::tool, "fs.read", "execute", 0},
@@ -99,7 +104,8 @@ TEST_CASE("check_subset: a rule the parent lacks is EACCES exceeds_parent_policy
     auto r = check_subset(coder(), "coder_t", *child, "rev_t");
     REQUIRE_FALSE(r);
     CHECK(r.error().msg ==
-          "child policy rule 2: allow rev_t network:default connect: EACCES: the parent (coder_t) does not hold "
+          "child policy rule 2: allow rev_t network:default connect: EACCES: the parent (coder_t) does not "
+          "hold "
           "network:default connect");
   }
 }
@@ -110,7 +116,8 @@ TEST_CASE("check_subset: a rule for another subject is EINVAL wrong_subject", "[
   CHECK(other.error().code == EINVAL);
   CHECK(other.error().reason == "wrong_subject");
   CHECK(other.error().msg ==
-        "child policy line 1: allow coder_t tool:fs.read execute: EINVAL: names subject coder_t, but the child's "
+        "child policy line 1: allow coder_t tool:fs.read execute: EINVAL: names subject coder_t, but the "
+        "child's "
         "type is rev_t");
 
   SECTION("the first offending rule is named, whatever its kind") {
@@ -135,7 +142,8 @@ TEST_CASE("check_subset: a rule for another subject is EINVAL wrong_subject", "[
     CHECK(nolabel.error().code == EINVAL);
     CHECK(nolabel.error().reason == "wrong_subject");
     CHECK(nolabel.error().msg ==
-          "child policy line 1: allow rev_t tool:fs.read execute: EINVAL: the child has no label, so no rule can "
+          "child policy line 1: allow rev_t tool:fs.read execute: EINVAL: the child has no label, so no rule "
+          "can "
           "apply to it; give it a label or an empty policy");
   }
 }
@@ -155,7 +163,8 @@ TEST_CASE("property: children built from the parent's rules pass, any other rule
     std::vector<Rule> all;
     for (const auto& [cls, names] : objects)
       for (const auto& o : names)
-        for (auto perm : ctx::policy::permissions_of(cls)) all.push_back(Rule{subject, cls, o, std::string(perm), 0});
+        for (auto perm : ctx::policy::permissions_of(cls))
+          all.push_back(Rule{subject, cls, o, std::string(perm), 0});
     return all;
   };
   const std::vector<Rule> parent_universe = universe("par_t");
@@ -216,8 +225,8 @@ TEST_CASE("property: children built from the parent's rules pass, any other rule
         REQUIRE_FALSE(r);
         CHECK(r.error().code == EACCES);
         CHECK(r.error().reason == "exceeds_parent_policy");
-        CHECK(r.error().msg == "child policy line " + std::to_string(more.size()) + ": " + format_rule(extra) +
-                                   ": EACCES: the parent (par_t) does not hold " + what);
+        CHECK(r.error().msg == "child policy line " + std::to_string(more.size()) + ": " +
+                                   format_rule(extra) + ": EACCES: the parent (par_t) does not hold " + what);
         ++refused;
       }
     }
