@@ -10,6 +10,7 @@
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
+#include "base/similar.hpp"
 #include "ctx/lint.hpp"
 #include "sys/file.hpp"
 

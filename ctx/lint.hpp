@@ -1,4 +1,4 @@
-// The doctor's pure checks: close-match suggestions and risk tiers.
+// The doctor's pure checks: risk tiers (close matches are base/similar.hpp).
 #pragma once
 
 #include <string>
@@ -7,13 +7,6 @@
 #include "agentdir/agent_spec.hpp"
 
 namespace ctx::helper {
-
-/// Levenshtein distance between two short strings.
-std::size_t edit_distance(const std::string& a, const std::string& b);
-
-/// The candidate closest to `word` within 2 edits (the first on a tie), or
-/// "" if none is that close.
-std::string closest(const std::string& word, const std::vector<std::string>& candidates);
 
 enum class Risk { high, medium, low };
 

@@ -11,6 +11,7 @@
 
 #include "base/names.hpp"
 #include "base/path.hpp"
+#include "base/similar.hpp"
 #include "base/text.hpp"
 
 namespace ctx::policy {
@@ -155,6 +156,32 @@ std::optional<FieldIssue> object_issue(Class c, std::string_view o) {
   return std::nullopt;
 }
 
+/// "; did you mean tool?" when `word` is clearly a slip for one of the
+/// candidates (base/similar.hpp), else "".
+std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& candidates) {
+  std::string hint = closest(word, candidates);
+  return hint.empty() ? std::string() : "; did you mean " + hint + "?";
+}
+
+/// "; read is a permission of shared, session, mount and agent" when p
+/// names a permission of classes other than c, else "". p is then one of
+/// the table's words, so it needs no escaping.
+std::string other_classes_of(Class c, std::string_view p) {
+  std::vector<std::string_view> owners;
+  for (Class o : kClasses) {
+    if (o == c) continue;
+    for (std::string_view known : permissions_of(o))
+      if (known == p) owners.push_back(to_string(o));
+  }
+  if (owners.empty()) return "";
+  std::string s = "; " + std::string(p) + " is a permission of ";
+  for (std::size_t i = 0; i < owners.size(); ++i) {
+    if (i > 0) s += i + 1 == owners.size() ? " and " : ", ";
+    s += owners[i];
+  }
+  return s;
+}
+
 std::optional<FieldIssue> permission_issue(Class c, std::string_view p) {
   if (auto g = glob_or_variable_issue(p)) return g;
   for (std::string_view known : permissions_of(c))
@@ -163,8 +190,11 @@ std::optional<FieldIssue> permission_issue(Class c, std::string_view p) {
   if (p.empty())
     return FieldIssue{
         0, "missing permission for class " + cls + " (" + cls + " permits: " + permission_list(c) + ")"};
+  // Another class's permission says which class; a slip gets its fix.
+  std::string hint = other_classes_of(c, p);
+  if (hint.empty()) hint = did_you_mean(p, permissions_of(c));
   return FieldIssue{0, "unknown permission '" + printable(p) + "' for class " + cls + " (" + cls +
-                           " permits: " + permission_list(c) + ")"};
+                           " permits: " + permission_list(c) + ")" + hint};
 }
 
 struct ClassObject {
@@ -181,7 +211,12 @@ std::variant<ClassObject, FieldIssue> class_object_of(std::string_view f) {
   std::string_view cls = f.substr(0, colon);
   if (cls.empty()) return FieldIssue{0, "missing class before ':' (classes: " + class_list() + ")"};
   auto c = class_from(cls);
-  if (!c) return FieldIssue{0, "unknown class '" + printable(cls) + "' (classes: " + class_list() + ")"};
+  if (!c) {
+    std::vector<std::string_view> names;
+    for (Class k : kClasses) names.push_back(to_string(k));
+    return FieldIssue{0, "unknown class '" + printable(cls) + "' (classes: " + class_list() + ")" +
+                             did_you_mean(cls, names)};
+  }
   std::string_view obj = f.substr(colon + 1);
   if (auto e = object_issue(*c, obj)) return FieldIssue{colon + 1 + e->offset, std::move(e->what)};
   return ClassObject{*c, obj};

@@ -6,13 +6,6 @@
 
 using namespace ctx::helper;
 
-TEST_CASE("close matches within two edits", "[unit]") {
-  CHECK(edit_distance("fs.raed", "fs.read") == 2);
-  CHECK(edit_distance("", "abc") == 3);
-  CHECK(closest("fs.raed", {"shell.exec", "fs.read", "fs.write"}) == "fs.read");
-  CHECK(closest("zzz", {"fs.read"}).empty());
-}
-
 TEST_CASE("grants are ordered by risk", "[unit]") {
   ctx::agentdir::AgentSpec s;
   s.name = "coder";

@@ -50,7 +50,13 @@ TEST_CASE("parse_request refuses what a policy line refuses, with the exact mess
   const std::string classes = "(classes: tool, model, shared, session, mount, agent, network)";
   const std::vector<std::vector<std::string>> cases{
       {"tool:fs.read", "exec",
-       "tool:fs.read exec: EINVAL: unknown permission 'exec' for class tool (tool permits: execute)"},
+       "tool:fs.read exec: EINVAL: unknown permission 'exec' for class tool (tool permits: execute); did you "
+       "mean execute?"},
+      {"tol:fs.read", "execute",
+       "tol:fs.read execute: EINVAL: unknown class 'tol' " + classes + "; did you mean tool?"},
+      {"tool:fs.read", "use",
+       "tool:fs.read use: EINVAL: unknown permission 'use' for class tool (tool permits: execute); use is a "
+       "permission of model"},
       {"tool:fs.read", "",
        "tool:fs.read : EINVAL: missing permission for class tool (tool permits: execute)"},
       {"file:x", "read", "file:x read: EINVAL: unknown class 'file' " + classes},

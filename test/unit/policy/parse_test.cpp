@@ -102,6 +102,88 @@ TEST_CASE("parse with `all` collects every error in file order and returns the f
   for (const auto& e : all) CHECK(e.code == EINVAL);
 }
 
+TEST_CASE("an unknown class or permission suggests the one close match", "[unit]") {
+  const std::string cls = "(classes: tool, model, shared, session, mount, agent, network)";
+  const std::string tool = "for class tool (tool permits: execute)";
+  const std::vector<std::pair<std::string, std::string>> cases{
+      // A class typo, a swap, a case difference, a prefix.
+      {"allow coder_t tol:fs.read execute",
+       "p:1:15: EINVAL: unknown class 'tol' " + cls + "; did you mean tool?"},
+      {"allow coder_t netwrok:default connect",
+       "p:1:15: EINVAL: unknown class 'netwrok' " + cls + "; did you mean network?"},
+      {"allow coder_t Tool:fs.read execute",
+       "p:1:15: EINVAL: unknown class 'Tool' " + cls + "; did you mean tool?"},
+      {"allow coder_t sess:s read",
+       "p:1:15: EINVAL: unknown class 'sess' " + cls + "; did you mean session?"},
+      // Garbage, too far, or as close to agent as to mount: no suggestion.
+      {"allow coder_t file:x read", "p:1:15: EINVAL: unknown class 'file' " + cls},
+      {"allow coder_t zzz:x read", "p:1:15: EINVAL: unknown class 'zzz' " + cls},
+      {"allow coder_t agount:x read", "p:1:15: EINVAL: unknown class 'agount' " + cls},
+      // A permission typo, a prefix, a case difference.
+      {"allow coder_t tool:fs.read exceute",
+       "p:1:28: EINVAL: unknown permission 'exceute' " + tool + "; did you mean execute?"},
+      {"allow coder_t tool:fs.read exec",
+       "p:1:28: EINVAL: unknown permission 'exec' " + tool + "; did you mean execute?"},
+      {"allow coder_t tool:fs.read EXECUTE",
+       "p:1:28: EINVAL: unknown permission 'EXECUTE' " + tool + "; did you mean execute?"},
+      {"allow coder_t agent:rev strat",
+       "p:1:25: EINVAL: unknown permission 'strat' for class agent (agent permits: create start stop read "
+       "write); did you mean start?"},
+      // The suggestion is a word of the table; the quoted input stays escaped.
+      {"allow coder_t tool:fs.read exe\x01ute",
+       "p:1:28: EINVAL: unknown permission 'exe\\x01ute' " + tool + "; did you mean execute?"},
+      // A permission of another class names that class.
+      {"allow coder_t tool:fs.read use",
+       "p:1:28: EINVAL: unknown permission 'use' " + tool + "; use is a permission of model"},
+      {"allow coder_t tool:fs.read read",
+       "p:1:28: EINVAL: unknown permission 'read' " + tool +
+           "; read is a permission of shared, session, mount and agent"},
+      {"allow coder_t network:default write",
+       "p:1:31: EINVAL: unknown permission 'write' for class network (network permits: connect); write is a "
+       "permission of shared, session, mount and agent"},
+      {"allow coder_t shared:p resume",
+       "p:1:24: EINVAL: unknown permission 'resume' for class shared (shared permits: read write); resume is "
+       "a permission of session"},
+      // Garbage, too far, or two equally close (read and resume): no suggestion.
+      {"allow coder_t tool:fs.read xyzzy", "p:1:28: EINVAL: unknown permission 'xyzzy' " + tool},
+      {"allow coder_t tool:fs.read run", "p:1:28: EINVAL: unknown permission 'run' " + tool},
+      {"allow coder_t tool:fs.read ex", "p:1:28: EINVAL: unknown permission 'ex' " + tool},
+      {"allow coder_t session:s readme",
+       "p:1:25: EINVAL: unknown permission 'readme' for class session (session permits: read write resume)"},
+  };
+  for (const auto& [line, msg] : cases) {
+    INFO(line);
+    auto r = Policy::parse("p", line + "\n");
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == EINVAL);
+    CHECK(r.error().msg == msg);
+  }
+}
+
+TEST_CASE("parse with `all` gives every faulty line its own suggestion", "[unit]") {
+  std::vector<ctx::Error> all;
+  auto r = Policy::parse("p",
+                         "allow a_t tol:x execute\n"
+                         "allow a_t tool:x exec\n"
+                         "allow a_t tool:x use\n"
+                         "allow a_t tool:x run\n",
+                         &all);
+  REQUIRE_FALSE(r);
+  REQUIRE(all.size() == 4);
+  CHECK(all[0].msg ==
+        "p:1:11: EINVAL: unknown class 'tol' (classes: tool, model, shared, session, mount, agent, network); "
+        "did you mean tool?");
+  CHECK(all[1].msg ==
+        "p:2:18: EINVAL: unknown permission 'exec' for class tool (tool permits: execute); did you mean "
+        "execute?");
+  CHECK(all[2].msg ==
+        "p:3:18: EINVAL: unknown permission 'use' for class tool (tool permits: execute); use is a "
+        "permission of model");
+  CHECK(all[3].msg == "p:4:18: EINVAL: unknown permission 'run' for class tool (tool permits: execute)");
+  CHECK(r.error() == all[0]);
+  for (const auto& e : all) CHECK(e.code == EINVAL);
+}
+
 TEST_CASE("parse appends to `all` and leaves it alone on success", "[unit]") {
   std::vector<ctx::Error> all{ctx::Error{EIO, "earlier"}};
   REQUIRE(Policy::parse("p", "allow a_t tool:x execute\n", &all));
@@ -232,7 +314,7 @@ TEST_CASE("from_rules refuses what parse refuses, naming the rule", "[unit]") {
       {rule("a_t", Class::tool, "x", "use"),
        {},
        "rule 1: allow a_t tool:x use: EINVAL: unknown permission 'use' for class tool (tool permits: "
-       "execute)"},
+       "execute); use is a permission of model"},
       {rule("a_t", Class::shared, "p", ""),
        {},
        "rule 1: allow a_t shared:p : EINVAL: missing permission for class shared (shared permits: read "
@@ -240,7 +322,7 @@ TEST_CASE("from_rules refuses what parse refuses, naming the rule", "[unit]") {
       {rule("a_t", Class::shared, "p", "read "),
        {},
        "rule 1: allow a_t shared:p read : EINVAL: unknown permission 'read ' for class shared (shared "
-       "permits: read write)"},
+       "permits: read write); did you mean read?"},
       {rule("a_t", static_cast<Class>(99), "x", "execute"),
        {},
        "rule 1: allow a_t ?:x execute: EINVAL: class value out of range"},
