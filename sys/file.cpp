@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <random>
+#include <string_view>
 
 #include "sys/error.hpp"
 
@@ -30,6 +32,11 @@ Result<void> write_all(int fd, std::string_view data, const char* what) {
     data.remove_prefix(static_cast<std::size_t>(n));
   }
   return {};
+}
+
+std::uint64_t random_u64() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  return rng();
 }
 
 }  // namespace
@@ -123,6 +130,59 @@ Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mod
   return cur;
 }
 
+Result<bool> make_dir_if_missing_at(int dirfd, const std::string& name, mode_t mode) {
+  if (::mkdirat(dirfd, name.c_str(), mode) == 0) return true;
+  int err = errno;
+  if (err != EEXIST) return fail(sys_error("mkdirat " + name, err));
+  struct stat st {};
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return fail_errno("fstatat " + name);
+  if (S_ISDIR(st.st_mode)) return false;
+  if (S_ISLNK(st.st_mode)) return fail(Error{ELOOP, "mkdirat " + name + ": ELOOP: is a symbolic link"});
+  return fail(Error{ENOTDIR, "mkdirat " + name + ": ENOTDIR: exists and is not a directory"});
+}
+
+Result<std::string> make_temp_dir_at(int dirfd, const std::string& prefix, mode_t mode) {
+  static constexpr std::string_view kChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  // 62^10 names: a collision with another creator is retried, not fatal.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::uint64_t r = random_u64();
+    std::string name = prefix;
+    for (int i = 0; i < 10; ++i, r /= kChars.size()) name += kChars[r % kChars.size()];
+    if (::mkdirat(dirfd, name.c_str(), mode) == 0) return name;
+    if (errno != EEXIST) return fail_errno("mkdirat " + name);
+  }
+  return fail(Error{EEXIST, "mkdirat " + prefix + "*: EEXIST: no free temporary name after 100 attempts"});
+}
+
+Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int newdirfd,
+                                 const std::string& newname) {
+  if (::renameat2(olddirfd, oldname.c_str(), newdirfd, newname.c_str(), RENAME_NOREPLACE) < 0)
+    return fail_errno("renameat2 " + oldname + " " + newname);
+  return {};
+}
+
+Result<void> chown_at(int dirfd, const std::string& name, Ownership owner) {
+  int flags = AT_SYMLINK_NOFOLLOW | (name.empty() ? AT_EMPTY_PATH : 0);
+  if (::fchownat(dirfd, name.c_str(), owner.uid, owner.gid, flags) < 0)
+    return fail_errno("fchownat " + (name.empty() ? std::string(".") : name));
+  return {};
+}
+
+Result<std::string> read_link_at(int dirfd, const std::string& name) {
+  std::string buf(256, '\0');
+  while (true) {
+    ssize_t n = ::readlinkat(dirfd, name.c_str(), buf.data(), buf.size());
+    if (n < 0) return fail_errno("readlinkat " + name);
+    // A full buffer may mean a truncated target: grow and read again.
+    if (static_cast<std::size_t>(n) < buf.size()) {
+      buf.resize(static_cast<std::size_t>(n));
+      return buf;
+    }
+    if (buf.size() >= 65536) return fail(Error{ENAMETOOLONG, "readlinkat " + name + ": ENAMETOOLONG: target too long"});
+    buf.resize(buf.size() * 2);
+  }
+}
+
 Result<UniqueFd> open_o_path(const std::string& path) {
   int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
   if (fd < 0) return fail_errno("open " + path);
@@ -189,9 +249,9 @@ Result<std::vector<std::string>> list_dir(int dirfd) {
   return names;
 }
 
-Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode, bool durable) {
-  static std::mt19937_64 rng{std::random_device{}()};
-  std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000007ULL);
+Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode, bool durable,
+                            std::optional<Ownership> owner) {
+  std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(random_u64() % 1000000007ULL);
   int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (raw < 0) return fail_errno("openat " + tmp);
   UniqueFd fd(raw);
@@ -199,6 +259,11 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
   if (auto r = write_all(fd.get(), data, "write"); !r) {
     cleanup();
     return fail(std::move(r).error().with_context(name));
+  }
+  if (owner && ::fchown(fd.get(), owner->uid, owner->gid) < 0) {
+    int err = errno;
+    cleanup();
+    return fail(sys_error("fchown " + tmp, err));
   }
   // fchmod: the umask may have narrowed the create mode.
   if (::fchmod(fd.get(), mode) < 0 || (durable && ::fsync(fd.get()) < 0)) {

@@ -66,6 +66,27 @@ struct Ownership {
 Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode,
                                    std::optional<Ownership> owner = std::nullopt);
 
+/// mkdirat(2) of one name below dirfd: true if this call made the
+/// directory, false if a directory (not a symlink) was already there.
+/// Anything else under the name is an error (ELOOP, ENOTDIR).
+Result<bool> make_dir_if_missing_at(int dirfd, const std::string& name, mode_t mode);
+
+/// Makes a new directory below dirfd named `prefix` followed by random
+/// characters (mkdtemp(3) relative to dirfd) and returns its name.
+Result<std::string> make_temp_dir_at(int dirfd, const std::string& prefix, mode_t mode);
+
+/// renameat2(RENAME_NOREPLACE): moves olddirfd/oldname to newdirfd/newname
+/// in one step, only if newname does not exist (EEXIST otherwise).
+Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int newdirfd,
+                                 const std::string& newname);
+
+/// fchownat(2) of dirfd/name, never following a symlink; "" changes dirfd
+/// itself (AT_EMPTY_PATH).
+Result<void> chown_at(int dirfd, const std::string& name, Ownership owner);
+
+/// readlinkat(2): the target of the symbolic link dirfd/name.
+Result<std::string> read_link_at(int dirfd, const std::string& name);
+
 /// Opens a path O_PATH (following symlinks), for passing to a child.
 Result<UniqueFd> open_o_path(const std::string& path);
 
@@ -99,9 +120,11 @@ Result<std::vector<std::string>> list_dir(int dirfd);
 /// new content, never a mix. With `durable` the file is fsynced before the
 /// rename (control files that must survive a crash); runtime state such as
 /// status is not. On any failure the temporary file is removed and the old
-/// content stays.
+/// content stays. `owner` is given the new file through its descriptor
+/// before it gets its name, so no path is ever chowned.
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data,
-                            mode_t mode = 0644, bool durable = false);
+                            mode_t mode = 0644, bool durable = false,
+                            std::optional<Ownership> owner = std::nullopt);
 
 /// Appends data to dirfd/name (created with mode if missing) with one
 /// write(2) on an O_APPEND descriptor, so concurrent appenders of lines

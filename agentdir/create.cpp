@@ -1,0 +1,225 @@
+// Writing a planned child to disk (seed 000 "Agent Creation", seed 003
+// "Child Session"), all or nothing: everything is made first under names
+// no agent can have, and `<name>.d` appears last, by a rename that never
+// replaces. After that rename nothing can fail, so a failure never has to
+// take back an agent that a launcher may already have seen.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agentdir/child.hpp"
+#include "base/names.hpp"
+#include "base/path.hpp"
+#include "sys/file.hpp"
+#include "sys/resolve.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::agentdir {
+
+namespace {
+
+constexpr mode_t kDirMode = 0755;
+constexpr mode_t kFileMode = 0644;
+constexpr mode_t kEntryMode = 0755;
+/// The parent's entry is copied through memory; a runtime program larger
+/// than this is a mistake, not a program.
+constexpr std::size_t kMaxEntrySize = 64u << 20;
+/// The entry's name inside the temporary `.d` until it is renamed into
+/// place (a control file can never have it).
+const std::string kEntryTmp = ".entry";
+
+/// What one write_child call has made, removed again in reverse order
+/// unless the call succeeds. Directories are held open, so that nothing is
+/// removed or chowned through a path someone could change meanwhile.
+class Made {
+ public:
+  Made() = default;
+  Made(const Made&) = delete;
+  Made& operator=(const Made&) = delete;
+  ~Made() {
+    for (auto it = items_.rbegin(); it != items_.rend(); ++it)
+      (void)sys::remove_at(fd(it->dir), it->name, it->self.has_value());
+  }
+
+  /// Holds a directory open; the handle names it in the calls below.
+  std::size_t hold(UniqueFd dir) {
+    dirs_.push_back(std::move(dir));
+    return dirs_.size() - 1;
+  }
+  int fd(std::size_t dir) const { return dirs_[dir].get(); }
+  /// Records that this call made the file dir/name.
+  void file(std::size_t dir, std::string name) { items_.push_back(Item{dir, std::move(name), std::nullopt}); }
+  /// Records that this call made the directory dir/name, held as `self`.
+  void directory(std::size_t dir, std::string name, std::size_t self) {
+    items_.push_back(Item{dir, std::move(name), self});
+  }
+  /// Gives every directory made to `owner`, through its descriptor. Files
+  /// got their owner when they were written.
+  Result<void> give_directories(sys::Ownership owner) const {
+    for (const auto& i : items_)
+      if (i.self) CTX_TRY_CTX(sys::chown_at(fd(*i.self), "", owner), i.name);
+    return {};
+  }
+  /// The call succeeded: keep everything.
+  void keep() { items_.clear(); }
+
+ private:
+  struct Item {
+    std::size_t dir;
+    std::string name;
+    std::optional<std::size_t> self;  ///< set for a directory
+  };
+  std::vector<UniqueFd> dirs_;
+  std::vector<Item> items_;
+};
+
+Error taken(std::string_view child, const std::string& path) {
+  return Error{EACCES, std::string(child) + ": EACCES: " + path + " already exists; choose another name for the child",
+               "exists"};
+}
+
+/// Opens base/rel one component at a time, never through a symlink,
+/// making the missing directories. With `fresh` the last one must be new:
+/// EEXIST, reason "exists", if it is already there.
+Result<std::size_t> open_dirs(Made& made, std::size_t base, const std::string& rel, bool fresh) {
+  std::size_t cur = base;
+  std::size_t start = 0;
+  while (start < rel.size()) {
+    std::size_t slash = rel.find('/', start);
+    bool last = slash == std::string::npos;
+    std::string comp = rel.substr(start, last ? std::string::npos : slash - start);
+    CTX_TRY_ASSIGN(bool created, sys::make_dir_if_missing_at(made.fd(cur), comp, kDirMode));
+    if (last && fresh && !created) return fail(Error{EEXIST, comp + ": EEXIST", "exists"});
+    CTX_TRY_ASSIGN(UniqueFd dir, sys::open_dir_at(made.fd(cur), comp));
+    std::size_t next = made.hold(std::move(dir));
+    if (created) made.directory(cur, comp, next);
+    cur = next;
+    if (last) break;
+    start = slash + 1;
+  }
+  return cur;
+}
+
+/// Copies the parent's executable entry into dir/kEntryTmp: a regular
+/// file by content (mode 0755), a symlink as a symlink to the same target.
+/// False if the parent has no entry.
+Result<bool> copy_entry(Made& made, std::size_t agents, const std::string& parent_name, std::size_t dir,
+                        std::optional<sys::Ownership> owner) {
+  CTX_TRY_ASSIGN(std::optional<sys::FileStat> st, sys::stat_at(made.fd(agents), parent_name));
+  if (!st) return false;
+  if (S_ISLNK(st->mode)) {
+    CTX_TRY_ASSIGN(std::string target, sys::read_link_at(made.fd(agents), parent_name));
+    CTX_TRY(sys::make_symlink_at(target, made.fd(dir), kEntryTmp));
+    made.file(dir, kEntryTmp);
+    // The directory is still this call's own: nobody can swap the name.
+    if (owner) CTX_TRY(sys::chown_at(made.fd(dir), kEntryTmp, *owner));
+    return true;
+  }
+  if (!S_ISREG(st->mode)) return fail(Error{EINVAL, "EINVAL: is neither a regular file nor a symbolic link"});
+  if (st->size > kMaxEntrySize)
+    return fail(Error{EFBIG, "EFBIG: is larger than " + std::to_string(kMaxEntrySize) + " bytes"});
+  CTX_TRY_ASSIGN(std::optional<sys::FileContent> content, sys::read_small_file(made.fd(agents), parent_name, kMaxEntrySize));
+  if (!content) return false;  // removed meanwhile
+  CTX_TRY(sys::atomic_replace(made.fd(dir), kEntryTmp, content->data, kEntryMode, true, owner));
+  made.file(dir, kEntryTmp);
+  return true;
+}
+
+}  // namespace
+
+Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::string_view session,
+                         std::string_view handoff, std::optional<sys::Ownership> owner) {
+  const std::string& name = plan.spec.name;
+  const std::string& ctx = parent.ctx_root;
+  if (auto e = agent_name_issue(name)) return fail(Error{EINVAL, "child name '" + name + "': EINVAL: " + *e, "invalid_request"});
+  if (auto e = space_name_issue(session))
+    return fail(Error{EINVAL, name + ": session '" + std::string(session) + "': EINVAL: session " + *e, "invalid_request"});
+  for (const auto& [file, content] : plan.files) {
+    const auto& known = known_control_files();
+    if (std::find(known.begin(), known.end(), file) == known.end())
+      return fail(Error{EINVAL, name + ": EINVAL: the plan holds '" + file + "', which is not a control file", "invalid_request"});
+  }
+  if (!path_is_at_or_under(plan.spec.root, ctx) || plan.spec.root == ctx)
+    return fail(Error{EINVAL, name + ": EINVAL: the root " + plan.spec.root + " is not below " + ctx, "invalid_request"});
+  const std::string agent_dir = path_join(ctx, "agent");
+  const std::string context = child_context_dir(parent, session, name);
+
+  Made made;
+  auto ctxfd = sys::open_dir(ctx);
+  if (!ctxfd) return fail(ctxfd.error().with_context(name));
+  std::size_t top = made.hold(std::move(*ctxfd));
+  auto agentsfd = sys::open_dir_at(made.fd(top), "agent");
+  if (!agentsfd) return fail(agentsfd.error().with_context(name + ": " + agent_dir));
+  std::size_t agents = made.hold(std::move(*agentsfd));
+  for (const std::string& n : {name, name + ".d", name + ".sock"}) {
+    auto st = sys::stat_at(made.fd(agents), n);
+    if (!st) return fail(st.error().with_context(name + ": " + agent_dir));
+    if (*st) return fail(taken(name, path_join(agent_dir, n)));
+  }
+
+  // The parent session's coordination directory: new, or an earlier
+  // child's results would be mixed with this one's.
+  auto cdir = open_dirs(made, top, std::string(path_suffix(context, ctx)), true);
+  if (!cdir) {
+    if (cdir.error().reason == "exists")
+      return fail(Error{EACCES,
+                        name + ": EACCES: " + context +
+                            " already exists (an earlier child of that name); move it away or choose another name",
+                        "exists"});
+    return fail(cdir.error().with_context(name + ": creating " + context));
+  }
+  const std::pair<const char*, std::string> channels[] = {
+      {"agent", name + "\n"}, {"session", "default\n"}, {"status", "created\n"},
+      {"handoff.md", std::string(handoff)}, {"result.md", ""}, {"refs.jsonl", ""},
+  };
+  for (const auto& [file, content] : channels) {
+    CTX_TRY_CTX(sys::atomic_replace(made.fd(*cdir), file, content, kFileMode, false, owner),
+                name + ": writing " + context + "/" + file);
+    made.file(*cdir, file);
+  }
+  auto artifact = open_dirs(made, *cdir, "artifact", true);
+  if (!artifact) return fail(artifact.error().with_context(name + ": creating " + context + "/artifact"));
+
+  // The child's root: kept if it is there already (the history of an
+  // earlier child of that name lives beside it).
+  auto root = open_dirs(made, top, std::string(path_suffix(plan.spec.root, ctx)), false);
+  if (!root) return fail(root.error().with_context(name + ": creating " + plan.spec.root));
+
+  auto tmp_name = sys::make_temp_dir_at(made.fd(agents), "." + name + ".d.tmp.", kDirMode);
+  if (!tmp_name) return fail(tmp_name.error().with_context(name + ": " + agent_dir));
+  auto tmpfd = sys::open_dir_at(made.fd(agents), *tmp_name);
+  if (!tmpfd) {
+    (void)sys::remove_at(made.fd(agents), *tmp_name, true);
+    return fail(tmpfd.error().with_context(name + ": " + agent_dir));
+  }
+  std::size_t tmp = made.hold(std::move(*tmpfd));
+  made.directory(agents, *tmp_name, tmp);
+  for (const auto& [file, content] : plan.files) {
+    CTX_TRY_CTX(sys::atomic_replace(made.fd(tmp), file, content, kFileMode, true, owner),
+                name + ": writing " + path_join(agent_dir, *tmp_name) + "/" + file);
+    made.file(tmp, file);
+  }
+  const std::string parent_entry = path_join(agent_dir, parent.name);
+  auto entry = copy_entry(made, agents, parent.name, tmp, owner);
+  if (!entry) return fail(entry.error().with_context(name + ": copying " + parent_entry));
+  if (owner) CTX_TRY_CTX(made.give_directories(*owner), name + ": chown");
+
+  if (*entry) {
+    if (auto r = sys::rename_noreplace_at(made.fd(tmp), kEntryTmp, made.fd(agents), name); !r) {
+      if (r.error().code == EEXIST) return fail(taken(name, path_join(agent_dir, name)));
+      return fail(r.error().with_context(name + ": " + agent_dir));
+    }
+    made.file(agents, name);
+  }
+  if (auto r = sys::rename_noreplace_at(made.fd(agents), *tmp_name, made.fd(agents), name + ".d"); !r) {
+    if (r.error().code == EEXIST) return fail(taken(name, path_join(agent_dir, name + ".d")));
+    return fail(r.error().with_context(name + ": " + agent_dir));
+  }
+  made.keep();
+  return {};
+}
+
+}  // namespace ctx::agentdir
