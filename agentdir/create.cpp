@@ -187,6 +187,25 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
   // earlier child of that name lives beside it).
   auto root = open_dirs(made, top, std::string(path_suffix(plan.spec.root, ctx)), false);
   if (!root) return fail(root.error().with_context(name + ": creating " + plan.spec.root));
+  // It starts with the parent root's top-level symbolic links (the
+  // merged-/usr layout: bin -> usr/bin, lib64 -> usr/lib64), so programs
+  // from a /usr the child may see find their loader; nothing else of the
+  // parent's root comes along.
+  if (auto proot = sys::open_dir(parent.root, true)) {
+    auto names = sys::list_dir(proot->get());
+    for (const auto& n : names ? *names : std::vector<std::string>{}) {
+      auto st = sys::stat_at(proot->get(), n);
+      if (!st || !*st || !S_ISLNK((*st)->mode)) continue;
+      auto have = sys::stat_at(made.fd(*root), n);
+      if (!have || *have) continue;
+      auto target = sys::read_link_at(proot->get(), n);
+      if (!target) continue;
+      if (auto r = sys::make_symlink_at(*target, made.fd(*root), n); !r)
+        return fail(r.error().with_context(name + ": " + plan.spec.root + "/" + n));
+      made.file(*root, n);
+      if (owner) CTX_TRY(sys::chown_at(made.fd(*root), n, *owner));
+    }
+  }
 
   auto tmp_name = sys::make_temp_dir_at(made.fd(agents), "." + name + ".d.tmp.", kDirMode);
   if (!tmp_name) return fail(tmp_name.error().with_context(name + ": " + agent_dir));

@@ -1,0 +1,98 @@
+// Owned child agents (seed 000 "Agent Creation", seed 003 "Permission
+// Attenuation" and "Handoff Protocol"): a parent's request checked against
+// the parent and turned into the child's control files (pure), and the
+// files written to disk in one atomic step (create.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "agentdir/agent_spec.hpp"
+#include "agentdir/load.hpp"
+#include "base/result.hpp"
+#include "mountspec/attenuate.hpp"
+#include "sys/file.hpp"
+
+namespace ctx::agentdir {
+
+/// What a parent asks for (the JSON shape of seed 000's agent.create
+/// example, already decoded by the program that received it).
+struct ChildRequest {
+  std::string name;
+  /// The child's label; nullopt: the parent's label (the same security
+  /// subject, which the seed allows when it is intended).
+  std::optional<std::string> label;
+  std::vector<std::string> models;  ///< "model": use
+  std::vector<std::string> tools;   ///< "tools": execute
+  /// "shared": {"project-a": ["read"]} in request order.
+  std::vector<std::pair<std::string, std::vector<std::string>>> shared;
+  /// "agents": {"sub": ["create", "start"]}: what the child may do with
+  /// its own children (grandchildren of the parent).
+  std::vector<std::pair<std::string, std::vector<std::string>>> agents;
+  bool network = false;  ///< "network": true asks network:default connect
+  std::vector<mountspec::ChildMount> mounts;  ///< "mount", sources as the parent sees them
+  /// "groups"; nullopt: the parent's groups.
+  std::optional<std::vector<std::uint32_t>> groups;
+  /// "cwd"; nullopt: the parent's cwd when the child's mounts show it,
+  /// else "/".
+  std::optional<std::string> cwd;
+  std::string handoff;  ///< "handoff": the text of handoff.md
+};
+
+/// Where the request comes from: the parent's session and run, which the
+/// child's `parent` file records ("agent:coder session:default run:r1").
+struct ChildOrigin {
+  std::string session;
+  std::string run;
+};
+
+/// The child's control files and the spec they load as.
+struct ChildPlan {
+  ControlFiles files;  ///< file name -> exact content, each ending in '\n'
+  AgentSpec spec;      ///< build_spec of `files` (so they are known to load)
+};
+
+/// Checks a request and derives the child's control files. Every denial
+/// is EACCES with Error::reason set and a sentence a person can act on:
+///   invalid_name           the name is not a valid agent name (base/names)
+///   agent_policy           no `allow <parent_type> agent:<name> create`
+///   exceeds_parent_policy  a tool, model, shared, agent or network grant
+///                          the parent does not hold itself
+///   mount_not_visible      a mount source the parent does not see
+///   mount_widens_access    a mount wider than the parent's (rw over ro, ...)
+///   groups_not_subset      a group the parent does not have
+/// A malformed request (bad label, unknown permission, cwd outside the
+/// child's mounts) is EINVAL with reason invalid_request.
+/// The child gets: owner, uid, gid and iso of the parent; groups; label;
+/// parent "agent:<p> session:<s> run:<r>"; life owned; root
+/// <ctx>/home/<owner>/agent/<name>/root; cwd; the parent's path when it
+/// has one; the attenuated mount table; model; the policy built from the
+/// request with the child's type as subject.
+Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, const ChildOrigin& origin,
+                             const PrimaryGidLookup& primary_gid);
+
+/// Host path of a parent session's coordination directory for a child:
+/// <ctx>/home/<owner>/agent/<parent>/session/<session>/context/child/<child>
+std::string child_context_dir(const AgentSpec& parent, std::string_view session, std::string_view child);
+
+/// Writes a planned child to disk, or nothing:
+///   1. <ctx>/agent/<name>.d, made complete under a temporary name in the
+///      same directory and renamed into place without replacing anything
+///      (EACCES, reason exists, if the name is taken, also by a bare
+///      <ctx>/agent/<name> entry or a <name>.sock);
+///   2. the executable entry <ctx>/agent/<name>: a copy of the parent's
+///      (the same runtime program, which tells agents apart by CTX_AGENT);
+///   3. the child's root directory (empty) and the parent session's
+///      context/child/<name>/ with agent, session, status ("created"),
+///      handoff.md, result.md and refs.jsonl (empty), artifact/.
+/// `owner` (a root caller) makes what is created belong to the agent's
+/// host ids, so the child can write its result channels. On any failure
+/// what was created is removed again.
+Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::string_view session,
+                         std::string_view handoff, std::optional<sys::Ownership> owner);
+
+}  // namespace ctx::agentdir
