@@ -58,10 +58,15 @@ Result<void> kill_and_wait(int dirfd, const std::string& what) {
   return fail(EBUSY, what + ": EBUSY: still populated 5 s after cgroup.kill");
 }
 
-// rmdir of a cgroup and every cgroup below it, children first.
+// rmdir of a cgroup and every cgroup below it, children first. Owned
+// children remove their own subtrees at the same time: what is already
+// gone is not an error.
 Result<void> remove_tree(int parentfd, const std::string& name) {
   {
-    CTX_TRY_ASSIGN(UniqueFd d, sys::open_dir_at(parentfd, name));
+    auto dir = sys::open_dir_at(parentfd, name);
+    if (!dir && dir.error().code == ENOENT) return {};
+    if (!dir) return fail(dir.error());
+    UniqueFd d = std::move(*dir);
     CTX_TRY_ASSIGN(auto names, sys::list_dir(d.get()));
     for (const auto& n : names) {
       auto st = sys::stat_at(d.get(), n);
@@ -121,7 +126,7 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
   }
 
   Placement p;
-  p.agent_name_ = agent_cgroup_name(o.agent, o.ctx_root);
+  p.agent_name_ = o.leaf.empty() ? agent_cgroup_name(o.agent, o.ctx_root) : o.leaf;
   if (base.create) {
     CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(in.mount->mount_point));
     CTX_TRY_ASSIGN(p.base_, sys::open_or_make_dirs(root.get(), std::string(path_suffix(base.dir, in.mount->mount_point)), 0755));
@@ -167,6 +172,29 @@ Result<void> Placement::remove() {
   if (r) r = remove_tree(base_.get(), agent_name_);
   base_.reset();
   return r;
+}
+
+Result<void> Placement::kill_runtime() {
+  if (!runtime_.valid()) return {};
+  return sys::write_existing_at(runtime_.get(), "cgroup.kill", "1");
+}
+
+bool Placement::wait_children_gone(int timeout_ms) {
+  if (!agent_.valid()) return true;
+  for (int waited = 0;; waited += 5) {
+    auto d = sys::open_dir_at(agent_.get(), "child");
+    if (!d) return true;
+    auto names = sys::list_dir(d->get());
+    bool any = false;
+    if (names)
+      for (const auto& n : *names) {
+        auto st = sys::stat_at(d->get(), n);
+        if (st && *st && S_ISDIR((*st)->mode)) any = true;
+      }
+    if (!any) return true;
+    if (waited >= timeout_ms) return false;
+    pause_ms(5);
+  }
 }
 
 Placement::~Placement() { (void)remove(); }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agentdir/agent_spec.hpp"
 #include "base/result.hpp"
@@ -51,6 +52,10 @@ struct PlacementOptions {
   bool privileged = false;
   std::string explicit_base;
   std::optional<agentdir::Limits> limits;
+  /// The subtree's directory name under the base; "" means
+  /// agent_cgroup_name(). An owned child uses its plain name below its
+  /// parent's <agent>/child/ (DESIGN.md section 3).
+  std::string leaf;
 };
 
 /// A live placement; remove() (or the destructor) kills what is left in
@@ -77,6 +82,17 @@ class Placement {
   /// SIGKILLs everything left in the subtree (cgroup.kill), waits until it
   /// is empty and removes it.
   Result<void> remove();
+
+  /// SIGKILLs everything in runtime/ (cgroup.kill) without waiting.
+  Result<void> kill_runtime();
+
+  /// Waits up to timeout_ms until <agent>/child/ holds no cgroup (owned
+  /// children remove their own subtrees); true if it is empty or absent.
+  bool wait_children_gone(int timeout_ms);
+
+  /// Every descriptor the placement holds (for a process that forks and
+  /// closes the rest).
+  std::vector<int> fds() const { return {base_.get(), agent_.get(), runtime_.get()}; }
 
  private:
   UniqueFd base_;

@@ -4,6 +4,8 @@
 //   ctx explain [--ctx-root DIR] NAME CLASS:OBJECT PERMISSION
 //   ctx ps [--ctx-root DIR]                        running agents as a tree
 //   ctx status [--ctx-root DIR]                    the root's status
+//   ctx agent create|start|stop|wait [REQUEST] [-- CMD...]
+//                                                  owned children, from inside a sandbox
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "agentdir/load.hpp"
+#include "ctx/agent.hpp"
 #include "ctx/check.hpp"
 #include "ctx/env_probe.hpp"
 #include "ctx/explain.hpp"
@@ -136,6 +139,14 @@ int run_explain(const std::string& ctx_root, const std::string& agent, const std
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Everything after "--" is a child's command line (ctx agent start).
+  std::vector<std::string> command;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+      argc = i;
+      break;
+    }
   CLI::App app{"ctx: the CortexFS ABI helper"};
   app.require_subcommand(1);
   std::string ctx_root = env_or("CTX_ROOT", "/ctx");
@@ -168,6 +179,17 @@ int main(int argc, char** argv) {
   ps->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   auto* status = app.add_subcommand("status", "the CTX root's status");
   status->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
+  auto* agent = app.add_subcommand("agent", "owned child agents, from inside a parent's sandbox");
+  agent->require_subcommand(1);
+  std::vector<std::string> agent_arg;
+  std::string agent_op;
+  for (const char* op : {"create", "start", "stop", "wait"}) {
+    auto* sub = agent->add_subcommand(op, std::string(op) == "create"
+                                              ? "create a child from a JSON request (argument or stdin)"
+                                              : std::string(op) + " a child: NAME or {\"name\": ...} (argument or stdin)");
+    sub->add_option("REQUEST", agent_arg, "the request")->expected(0, 1);
+    sub->callback([&agent_op, op] { agent_op = op; });
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -180,6 +202,11 @@ int main(int argc, char** argv) {
     std::optional<std::string> arg;
     if (!tool_json.empty()) arg = tool_json.front();
     return ctx::helper::call_tool(ctx::helper::caller_from_env(), tool_name, arg);
+  }
+  if (agent->parsed()) {
+    std::optional<std::string> arg;
+    if (!agent_arg.empty()) arg = agent_arg.front();
+    return ctx::helper::agent_request(agent_op, arg, command);
   }
   if (explain->parsed()) return run_explain(ctx_root, ex_agent, ex_object, ex_perm);
   if (ps->parsed()) {

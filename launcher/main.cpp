@@ -4,6 +4,7 @@
 // Reads <ctx>/agent/NAME.d/* strictly, plans the sandbox, and launches and
 // supervises the agent's runtime inside it. The one place that prints
 // errors of the launcher.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "agentdir/child.hpp"
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "launcher/caller.hpp"
@@ -32,6 +34,26 @@ int report(const ctx::Error& e, int code) {
 std::string env_or(const char* key, const char* dflt) {
   const char* v = std::getenv(key);
   return v != nullptr && *v != '\0' ? v : dflt;
+}
+
+// An owned child's place in its ancestry: the coordination directory in
+// its parent's session (when it exists) and every ancestor's session
+// tree, which the child must not see.
+void plan_ancestry(const ctx::agentdir::AgentSpec& spec, ctx::launcher::PlanOptions& po) {
+  const ctx::agentdir::AgentSpec* cur = &spec;
+  std::optional<ctx::agentdir::AgentSpec> anc;
+  for (int depth = 0; depth < 16 && cur->parent; ++depth) {
+    auto p = ctx::agentdir::load(spec.ctx_root, cur->parent->agent);
+    if (!p) return;
+    std::string session = cur->parent->session.empty() ? "default" : cur->parent->session;
+    if (depth == 0) {
+      std::string dir = ctx::agentdir::child_context_dir(*p, session, spec.name);
+      if (auto st = ctx::sys::stat_at(AT_FDCWD, dir); st && *st) po.handoff_dir = dir;
+    }
+    po.hidden_dirs.push_back(spec.ctx_root + "/home/" + std::to_string(p->owner) + "/agent/" + p->name + "/session");
+    anc = std::move(*p);
+    cur = &*anc;
+  }
 }
 
 }  // namespace
@@ -56,12 +78,20 @@ int main(int argc, char** argv) {
   int status_fd = -1;
   std::string cgroup_base;
   bool require_cgroup = false;
+  int cancel_grace_ms = 2000;
+  pid_t owned_by = 0;
+  std::string cgroup_leaf;
   app.add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   app.add_option("--session", session, "session name (default: default)");
   app.add_flag("--dry-run", dry_run, "print the launch plan as JSON and exit; touches nothing");
   app.add_option("--json-status-fd", status_fd, "write pid, namespace ids, step timings and exit status as JSON to FD");
   app.add_option("--cgroup-base", cgroup_base, "the delegated cgroup v2 directory to place the agent in");
   app.add_flag("--require-cgroup", require_cgroup, "fail instead of falling back when no writable cgroup v2 exists");
+  app.add_option("--cancel-grace-ms", cancel_grace_ms,
+                 "when cancelling owned children: milliseconds between SIGTERM and cgroup.kill (default 2000)")
+      ->check(CLI::Range(0, 600000));
+  app.add_option("--owned-by", owned_by, "(internal) the parent supervisor's pid; its death cancels this agent");
+  app.add_option("--cgroup-leaf", cgroup_leaf, "(internal) the subtree's name below --cgroup-base");
   app.add_option("NAME", name, "the agent")->required();
   try {
     app.parse(cli_argc, argv);
@@ -84,6 +114,7 @@ int main(int argc, char** argv) {
   po.session = session;
   po.command = command;
   po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
+  if (spec->parent) plan_ancestry(*spec, po);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
   if (dry_run) {
@@ -98,8 +129,15 @@ int main(int argc, char** argv) {
   so.parent_notify_socket = env_or("NOTIFY_SOCKET", "");
   so.cgroup_base = cgroup_base;
   so.require_cgroup = require_cgroup;
+  so.self_exe = "/proc/self/exe";
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string_view(*e).rfind("NOTIFY_SOCKET=", 0) != 0) so.child_env.emplace_back(*e);
+  so.cancel_grace_ms = cancel_grace_ms;
+  so.owned_by = owned_by;
+  so.cgroup_leaf = cgroup_leaf;
+  so.handoff_dir = po.handoff_dir;
   std::optional<ctx::Error> error;
-  int code = ctx::launcher::supervise(*plan, so, error);
+  int code = ctx::launcher::supervise(*spec, *plan, so, error);
   if (error) report(*error, code);
   return code;
 }

@@ -149,8 +149,9 @@ Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
   return p;
 }
 
-bool reserved_target(std::string_view t) {
-  return path_is_at_or_under(t, "/proc") || path_is_at_or_under(t, "/dev") || path_is_at_or_under(t, kNotifyDir);
+bool reserved_target(std::string_view t, bool handoff) {
+  return path_is_at_or_under(t, "/proc") || path_is_at_or_under(t, "/dev") || path_is_at_or_under(t, kNotifyDir) ||
+         (handoff && path_is_at_or_under(t, kHandoffDir));
 }
 
 // The shared space a host path lies in, if any: "<ctx>/shared/<name>[/...]".
@@ -169,10 +170,11 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
     return !subject.empty() && spec.policy.allows(subject, policy::Class::shared, space, perm);
   };
   for (const auto& e : ordered) {
-    if (reserved_target(e.target))
+    if (reserved_target(e.target, !opts.handoff_dir.empty()))
       return fail(located(file, e.line, 0, EINVAL,
                           "target " + e.target + " is provided by the launcher (fresh /proc, minimal /dev, " +
-                              kNotifyDir + "); remove the line"));
+                              kNotifyDir + (opts.handoff_dir.empty() ? "" : std::string(", ") + kHandoffDir) +
+                              "); remove the line"));
     BindStep b;
     b.source = e.source;
     b.target = e.target;
@@ -215,6 +217,27 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
           plan.binds.push_back(ro);
         }
       }
+    }
+  }
+  // Ancestors' sessions: masked wherever a mount shows them.
+  const std::size_t nbinds = plan.binds.size();
+  for (const auto& hidden : opts.hidden_dirs)
+    for (std::size_t i = 0; i < nbinds; ++i) {
+      const BindStep& b = plan.binds[i];
+      if (path_is_at_or_under(hidden, b.source))
+        plan.masks.push_back({path_join(b.target, path_suffix(hidden, b.source)), "an ancestor's sessions"});
+    }
+  // The handoff: the parent's instructions read-only, the result channels
+  // writable, nothing else of the parent's context.
+  if (!opts.handoff_dir.empty()) {
+    for (const char* f : {"handoff.md", "result.md", "refs.jsonl", "artifact"}) {
+      BindStep b;
+      b.source = path_join(opts.handoff_dir, f);
+      b.target = path_join(kHandoffDir, f);
+      b.rdonly = std::string_view(f) == "handoff.md";
+      b.need_write = !b.rdonly;
+      b.nosuid = b.nodev = b.noexec = true;
+      plan.binds.push_back(std::move(b));
     }
   }
   return {};
@@ -277,6 +300,7 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   set_env(env, "NOTIFY_SOCKET", kNotifyPath);
   set_env(env, "LISTEN_FDS", "1");
   set_env(env, "LISTEN_FDNAMES", spec.name + ".sock");
+  if (!opts.handoff_dir.empty()) set_env(env, "CTX_HANDOFF", kHandoffDir);
   plan.env = std::move(env);
   plan.notify_target = kNotifyPath;
   plan.limits = spec.limits;

@@ -107,12 +107,26 @@ struct PlanOptions {
   /// the caller), so that a mount exposing all of them can mask the ones
   /// the policy does not allow.
   std::vector<std::string> shared_spaces;
+  /// An owned child's coordination directory in its parent's session
+  /// (<...>/context/child/<name>, host path), when it exists: its handoff
+  /// is shown read-only and its result channels writable at kHandoffDir.
+  std::string handoff_dir;
+  /// Host directories the agent must not see even where a mount shows
+  /// them: the session trees of its ancestors (a child never reads its
+  /// parent's messages.jsonl). Each is masked like a disallowed shared
+  /// space.
+  std::vector<std::string> hidden_dirs;
 };
 
 /// Fixed paths inside every sandbox.
 inline constexpr const char* kInnerCtxRoot = "/ctx";
 inline constexpr const char* kNotifyDir = "/run/ctx";
 inline constexpr const char* kNotifyPath = "/run/ctx/notify";
+/// The supervisor's control socket (`ctx agent create|start|stop|wait`).
+inline constexpr const char* kSupervisorPath = "/run/ctx/supervisor";
+/// Where an owned child finds handoff.md (ro) and writes result.md,
+/// refs.jsonl and artifact/.
+inline constexpr const char* kHandoffDir = "/handoff";
 inline constexpr const char* kDefaultPath = "/ctx/bin:/usr/local/bin:/usr/bin:/bin";
 
 /// Makes the plan, or fails with the reason a person can act on: EPERM for

@@ -135,16 +135,19 @@ Result<void> make_dev(int rootfd) {
   return {};
 }
 
-// /run/ctx: a small read-only tmpfs holding only the NOTIFY_SOCKET socket.
-Result<void> make_notify(int rootfd, int socket_fd) {
+// /run/ctx: a small read-only tmpfs holding only the supervisor's two
+// sockets, NOTIFY_SOCKET and the control socket.
+Result<void> make_notify(int rootfd, int notify_fd, int control_fd) {
   CTX_TRY_ASSIGN(UniqueFd dir, mount_point(rootfd, kNotifyDir, true));
   CTX_TRY(sys::mount_fresh("tmpfs", dir.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=4k"));
   CTX_TRY_ASSIGN(dir, sys::open_in_root(rootfd, rel_of(kNotifyDir), true));
-  CTX_TRY(sys::make_file_at(dir.get(), "notify", 0666));
-  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(socket_fd, "", false));
-  CTX_TRY(sys::set_mount_attrs(tree.get(), {false, true, true, true}, false));
-  CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(kNotifyPath), false));
-  CTX_TRY(sys::attach_tree(tree.get(), target.get()));
+  for (auto [fd, path] : {std::pair{notify_fd, kNotifyPath}, std::pair{control_fd, kSupervisorPath}}) {
+    CTX_TRY(sys::make_file_at(dir.get(), std::string(path_suffix(path, kNotifyDir)), 0666));
+    CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(fd, "", false));
+    CTX_TRY(sys::set_mount_attrs(tree.get(), {false, true, true, true}, false));
+    CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(path), false));
+    CTX_TRY(sys::attach_tree(tree.get(), target.get()));
+  }
   CTX_TRY(sys::set_mount_attrs(dir.get(), {true, true, true, true}, false));
   return {};
 }
@@ -158,6 +161,7 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep)
   // socket is opened here, and before the owner's fs ids are taken (the
   // runtime dir of a privileged launch is root's).
   CTX_TRY_ASSIGN(UniqueFd notify_socket, sys::open_o_path(io.notify_host_path));
+  CTX_TRY_ASSIGN(UniqueFd control_socket, sys::open_o_path(io.control_host_path));
   if (ids.privileged) CTX_TRY_CTX(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups), "taking the owner's file-system ids");
 
   // The root becomes a mount of its own (pivot_root needs one); the fd
@@ -178,7 +182,7 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep)
   CTX_TRY_ASSIGN(UniqueFd proc, mount_point(root.get(), "/proc", true));
   CTX_TRY_CTX(sys::mount_fresh("proc", proc.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, ""), "/proc");
   CTX_TRY_CTX(make_dev(root.get()), "/dev");
-  CTX_TRY_CTX(make_notify(root.get(), notify_socket.get()), kNotifyDir);
+  CTX_TRY_CTX(make_notify(root.get(), notify_socket.get(), control_socket.get()), kNotifyDir);
   rep.step("proc_dev");
 
   if (plan.net_ns) CTX_TRY_CTX(sys::loopback_up(), "network namespace");

@@ -15,6 +15,7 @@ struct SandboxIo {
   int report_write = -1;  ///< "step <name> <usec>" lines, closed before exec
   int listen_fd = -1;     ///< the agent socket, passed as fd 3 (LISTEN_FDS)
   std::string notify_host_path;  ///< host path of the NOTIFY_SOCKET socket
+  std::string control_host_path; ///< host path of the supervisor's control socket
 };
 
 /// Exit codes of the sandbox's init that are not the runtime's own.

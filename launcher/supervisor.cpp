@@ -13,6 +13,7 @@
 #include "base/names.hpp"
 #include "base/timestamp.hpp"
 #include "cgroup/placement.hpp"
+#include "launcher/children.hpp"
 #include "launcher/sandbox.hpp"
 #include "sys/file.hpp"
 #include "sys/process.hpp"
@@ -43,15 +44,7 @@ class AgentFiles {
   }
 
   void event(json j) {
-    if (!session_.valid()) {
-      auto home = sys::open_dir(plan_.ctx_root + "/home", true);
-      if (!home) return warn(fail(home.error()), "events.jsonl");
-      std::string rel = std::to_string(plan_.owner) + "/agent/" + plan_.name +
-                        "/session/" + plan_.session;
-      auto dir = sys::open_or_make_dirs(home->get(), rel, 0755, owner());
-      if (!dir) return warn(fail(dir.error()), "events.jsonl");
-      session_ = std::move(*dir);
-    }
+    if (!open_session()) return;
     json out;
     out["ts"] = timestamp_now();
     for (auto& [k, v] : j.items()) out[k] = v;
@@ -60,8 +53,46 @@ class AgentFiles {
     warn(sys::append_file(session_.get(), "events.jsonl", out.dump() + "\n", 0644, owner()), "events.jsonl");
   }
 
+  /// The session's `state` file (seed 003: an owned child's session ends
+  /// "cancelled" when its parent dies).
+  void session_state(const std::string& s) {
+    if (open_session()) warn(sys::atomic_replace(session_.get(), "state", s + "\n"), "state");
+  }
+
+  /// An event in another agent's session stream (the parent's, for
+  /// agent.child.cancel), stamped with that agent and session.
+  void event_of(const std::string& agent, const std::string& session, json j) {
+    auto home = sys::open_dir(plan_.ctx_root + "/home", true);
+    if (!home) return;
+    auto dir = sys::open_dir_at(home->get(), std::to_string(plan_.owner) + "/agent/" + agent + "/session/" + session);
+    if (!dir) return warn(fail(dir.error()), "the parent's events.jsonl");
+    json out;
+    out["ts"] = timestamp_now();
+    for (auto& [k, v] : j.items()) out[k] = v;
+    out["agent"] = agent;
+    out["session"] = session;
+    warn(sys::append_file(dir->get(), "events.jsonl", out.dump() + "\n", 0644, owner()), "the parent's events.jsonl");
+  }
+
+  /// `status` of the coordination directory in the parent's session.
+  void context_status(const std::string& dir, const std::string& s) {
+    if (dir.empty()) return;
+    auto d = sys::open_dir(dir, true);
+    if (d) warn(sys::atomic_replace(d->get(), "status", s + "\n"), "context status");
+  }
+
 
  private:
+  bool open_session() {
+    if (session_.valid()) return true;
+    auto home = sys::open_dir(plan_.ctx_root + "/home", true);
+    if (!home) return warn(fail(home.error()), "events.jsonl"), false;
+    std::string rel = std::to_string(plan_.owner) + "/agent/" + plan_.name + "/session/" + plan_.session;
+    auto dir = sys::open_or_make_dirs(home->get(), rel, 0755, owner());
+    if (!dir) return warn(fail(dir.error()), "events.jsonl"), false;
+    session_ = std::move(*dir);
+    return true;
+  }
   // A root supervisor gives what it creates in the owner's home tier to
   // the agent's host ids, so the agent's own tools can append events.
   std::optional<sys::Ownership> owner() const {
@@ -125,14 +156,64 @@ Error parse_child_error(const std::string& raw) {
   return Error{code == 0 ? EIO : code, sp == std::string::npos ? raw : raw.substr(sp + 1)};
 }
 
+// The watchdog: a small process outside the agent's cgroup that outlives
+// a supervisor killed by SIGKILL and then does what its teardown would
+// have done: waits for the owned children (they got PR_SET_PDEATHSIG and
+// cancel themselves), kills and removes the cgroup subtree, removes the
+// sockets and marks the agent dead. A supervisor that ends normally
+// writes 'c' to the returned pipe and reaps it. Forked before any socket
+// or pipe of the sandbox exists, so it holds no lifeline; it keeps the
+// one-instance lock (the shared open file of <name>.d) while it cleans.
+Result<std::pair<UniqueFd, pid_t>> start_watchdog(const LaunchPlan& plan, int agents, int ddir, int run_dir,
+                                                  cgroup::Placement* placement, int grace_ms) {
+  CTX_TRY_ASSIGN(auto pipe, sys::make_pipe());
+  CTX_TRY_ASSIGN(pid_t pid, sys::fork_process());
+  if (pid != 0) return std::pair<UniqueFd, pid_t>(std::move(pipe.second), pid);
+  // The supervisor's signal mask is inherited: SIGINT, SIGTERM etc. stay
+  // blocked here, so a ^C to the process group does not stop the cleanup.
+  std::vector<int> keep{2, pipe.first.get(), agents, ddir, run_dir};
+  if (placement != nullptr)
+    for (int fd : placement->fds()) keep.push_back(fd);
+  if (!sys::close_fds_except(keep)) _exit(1);
+  char c = 0;
+  auto r = sys::read_byte(pipe.first.get(), c);
+  if (r && *r && c == 'c') _exit(0);
+  AgentFiles files(plan, ddir);
+  files.status("stopping");
+  if (placement != nullptr) {
+    (void)placement->wait_children_gone(grace_ms + 3000);
+    (void)placement->remove();
+  }
+  (void)sys::remove_at(agents, plan.name + ".sock");
+  (void)sys::remove_at(run_dir, "notify");
+  (void)sys::remove_at(run_dir, "control");
+  files.status("dead");
+  files.log({{"event", "agent.stop"}, {"reason", "supervisor_killed"}});
+  files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"reason", "supervisor_killed"}});
+  _exit(0);
+}
+
+// A run id for the `parent` file of the children this run creates.
+std::string new_run_id() {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "r%llx%x", static_cast<unsigned long long>(sys::now_us()), static_cast<unsigned>(::getpid()));
+  return buf;
+}
+
 }  // namespace
 
-int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optional<Error>& error) {
+int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const SuperviseOptions& opts,
+              std::optional<Error>& error) {
   auto failed = [&](Error e) {
     error = std::move(e);
     return kExitLaunchFailed;
   };
   std::uint64_t t0 = sys::now_us();
+  // First, so that an owned child's PR_SET_PDEATHSIG (parent_dead_signal)
+  // waits in the signalfd instead of killing us half-way.
+  const std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, parent_dead_signal()};
+  auto sigfd = sys::block_into_signalfd(watched);
+  if (!sigfd) return failed(sigfd.error());
   auto agents = sys::open_dir(plan.ctx_root + "/agent");
   if (!agents) return failed(agents.error());
   auto ddir = sys::open_dir_at(agents->get(), plan.name + ".d");
@@ -156,6 +237,7 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
     files.log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}});
     files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"exit_status", kExitLaunchFailed},
                  {"error", e.msg}});
+    files.context_status(opts.handoff_dir, "failed");
     return failed(e);
   };
 
@@ -168,7 +250,8 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
   {
     std::string why_not;
     bool reaped = false;
-    cgroup::PlacementOptions po{plan.name, plan.ctx_root, plan.owner, plan.ids.privileged, opts.cgroup_base, plan.limits};
+    cgroup::PlacementOptions po{plan.name, plan.ctx_root, plan.owner, plan.ids.privileged, opts.cgroup_base, plan.limits,
+                                opts.cgroup_leaf};
     auto pl = cgroup::Placement::create(po, why_not, reaped);
     if (!pl) return fail_launch(pl.error());
     if (reaped) files.log({{"event", "agent.reap"}, {"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}});
@@ -183,13 +266,31 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
       warn_once_without_cgroup(rd->first.get(), why_not);
     }
   }
+  auto watchdog = start_watchdog(plan, agents->get(), ddir->get(), rd->first.get(), placement ? &*placement : nullptr,
+                                 opts.cancel_grace_ms);
+  if (!watchdog) return fail_launch(watchdog.error());
+  // Every return from here on releases the watchdog first.
+  struct WatchdogGuard {
+    std::pair<UniqueFd, pid_t>& w;
+    ~WatchdogGuard() {
+      char c = 'c';
+      (void)sys::write_all(w.first.get(), &c, 1);
+      w.first.reset();
+      (void)sys::wait_pid(w.second);
+    }
+  } watchdog_guard{*watchdog};
 
   std::string notify_path = rd->second + "/notify";
   auto notify = sys::bind_datagram(notify_path);
   if (!notify) return fail_launch(notify.error());
-  // Anyone inside the sandbox may notify; outside, the 0700 directory
-  // keeps everyone but us away.
+  // Anyone inside the sandbox may notify or ask; outside, the 0700
+  // directory keeps everyone but us away.
   if (auto r = sys::chmod_path(notify_path, 0666); !r) return fail_launch(r.error());
+  std::string control_path = rd->second + "/control";
+  auto control = sys::listen_unix_at(rd->first.get(), "control", control_path);
+  if (!control) return fail_launch(control.error());
+  if (auto r = sys::chmod_path(control_path, 0666); !r) return fail_launch(r.error());
+  if (auto r = sys::set_nonblocking(control->get()); !r) return fail_launch(r.error());
   auto listen = sys::listen_unix_at(agents->get(), plan.name + ".sock", plan.ctx_root + "/agent/" + plan.name + ".sock");
   if (!listen) return fail_launch(listen.error());
 
@@ -197,9 +298,6 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
   auto errp = sys::make_pipe();
   auto rep = sys::make_pipe();
   if (!sync || !errp || !rep) return fail_launch(Error{EMFILE, "pipe2: EMFILE"});
-  const std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
-  auto sigfd = sys::block_into_signalfd(watched);
-  if (!sigfd) return fail_launch(sigfd.error());
 
   std::uint64_t t_clone = sys::now_us();
   auto child = sys::clone_child({plan.clone_flags, placement ? placement->runtime_fd() : -1});
@@ -208,7 +306,7 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
     return fail_launch((plan.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan, e) : e);
   }
   if (child->pid == 0) {
-    SandboxIo io{sync->first.get(), errp->second.get(), rep->second.get(), listen->get(), notify_path};
+    SandboxIo io{sync->first.get(), errp->second.get(), rep->second.get(), listen->get(), notify_path, control_path};
     run_sandbox(plan, io);
   }
   sync->first.reset();
@@ -260,6 +358,7 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
       files.status("dead");
       files.log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}, {"exit_status", code}});
       files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"exit_status", code}});
+      files.context_status(opts.handoff_dir, "failed");
       error = e;
       return code;
     }
@@ -287,14 +386,64 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
     std::string s = j.dump() + "\n";
     (void)sys::write_all(opts.json_status_fd, s.data(), s.size());
   }
+  const bool owned = spec.parent.has_value() && !opts.handoff_dir.empty();
+  if (owned) {
+    files.context_status(opts.handoff_dir, "running");
+    files.session_state("running");
+  }
 
-  // Supervision: signals, sd_notify messages, the child's exit.
+  ChildrenConfig cc;
+  cc.parent = &spec;
+  cc.session = plan.session;
+  cc.run = new_run_id();
+  cc.self_exe = opts.self_exe;
+  cc.agent_cgroup = placement ? placement->agent_dir() : std::string();
+  cc.require_cgroup = opts.require_cgroup;
+  cc.cancel_grace_ms = opts.cancel_grace_ms;
+  cc.env = opts.child_env;
+  if (plan.ids.privileged) cc.owner = sys::Ownership{plan.ids.host_uid, plan.ids.host_gid};
+  cc.event = [&files](json j) { files.event(std::move(j)); };
+  Children children(std::move(cc), std::move(*control));
+
+  // Supervision: signals, sd_notify messages, the control socket, owned
+  // children, the runtime's exit; and the cancellation sequence of seed
+  // 003 when our own parent dies.
   std::string state = "start";
   int exit_code = kExitLaunchFailed;
   bool running = true;
+  bool cancelled = false, killed = false;
+  std::uint64_t kill_at = 0;
+  auto cancel = [&]() {
+    if (cancelled) return;
+    cancelled = true;
+    state = "stopping";
+    files.status("stopping");
+    files.log({{"event", "agent.cancel"}, {"reason", "parent_dead"}});
+    (void)sys::remove_at(agents->get(), plan.name + ".sock");  // no new connections
+    children.close_control();
+    children.cancel_all();
+    (void)sys::signal_pidfd(child->pidfd.get(), SIGTERM);
+    kill_at = sys::now_us() + static_cast<std::uint64_t>(opts.cancel_grace_ms) * 1000;
+  };
+  // The parent may have died between our start and now.
+  if (opts.owned_by != 0 && ::getppid() != opts.owned_by) cancel();
   while (running) {
     std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {child->pidfd.get(), POLLIN, 0}, {notify->get(), POLLIN, 0}};
-    if (!sys::poll_fds(fds, -1)) break;
+    children.add_poll_fds(fds);
+    int timeout = -1;
+    if (cancelled && !killed) {
+      std::uint64_t now = sys::now_us();
+      timeout = now >= kill_at ? 0 : static_cast<int>((kill_at - now + 999) / 1000);
+    }
+    if (!sys::poll_fds(fds, timeout)) break;
+    if (cancelled && !killed && sys::now_us() >= kill_at) {
+      // The grace period is over: SIGKILL to everything in runtime/ (or,
+      // without a cgroup, to the sandbox's init, whose end kills the pid
+      // namespace).
+      killed = true;
+      if (placement) (void)placement->kill_runtime();
+      (void)sys::signal_pidfd(child->pidfd.get(), SIGKILL);
+    }
     if (fds[2].revents & POLLIN) {
       while (true) {
         auto msg = sys::recv_datagram(notify->get());
@@ -317,7 +466,7 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
             next = "ready";
           }
         }
-        if (next != state) {
+        if (next != state && !cancelled) {
           state = next;
           files.status(state.c_str());
           files.log({{"event", "agent.status"}, {"status", state}});
@@ -326,7 +475,9 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
     }
     if (fds[0].revents & POLLIN) {
       auto sig = sys::read_signalfd(sigfd->get());
-      if (sig && *sig != SIGCHLD) {
+      if (sig && *sig == parent_dead_signal()) {
+        cancel();
+      } else if (sig && *sig != SIGCHLD) {
         if (state != "stopping") {
           state = "stopping";
           files.status("stopping");
@@ -335,6 +486,7 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
         (void)sys::signal_pidfd(child->pidfd.get(), *sig);
       }
     }
+    children.handle(fds);
     if (fds[1].revents & POLLIN) {
       auto st = sys::wait_pid(child->pid);
       exit_code = st ? exit_code_of(*st) : kExitLaunchFailed;
@@ -342,14 +494,34 @@ int supervise(const LaunchPlan& plan, const SuperviseOptions& opts, std::optiona
     }
   }
 
+  // Our runtime is gone: so is the parent of our children (seed 003,
+  // "Parent Death"). Mark ourselves stopping, then each child cancels
+  // itself (SIGTERM, grace, cgroup.kill) and reports; those that outlast
+  // the grace period by far are SIGKILLed with their subtrees below.
   (void)sys::remove_at(agents->get(), plan.name + ".sock");
+  if (children.running() > 0) {
+    if (state != "stopping") files.status("stopping");
+    children.close_control();
+    children.cancel_all();
+    children.wait_all(opts.cancel_grace_ms + 3000);
+  }
   (void)sys::remove_at(rd->first.get(), "notify");
+  (void)sys::remove_at(rd->first.get(), "control");
   if (placement)
     if (auto r = placement->remove(); !r) files.log({{"event", "agent.error"}, {"error", r.error().msg}});
   files.status("dead");
   files.log({{"event", "agent.stop"}, {"exit_status", exit_code}});
-  files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", exit_code == 0 ? "ok" : "error"},
-               {"exit_status", exit_code}});
+  const char* outcome = cancelled ? "cancelled" : exit_code == 0 ? "ok" : "error";
+  files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", outcome}, {"exit_status", exit_code}});
+  if (owned) {
+    const char* s = cancelled ? "cancelled" : exit_code == 0 ? "done" : "failed";
+    files.session_state(s);
+    files.context_status(opts.handoff_dir, s);
+  }
+  if (cancelled && spec.parent)
+    files.event_of(spec.parent->agent, spec.parent->session.empty() ? "default" : spec.parent->session,
+                   {{"type", "agent.child.cancel"}, {"parent", spec.parent->agent}, {"child", plan.name},
+                    {"reason", "parent_dead"}, {"object", "agent/" + plan.name}});
   if (opts.json_status_fd >= 0) {
     std::string s = json{{"event", "exited"}, {"agent", plan.name}, {"exit_status", exit_code}}.dump() + "\n";
     (void)sys::write_all(opts.json_status_fd, s.data(), s.size());

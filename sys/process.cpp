@@ -38,6 +38,25 @@ Result<Child> clone_child(const CloneSpec& spec) {
   return c;
 }
 
+Result<Child> spawn_owned(const std::string& path, const std::vector<std::string>& argv,
+                          const std::vector<std::string>& env, int death_signal, const std::vector<int>& keep) {
+  // Everything the child needs is built before the clone: after it, only
+  // async-signal-safe calls.
+  std::vector<char*> av, ev;
+  for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
+  av.push_back(nullptr);
+  for (const auto& e : env) ev.push_back(const_cast<char*>(e.c_str()));
+  ev.push_back(nullptr);
+  pid_t parent = ::getpid();
+  CTX_TRY_ASSIGN(Child c, clone_child({0, -1}));
+  if (c.pid != 0) return c;
+  if (::prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0) < 0 || ::getppid() != parent) _exit(125);
+  if (!keep_only_fds(keep)) _exit(125);
+  reset_signals();
+  ::execve(path.c_str(), av.data(), ev.data());
+  _exit(127);
+}
+
 Result<pid_t> fork_process() {
   pid_t pid = ::fork();
   if (pid < 0) return fail_errno("fork");

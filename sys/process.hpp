@@ -30,6 +30,14 @@ struct Child {
 /// the child (which must never return up the stack: it _exit()s).
 Result<Child> clone_child(const CloneSpec& spec);
 
+/// Starts path as an owned helper process: clone3 with a pidfd; in the
+/// child, `death_signal` is armed with PR_SET_PDEATHSIG (and the child
+/// exits 125 at once if the caller already died), signals are reset,
+/// fds above 2 are closed except `keep` (moved to 3, 4, ...), and path is
+/// executed with argv and env. A failed exec exits 127.
+Result<Child> spawn_owned(const std::string& path, const std::vector<std::string>& argv,
+                          const std::vector<std::string>& env, int death_signal, const std::vector<int>& keep = {});
+
 /// fork(2) for helpers that need no namespaces.
 Result<pid_t> fork_process();
 

@@ -54,6 +54,45 @@ Result<UniqueFd> listen_unix_at(int dirfd, const std::string& name, const std::s
   return s;
 }
 
+Result<UniqueFd> connect_stream(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail_errno("socket");
+  UniqueFd s(fd);
+  CTX_TRY_ASSIGN(sockaddr_un a, make_addr(path));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return fail_errno("connect " + path);
+  return s;
+}
+
+Result<std::optional<UniqueFd>> accept_nonblock(int listen_fd) {
+  int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+      return std::optional<UniqueFd>();
+    return fail_errno("accept4");
+  }
+  return std::optional<UniqueFd>(UniqueFd(fd));
+}
+
+Result<std::optional<std::string>> read_available(int fd, std::size_t max) {
+  std::string buf(max, '\0');
+  while (true) {
+    ssize_t n = ::read(fd, buf.data(), max);
+    if (n >= 0) {
+      buf.resize(static_cast<std::size_t>(n));
+      return std::optional<std::string>(std::move(buf));
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return std::optional<std::string>();
+    return fail_errno("read");
+  }
+}
+
+Result<void> set_nonblocking(int fd) {
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return fail_errno("fcntl O_NONBLOCK");
+  return {};
+}
+
 Result<UniqueFd> bind_datagram(const std::string& path) {
   int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fail_errno("socket");

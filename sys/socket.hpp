@@ -4,6 +4,8 @@
 
 #include <poll.h>
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,21 @@ Result<std::string> recv_datagram(int fd);
 
 /// Sends one datagram to a unix socket path ("@name" for abstract).
 Result<void> send_datagram(const std::string& path, const std::string& msg);
+
+/// A connected SOCK_STREAM unix socket to path (a supervisor's control
+/// socket).
+Result<UniqueFd> connect_stream(const std::string& path);
+
+/// accept4(2) on a listening socket, non-blocking and close-on-exec; the
+/// new connection is non-blocking too. nullopt when none is waiting.
+Result<std::optional<UniqueFd>> accept_nonblock(int listen_fd);
+
+/// Reads what a non-blocking fd has (at most max bytes): the bytes,
+/// "" at EOF, nullopt when nothing is waiting (EAGAIN).
+Result<std::optional<std::string>> read_available(int fd, std::size_t max);
+
+/// Makes fd non-blocking (fcntl O_NONBLOCK).
+Result<void> set_nonblocking(int fd);
 
 /// unlinkat(2), ENOENT ignored.
 Result<void> remove_at(int dirfd, const std::string& name, bool dir = false);

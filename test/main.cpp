@@ -33,11 +33,13 @@ bool strict_for(std::string_view facility) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The first argument that looks like "[tag]" names the facility.
+  // The first argument that begins with "[tag]" names the facility
+  // ("[root]" or, for a few cases by name, "[root]*handoff").
   for (int i = 1; i < argc; ++i) {
     std::string_view a(argv[i]);
-    if (a.size() < 3 || a.front() != '[' || a.back() != ']') continue;
-    std::string facility(a.substr(1, a.size() - 2));
+    std::size_t close = a.find(']');
+    if (a.size() < 3 || a.front() != '[' || close == std::string_view::npos || close < 2) continue;
+    std::string facility(a.substr(1, close - 1));
     ctx::test::set_current_facility(facility);
     std::optional<std::string> missing = ctx::test::facility_missing(facility);
     if (missing) {

@@ -30,18 +30,8 @@ using ctx::test::TestUser;
 
 namespace {
 
-struct Mode {
-  bool privileged = false;
-  TestUser as;     ///< who runs ctx-agent-run
-  TestUser owner;  ///< who owns the agent
-};
-
-Mode mode() {
-  auto u = ctx::test::test_user();
-  REQUIRE(u);
-  if (ctx::test::current_facility() == "root") return Mode{true, TestUser{0, 0, "root"}, *u};
-  return Mode{false, *u, *u};
-}
+using Mode = ctx::test::LaunchMode;
+Mode mode() { return ctx::test::launch_mode(); }
 
 json probe(const RunResult& r) {
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
@@ -589,21 +579,7 @@ TEST_CASE("unprivileged: bind of a source with submounts is refused, rbind shows
 namespace {
 
 // Processes whose command line mentions `token` (the tests' unique paths).
-std::vector<int> processes_mentioning(const std::string& token) {
-  std::vector<int> out;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::string n = e.path().filename();
-    if (n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) == ::getpid()) continue;
-    std::string cmd;
-    try {
-      cmd = ctx::test::read_file(e.path().string() + "/cmdline");
-    } catch (...) {
-      continue;
-    }
-    if (cmd.find(token) != std::string::npos) out.push_back(std::stoi(n));
-  }
-  return out;
-}
+using ctx::test::processes_mentioning;
 
 }  // namespace
 
@@ -635,7 +611,8 @@ TEST_CASE("nothing keeps running after a failed launch or a killed supervisor", 
   std::string token = "sleep:29." + std::to_string(::getpid());
   auto sp = t.spawn({"coder", "--", "/probe", "notify:READY=1", token}, m.as);
   REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
-  CHECK(processes_mentioning(token).size() == 3);  // the supervisor, the sandbox init, the probe
+  // The supervisor, its watchdog, the sandbox init, the probe.
+  CHECK(processes_mentioning(token).size() == 4);
   REQUIRE(::kill(sp.pid, SIGKILL) == 0);
   RunResult r = ctx::test::wait_command(sp, 30);
   CHECK(r.exit_code == 128 + SIGKILL);
@@ -645,9 +622,11 @@ TEST_CASE("nothing keeps running after a failed launch or a killed supervisor", 
     if (!gone) ::usleep(20000);
   }
   CHECK(gone);
-  // The next launch finds the stale status and goes ahead.
+  // The watchdog cleaned up after the supervisor and said so.
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+  CHECK(t.dir().read("ctx/agent/coder.d/log").find("\"reason\":\"supervisor_killed\"") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(t.root() + "/agent/coder.sock"));
   probe(run_probe(t, m, "coder", {"ids"}));
-  CHECK(t.dir().read("ctx/agent/coder.d/log").find("\"previous_status\":\"ready\"") != std::string::npos);
 }
 
 TEST_CASE("iso uid outside the delegated range fails with the fix", "[userns]") {

@@ -1,5 +1,9 @@
 #include "test/support/launch.hpp"
 
+#include <filesystem>
+#include <stdexcept>
+#include "test/support/facility.hpp"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -205,6 +209,29 @@ Spawned CtxTree::spawn(const std::vector<std::string>& args, std::optional<TestU
   argv.insert(argv.end(), args.begin(), args.end());
   if (!as && ::geteuid() == 0 && owner_.uid != 0) as = owner_;
   return spawn_command(argv, as);
+}
+
+std::vector<int> processes_mentioning(const std::string& token) {
+  std::vector<int> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string n = e.path().filename();
+    if (n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) == ::getpid()) continue;
+    std::string cmd;
+    try {
+      cmd = read_file(e.path().string() + "/cmdline");
+    } catch (...) {
+      continue;
+    }
+    if (cmd.find(token) != std::string::npos) out.push_back(std::stoi(n));
+  }
+  return out;
+}
+
+LaunchMode launch_mode() {
+  auto u = test_user();
+  if (!u) throw std::runtime_error("no test user: run scripts/setup");
+  if (current_facility() == "root") return LaunchMode{true, TestUser{0, 0, "root"}, *u};
+  return LaunchMode{false, *u, *u};
 }
 
 std::string probe_json_line(const std::string& out) {

@@ -101,6 +101,19 @@ class CtxTree {
   std::string root_;
 };
 
+/// Pids (other than the caller's) whose command line contains token.
+std::vector<int> processes_mentioning(const std::string& token);
+
+/// Who launches in this facility run: in [root], root launches agents
+/// owned by the test user (a privileged launch, as from systemd); in the
+/// other tags the test user launches its own.
+struct LaunchMode {
+  bool privileged = false;
+  TestUser as;     ///< who runs ctx-agent-run
+  TestUser owner;  ///< who owns the agent
+};
+LaunchMode launch_mode();
+
 /// Parses the JSON line ctx-probe printed (the last line of out).
 std::string probe_json_line(const std::string& out);
 

@@ -1,0 +1,406 @@
+#include "launcher/children.hpp"
+
+#include <csignal>
+
+#include "agentdir/child.hpp"
+#include "agentdir/load.hpp"
+#include "base/names.hpp"
+#include "base/path.hpp"
+#include "launcher/sandbox.hpp"
+#include "sys/process.hpp"
+#include "sys/resolve.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::launcher {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxRequest = 64 * 1024;
+constexpr std::size_t kMaxConns = 32;
+
+Error bad_request(const std::string& msg) { return Error{EINVAL, "EINVAL: " + msg, "invalid_request"}; }
+
+Result<std::vector<std::string>> strings(const json& v, const std::string& key) {
+  std::vector<std::string> out;
+  if (v.is_string()) return std::vector<std::string>{v.get<std::string>()};
+  if (!v.is_array()) return fail(bad_request(key + " must be a string or an array of strings"));
+  for (const auto& e : v) {
+    if (!e.is_string()) return fail(bad_request(key + " must be a string or an array of strings"));
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+Result<std::vector<std::pair<std::string, std::vector<std::string>>>> grants(const json& v, const std::string& key) {
+  if (!v.is_object()) return fail(bad_request(key + " must be an object of name -> permissions"));
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const auto& [k, perms] : v.items()) {
+    CTX_TRY_ASSIGN(auto p, strings(perms, key + "." + k));
+    out.emplace_back(k, std::move(p));
+  }
+  return out;
+}
+
+Result<mountspec::ChildMount> child_mount(const json& m, std::size_t i) {
+  const std::string where = "mount[" + std::to_string(i) + "]";
+  if (!m.is_array() || m.size() < 3 || m.size() > 4)
+    return fail(bad_request(where + " must be [source, target, mode] or [source, target, mode, options]"));
+  for (const auto& e : m)
+    if (!e.is_string()) return fail(bad_request(where + ": every element must be a string"));
+  mountspec::ChildMount c;
+  c.source = m[0].get<std::string>();
+  c.target = m[1].get<std::string>();
+  std::string mode = m[2].get<std::string>();
+  if (mode != "ro" && mode != "rw") return fail(bad_request(where + ": mode must be ro or rw, not '" + mode + "'"));
+  c.mode = mode == "ro" ? mountspec::Mode::ro : mountspec::Mode::rw;
+  if (m.size() == 4) {
+    std::string opts = m[3].get<std::string>();
+    for (std::size_t pos = 0; pos <= opts.size();) {
+      std::size_t comma = opts.find(',', pos);
+      std::string w = opts.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      pos = comma == std::string::npos ? opts.size() + 1 : comma + 1;
+      if (w == "bind") c.kind = mountspec::Kind::bind;
+      else if (w == "rbind") c.kind = mountspec::Kind::rbind;
+      else if (w == "nosuid") c.nosuid = true;
+      else if (w == "nodev") c.nodev = true;
+      else if (w == "noexec") c.noexec = true;
+      else if (w != "-") return fail(bad_request(where + ": unknown option '" + w + "'"));
+    }
+  }
+  return c;
+}
+
+// The seed's agent.create request, strictly: unknown keys are errors.
+Result<agentdir::ChildRequest> decode(const json& j) {
+  if (!j.is_object()) return fail(bad_request("the request must be a JSON object"));
+  agentdir::ChildRequest r;
+  for (const auto& [k, v] : j.items()) {
+    if (k == "name") {
+      if (!v.is_string()) return fail(bad_request("name must be a string"));
+      r.name = v.get<std::string>();
+    } else if (k == "label") {
+      if (!v.is_string()) return fail(bad_request("label must be a string"));
+      r.label = v.get<std::string>();
+    } else if (k == "model") {
+      CTX_TRY_ASSIGN(r.models, strings(v, k));
+    } else if (k == "tools") {
+      CTX_TRY_ASSIGN(r.tools, strings(v, k));
+    } else if (k == "shared") {
+      CTX_TRY_ASSIGN(r.shared, grants(v, k));
+    } else if (k == "agents") {
+      CTX_TRY_ASSIGN(r.agents, grants(v, k));
+    } else if (k == "network") {
+      if (!v.is_boolean()) return fail(bad_request("network must be true or false"));
+      r.network = v.get<bool>();
+    } else if (k == "mount") {
+      if (!v.is_array()) return fail(bad_request("mount must be an array"));
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        CTX_TRY_ASSIGN(auto m, child_mount(v[i], i));
+        r.mounts.push_back(std::move(m));
+      }
+    } else if (k == "groups") {
+      std::vector<std::uint32_t> g;
+      if (!v.is_array()) return fail(bad_request("groups must be an array of gids"));
+      for (const auto& e : v) {
+        if (!e.is_number_unsigned() || e.get<std::uint64_t>() > 0xfffffffeu)
+          return fail(bad_request("groups must be an array of gids"));
+        g.push_back(e.get<std::uint32_t>());
+      }
+      r.groups = std::move(g);
+    } else if (k == "cwd") {
+      if (!v.is_string()) return fail(bad_request("cwd must be a string"));
+      r.cwd = v.get<std::string>();
+    } else if (k == "handoff") {
+      if (!v.is_string()) return fail(bad_request("handoff must be a string (the text of handoff.md)"));
+      r.handoff = v.get<std::string>();
+    } else {
+      return fail(bad_request("unknown key '" + k + "' (known: name label model tools shared agents network mount "
+                              "groups cwd handoff)"));
+    }
+  }
+  if (r.name.empty()) return fail(bad_request("name is required"));
+  return r;
+}
+
+}  // namespace
+
+int parent_dead_signal() { return SIGRTMIN + 2; }
+
+Children::Children(ChildrenConfig cfg, UniqueFd control_listen) : cfg_(std::move(cfg)), listen_(std::move(control_listen)) {}
+
+void Children::add_poll_fds(std::vector<struct pollfd>& fds) const {
+  if (listen_.valid()) fds.push_back({listen_.get(), POLLIN, 0});
+  for (const auto& [id, c] : conns_) fds.push_back({c.fd.get(), POLLIN, 0});
+  for (const auto& [name, c] : children_) {
+    if (c.exit_status) continue;
+    fds.push_back({c.pidfd.get(), POLLIN, 0});
+    if (c.status.valid()) fds.push_back({c.status.get(), POLLIN, 0});
+  }
+}
+
+void Children::handle(const std::vector<struct pollfd>& fds) {
+  auto ready = [&](int fd) {
+    for (const auto& p : fds)
+      if (p.fd == fd) return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+    return false;
+  };
+  for (auto& [name, c] : children_) {
+    if (c.exit_status) continue;
+    if (c.status.valid() && ready(c.status.get())) read_status(c, name);
+    if (ready(c.pidfd.get())) {
+      if (c.status.valid()) read_status(c, name);
+      auto st = sys::wait_pid(c.pid);
+      exited(name, c, st ? exit_code_of(*st) : kExitLaunchFailed);
+    }
+  }
+  std::vector<int> ids;
+  for (const auto& [id, c] : conns_)
+    if (ready(c.fd.get())) ids.push_back(id);
+  for (int id : ids) read_conn(id);
+  if (listen_.valid() && ready(listen_.get())) accept_all();
+}
+
+void Children::accept_all() {
+  while (true) {
+    auto c = sys::accept_nonblock(listen_.get());
+    if (!c || !*c) return;
+    if (conns_.size() >= kMaxConns) continue;  // dropped: the peer sees EOF
+    conns_[next_conn_++] = Conn{std::move(**c), {}};
+  }
+}
+
+void Children::read_conn(int id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  auto data = sys::read_available(it->second.fd.get(), 8192);
+  if (!data) {
+    conns_.erase(it);
+    return;
+  }
+  if (!*data) return;
+  if ((*data)->empty()) {  // EOF: a waiter that gave up
+    conns_.erase(it);
+    for (auto& [n, ch] : children_) {
+      std::erase(ch.start_waiters, id);
+      std::erase(ch.exit_waiters, id);
+    }
+    return;
+  }
+  it->second.buf += **data;
+  auto nl = it->second.buf.find('\n');
+  if (nl == std::string::npos) {
+    if (it->second.buf.size() > kMaxRequest) deny(id, "", bad_request("request longer than 64 KiB"));
+    return;
+  }
+  std::string line = it->second.buf.substr(0, nl);
+  it->second.buf.erase(0, nl + 1);
+  request(id, line);
+}
+
+void Children::answer(int id, const json& j) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  std::string s = j.dump() + "\n";
+  (void)sys::write_all(it->second.fd.get(), s.data(), s.size());
+}
+
+void Children::deny(int id, const std::string& op, const Error& e) {
+  json j{{"ok", false}, {"code", errno_name(e.code)}, {"message", e.msg}};
+  if (!op.empty()) j["op"] = op;
+  if (!e.reason.empty()) j["reason"] = e.reason;
+  answer(id, j);
+}
+
+void Children::request(int id, const std::string& line) {
+  json j = json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("op") || !j["op"].is_string())
+    return deny(id, "", bad_request("a request is one JSON object with \"op\" (create, start, stop, wait)"));
+  std::string op = j["op"].get<std::string>();
+  if (op == "create") {
+    if (!j.contains("request")) return deny(id, op, bad_request("create needs \"request\""));
+    auto r = create(j["request"]);
+    if (!r) return deny(id, op, r.error());
+    return answer(id, *r);
+  }
+  if (op == "start") {
+    auto r = start(id, j);
+    if (!r) return deny(id, op, r.error());
+    return;  // answered once the child's runtime runs (or fails)
+  }
+  if (op == "stop" || op == "wait") {
+    auto name = own_child(j, op == "stop" ? "stop" : nullptr);
+    if (!name) return deny(id, op, name.error());
+    auto it = children_.find(*name);
+    if (it == children_.end())
+      return deny(id, op, Error{ESRCH, *name + ": ESRCH: this supervisor has not started it", "not_started"});
+    Child& c = it->second;
+    if (c.exit_status) return answer(id, {{"ok", true}, {"op", op}, {"name", *name}, {"exit_status", *c.exit_status}});
+    if (op == "stop") {
+      (void)sys::signal_pidfd(c.pidfd.get(), SIGTERM);
+      cfg_.event({{"type", "agent.child.stop"}, {"parent", cfg_.parent->name}, {"child", *name}, {"status", "ok"}});
+    }
+    c.exit_waiters.push_back(id);
+    return;
+  }
+  deny(id, op, bad_request("unknown op '" + op + "' (create, start, stop, wait)"));
+}
+
+Result<std::string> Children::own_child(const json& req, const char* perm) {
+  if (!req.contains("name") || !req["name"].is_string()) return fail(bad_request("\"name\" is required"));
+  std::string name = req["name"].get<std::string>();
+  if (auto issue = agent_name_issue(name)) return fail(Error{EACCES, name + ": EACCES: " + *issue, "invalid_name"});
+  const std::string subject = cfg_.parent->subject();
+  if (perm != nullptr && (subject.empty() || !cfg_.parent->policy.allows(subject, policy::Class::agent, name, perm)))
+    return fail(Error{EACCES,
+                      name + ": EACCES: the policy of " + cfg_.parent->name + " lacks 'allow " +
+                          (subject.empty() ? std::string("<no label>") : subject) + " agent:" + name + " " + perm + "'",
+                      "agent_policy"});
+  return name;
+}
+
+Result<json> Children::create(const json& req) {
+  CTX_TRY_ASSIGN(agentdir::ChildRequest r, decode(req));
+  CTX_TRY_ASSIGN(agentdir::ChildPlan plan,
+                 agentdir::plan_child(*cfg_.parent, r, {cfg_.session, cfg_.run}, agentdir::passwd_primary_gid()));
+  CTX_TRY(agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, cfg_.owner));
+  cfg_.event({{"type", "agent.child.create"}, {"parent", cfg_.parent->name}, {"child", r.name}, {"status", "ok"}});
+  return json{{"ok", true}, {"op", "create"}, {"name", r.name},
+              {"context", agentdir::child_context_dir(*cfg_.parent, cfg_.session, r.name)}};
+}
+
+Result<std::string> Children::start(int id, const json& req) {
+  CTX_TRY_ASSIGN(std::string name, own_child(req, "start"));
+  std::vector<std::string> command;
+  if (req.contains("command")) {
+    CTX_TRY_ASSIGN(command, strings(req["command"], "command"));
+  }
+  for (const auto& [k, v] : req.items())
+    if (k != "op" && k != "name" && k != "command") return fail(bad_request("unknown key '" + k + "' in start"));
+  auto it = children_.find(name);
+  if (it != children_.end() && !it->second.exit_status)
+    return fail(Error{EBUSY, name + ": EBUSY: already running", "running"});
+  // Only an owned child of this agent is ours to start.
+  auto spec = agentdir::load(cfg_.parent->ctx_root, name);
+  if (!spec) return fail(spec.error());
+  if (!spec->parent || spec->parent->agent != cfg_.parent->name)
+    return fail(Error{EACCES, name + ": EACCES: not a child of " + cfg_.parent->name + " (its parent file says " +
+                                  (spec->parent ? "agent:" + spec->parent->agent : std::string("nothing")) + ")",
+                      "not_owned"});
+
+  std::vector<std::string> argv{cfg_.self_exe, "--ctx-root", cfg_.parent->ctx_root, "--owned-by", std::to_string(::getpid()),
+                                "--cancel-grace-ms", std::to_string(cfg_.cancel_grace_ms), "--json-status-fd", "3"};
+  if (!cfg_.agent_cgroup.empty()) {
+    // <agent>/child/<name>: beside runtime/, so the no-internal-process
+    // rule holds at every level.
+    CTX_TRY_ASSIGN(UniqueFd base, sys::open_dir(cfg_.agent_cgroup));
+    if (auto st = sys::stat_at(base.get(), "child"); !st || !*st) CTX_TRY(sys::make_dir_at(base.get(), "child", 0755));
+    argv.insert(argv.end(), {"--cgroup-base", cfg_.agent_cgroup + "/child", "--cgroup-leaf", name});
+  }
+  if (cfg_.require_cgroup) argv.push_back("--require-cgroup");
+  argv.push_back(name);
+  if (!command.empty()) {
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
+  }
+  CTX_TRY_ASSIGN(auto pipe, sys::make_pipe());
+  CTX_TRY_ASSIGN(sys::Child proc, sys::spawn_owned(cfg_.self_exe, argv, cfg_.env, parent_dead_signal(), {pipe.second.get()}));
+  pipe.second.reset();
+  CTX_TRY(sys::set_nonblocking(pipe.first.get()));
+  Child c;
+  c.pid = proc.pid;
+  c.pidfd = std::move(proc.pidfd);
+  c.status = std::move(pipe.first);
+  c.start_waiters.push_back(id);
+  children_.insert_or_assign(name, std::move(c));
+  cfg_.event({{"type", "agent.child.start"}, {"parent", cfg_.parent->name}, {"child", name}, {"status", "ok"}});
+  return name;
+}
+
+void Children::read_status(Child& c, const std::string& name) {
+  while (c.status.valid()) {
+    auto data = sys::read_available(c.status.get(), 4096);
+    if (!data || !*data) return;
+    if ((*data)->empty()) {
+      c.status.reset();
+      return;
+    }
+    c.status_buf += **data;
+    for (auto nl = c.status_buf.find('\n'); nl != std::string::npos; nl = c.status_buf.find('\n')) {
+      json j = json::parse(c.status_buf.substr(0, nl), nullptr, false);
+      c.status_buf.erase(0, nl + 1);
+      if (j.is_object() && j.value("event", "") == "started") {
+        c.runtime_pid = j.value("pid", 0);
+        for (int w : c.start_waiters) answer(w, {{"ok", true}, {"op", "start"}, {"name", name}, {"pid", *c.runtime_pid}});
+        c.start_waiters.clear();
+      }
+    }
+  }
+}
+
+void Children::exited(const std::string& name, Child& c, int status) {
+  c.exit_status = status;
+  c.status.reset();
+  for (int w : c.start_waiters)
+    deny(w, "start",
+         Error{EIO, name + ": EIO: its launch failed with exit status " + std::to_string(status) + " (see " + name +
+                        ".d/log)",
+               "launch_failed"});
+  for (int w : c.exit_waiters) answer(w, {{"ok", true}, {"op", "wait"}, {"name", name}, {"exit_status", status}});
+  c.start_waiters.clear();
+  c.exit_waiters.clear();
+  cfg_.event({{"type", "agent.child.exit"}, {"parent", cfg_.parent->name}, {"child", name}, {"exit_status", status}});
+}
+
+void Children::close_control() {
+  listen_.reset();
+  for (auto& [name, c] : children_) {
+    for (int w : c.start_waiters) deny(w, "start", Error{ECANCELED, name + ": ECANCELED: the parent is stopping"});
+    for (int w : c.exit_waiters) deny(w, "wait", Error{ECANCELED, name + ": ECANCELED: the parent is stopping"});
+    c.start_waiters.clear();
+    c.exit_waiters.clear();
+  }
+  conns_.clear();
+}
+
+void Children::cancel_all() {
+  for (auto& [name, c] : children_)
+    if (!c.exit_status) (void)sys::signal_pidfd(c.pidfd.get(), parent_dead_signal());
+}
+
+std::size_t Children::running() const {
+  std::size_t n = 0;
+  for (const auto& [name, c] : children_) n += c.exit_status ? 0 : 1;
+  return n;
+}
+
+void Children::wait_all(int timeout_ms) {
+  std::uint64_t deadline = sys::now_us() + static_cast<std::uint64_t>(timeout_ms) * 1000;
+  while (running() > 0) {
+    std::uint64_t now = sys::now_us();
+    if (now >= deadline) break;
+    std::vector<struct pollfd> fds;
+    std::vector<std::string> names;
+    for (auto& [name, c] : children_)
+      if (!c.exit_status) {
+        fds.push_back({c.pidfd.get(), POLLIN, 0});
+        names.push_back(name);
+      }
+    if (!sys::poll_fds(fds, static_cast<int>((deadline - now + 999) / 1000))) break;
+    for (std::size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents != 0) {
+        Child& c = children_[names[i]];
+        auto st = sys::wait_pid(c.pid);
+        exited(names[i], c, st ? exit_code_of(*st) : kExitLaunchFailed);
+      }
+  }
+  for (auto& [name, c] : children_)
+    if (!c.exit_status) {
+      (void)sys::signal_pidfd(c.pidfd.get(), SIGKILL);
+      auto st = sys::wait_pid(c.pid);
+      exited(name, c, st ? exit_code_of(*st) : kExitLaunchFailed);
+    }
+}
+
+}  // namespace ctx::launcher

@@ -1,0 +1,338 @@
+// Owned child agents, end to end: a parent's runtime asks its supervisor
+// with `ctx agent create|start|stop|wait` from inside its sandbox; the
+// children run in sandboxes of their own and are cancelled when the
+// parent dies. [root] runs with cgroups (root launching for the test
+// user), [userns] without (the test user has no writable cgroup here:
+// the pidfd and process-group fallback).
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cgroup/discover.hpp"
+#include "cgroup/placement.hpp"
+#include "test/support/launch.hpp"
+#include "test/support/tempdir.hpp"
+
+using nlohmann::json;
+using ctx::test::CtxTree;
+using ctx::test::RunResult;
+using ctx::test::TestUser;
+
+namespace {
+
+// A parent agent "coder" that sees /usr, the probe, the CTX root (ro,
+// with /ctx/bin/ctx) and its home (rw); its policy lets it create, start
+// and stop "rev" and "sub".
+struct Family {
+  ctx::test::LaunchMode m;
+  CtxTree t{m.owner};
+  std::string uid = std::to_string(m.owner.uid);
+  std::string session_dir(const std::string& agent) const {
+    return "ctx/home/" + uid + "/agent/" + agent + "/session/default";
+  }
+
+  explicit Family(const std::string& extra_policy = "", ctx::test::LaunchMode mode = ctx::test::launch_mode())
+      : m(std::move(mode)) {
+    t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
+    std::string policy;
+    for (const char* child : {"rev", "sub"})
+      for (const char* perm : {"create", "start", "stop"})
+        policy += std::string("allow coder_t agent:") + child + " " + perm + "\n";
+    // As root the family runs with the owner's own ids (iso shared): no
+    // user namespace per level.
+    t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" +
+                                    uid + "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind,nosuid,nodev\n"},
+                      {"policy", policy + extra_policy},
+                      {"iso", m.privileged ? "shared\n" : "userns\n"}});
+    // The parent's own history, which no child may read.
+    t.write(session_dir("coder") + "/messages.jsonl", "{\"role\":\"user\",\"content\":\"secret\"}\n");
+  }
+
+  // Runs a shell script as coder's runtime.
+  RunResult sh(const std::string& script, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = extra;
+    args.insert(args.end(), {"coder", "--", "/bin/sh", "-c", script});
+    return t.launch(args, m.as, 90);
+  }
+  ctx::test::Spawned spawn_sh(const std::string& script, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = extra;
+    args.insert(args.end(), {"coder", "--", "/bin/sh", "-c", script});
+    return t.spawn(args, m.as);
+  }
+  std::string read(const std::string& rel) { return t.dir().read(rel); }
+  bool exists(const std::string& rel) { return std::filesystem::exists(t.dir() / rel); }
+};
+
+// The seed's request shape for a child that sees /usr, the probe and /ctx
+// read-only.
+std::string request(const std::string& name, const std::string& more = "") {
+  return "{\"name\":\"" + name + "\",\"label\":\"" + name +
+         "_t\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\",\"/probe\",\"ro\"],[\"/ctx\",\"/ctx\",\"ro\"]]" + more + "}";
+}
+
+std::vector<json> events(Family& f, const std::string& agent) {
+  std::vector<json> out;
+  std::istringstream in(f.read(f.session_dir(agent) + "/events.jsonl"));
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+bool has_event(const std::vector<json>& ev, const json& want) {
+  for (const auto& e : ev) {
+    bool all = true;
+    for (const auto& [k, v] : want.items()) all = all && e.contains(k) && e[k] == v;
+    if (all) {
+      CHECK(e.contains("ts"));
+      return true;
+    }
+  }
+  return false;
+}
+
+bool wait_gone(const std::string& token, int ms = 10000) {
+  for (int waited = 0; waited < ms; waited += 20) {
+    if (ctx::test::processes_mentioning(token).empty()) return true;
+    ::usleep(20000);
+  }
+  return false;
+}
+
+std::vector<std::string> json_lines(const std::string& out) {
+  std::vector<std::string> v;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] == '{') v.push_back(line);
+  return v;
+}
+
+std::string agent_cgroup(const Family& f, const std::string& agent) {
+  std::ifstream mi("/proc/self/mountinfo");
+  std::stringstream ss;
+  ss << mi.rdbuf();
+  auto m = ctx::cgroup::find_cgroup2(ss.str());
+  REQUIRE(m);
+  return m->mount_point + "/cortexfs/user-" + f.uid + "/" + ctx::cgroup::agent_cgroup_name(agent, f.t.root());
+}
+
+}  // namespace
+
+TEST_CASE("create, start and wait: the child runs in its own sandbox with only its handoff", "[root][userns]") {
+  Family f;
+  std::string home = "/ctx/home/" + f.uid + "/agent/coder/session/default";
+  RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev", ",\"handoff\":\"Task: review\\n\"") +
+                     "'; /ctx/bin/ctx agent start rev -- /probe ids read:/handoff/handoff.md write:/handoff/handoff.md "
+                     "write:/handoff/result.md write:/handoff/artifact/patch.diff exists:" + home +
+                     "/messages.jsonl exists:/ctx/agent/coder.d/policy; /ctx/bin/ctx agent wait rev");
+  INFO(r.out << r.err << (f.exists("ctx/agent/rev.d/mount") ? f.read("ctx/agent/rev.d/mount") : ""));
+  REQUIRE(r.exit_code == 0);
+  auto lines = json_lines(r.out);
+  REQUIRE(lines.size() == 4);
+  json created = json::parse(lines[0]);
+  CHECK(created["ok"] == true);
+  CHECK(created["name"] == "rev");
+  CHECK(json::parse(lines[1])["op"] == "start");
+  json seen = json::parse(lines[2]);  // the child's probe
+  CHECK(seen["read:/handoff/handoff.md"] == "ok");
+  CHECK(seen["write:/handoff/handoff.md"] == "EROFS");
+  CHECK(seen["write:/handoff/result.md"] == "ok");
+  CHECK(seen["write:/handoff/artifact/patch.diff"] == "ok");
+  CHECK(seen["exists:" + home + "/messages.jsonl"] == "ENOENT");  // the parent's sessions are masked
+  CHECK(seen["exists:/ctx/agent/coder.d/policy"] == "yes");
+  json waited = json::parse(lines[3]);
+  CHECK(waited == json{{"ok", true}, {"op", "wait"}, {"name", "rev"}, {"exit_status", 0}});
+
+  // The child is an ordinary agent: its control files, owned by coder.
+  std::string parent = f.read("ctx/agent/rev.d/parent");
+  CHECK(parent.rfind("agent:coder session:default run:r", 0) == 0);
+  CHECK(f.read("ctx/agent/rev.d/life") == "owned\n");
+  CHECK(f.read("ctx/agent/rev.d/label") == "rev_t\n");
+  CHECK(f.read("ctx/agent/rev.d/status") == "dead\n");
+  // The coordination directory in the parent's session.
+  std::string ctxdir = f.session_dir("coder") + "/context/child/rev/";
+  CHECK(f.read(ctxdir + "agent") == "rev\n");
+  CHECK(f.read(ctxdir + "handoff.md") == "Task: review\n");
+  CHECK(f.read(ctxdir + "result.md") == "probe\n");
+  CHECK(f.read(ctxdir + "artifact/patch.diff") == "probe\n");
+  CHECK(f.read(ctxdir + "status") == "done\n");
+  CHECK(f.read(f.session_dir("rev") + "/state") == "done\n");
+  auto pe = events(f, "coder");
+  CHECK(has_event(pe, {{"type", "agent.child.create"}, {"child", "rev"}, {"status", "ok"}}));
+  CHECK(has_event(pe, {{"type", "agent.child.start"}, {"child", "rev"}}));
+  CHECK(has_event(pe, {{"type", "agent.child.exit"}, {"child", "rev"}, {"exit_status", 0}}));
+  CHECK(has_event(events(f, "rev"), {{"type", "agent.stop"}, {"status", "ok"}}));
+  CHECK(ctx::test::processes_mentioning(f.t.root()).empty());
+}
+
+TEST_CASE("every denial of ctx agent create is EACCES with its reason, and writes nothing", "[root][userns]") {
+  Family f("allow coder_t tool:fs.read execute\n");
+  auto agents_before = ctx::test::names_in(f.t.root() + "/agent");
+  struct Case {
+    std::string json;
+    std::string reason;
+    std::string says;  ///< part of the sentence
+  };
+  std::vector<Case> cases{
+      {request("Bad.Name"), "invalid_name", "Bad.Name"},
+      {request("other"), "agent_policy", "agent:other create"},
+      {request("rev", ",\"tools\":[\"shell.exec\"]"), "exceeds_parent_policy", "tool:shell.exec"},
+      {"{\"name\":\"rev\",\"mount\":[[\"/etc\",\"/etc\",\"ro\"]]}", "mount_not_visible", "/etc"},
+      {"{\"name\":\"rev\",\"mount\":[[\"/usr\",\"/usr\",\"rw\"]]}", "mount_widens_access", "/usr"},
+      {request("rev", ",\"groups\":[4242]"), "groups_not_subset", "4242"},
+  };
+  for (const auto& c : cases) {
+    RunResult r = f.sh("/ctx/bin/ctx agent create '" + c.json + "'");
+    INFO(c.json << "\n" << r.err);
+    CHECK(r.exit_code == 13);
+    json j = json::parse(r.err.substr(0, r.err.find('\n')));
+    CHECK(j["type"] == "error");
+    CHECK(j["code"] == "EACCES");
+    CHECK(j["reason"] == c.reason);
+    CHECK(j["message"].get<std::string>().find(c.says) != std::string::npos);
+    CHECK(r.err.find("\nctx agent create: ") != std::string::npos);  // and a sentence for people
+    CHECK(ctx::test::names_in(f.t.root() + "/agent") == agents_before);
+  }
+  // Malformed requests are EINVAL.
+  RunResult bad = f.sh("/ctx/bin/ctx agent create '{\"name\":\"rev\",\"colour\":\"red\"}'");
+  CHECK(bad.exit_code == 22);
+  CHECK(bad.err.find("\"reason\":\"invalid_request\"") != std::string::npos);
+  CHECK(bad.err.find("unknown key 'colour'") != std::string::npos);
+  // A name that is taken: the second create is refused, the first stays.
+  RunResult twice = f.sh("/ctx/bin/ctx agent create '" + request("rev") + "' && /ctx/bin/ctx agent create '" +
+                         request("rev", ",\"handoff\":\"other\"") + "'");
+  CHECK(twice.exit_code == 13);
+  CHECK(twice.err.find("\"reason\":\"exists\"") != std::string::npos);
+  CHECK(f.read(f.session_dir("coder") + "/context/child/rev/handoff.md").empty());
+  // start and stop are policy-checked too, and only for the parent's own children.
+  RunResult start = f.sh("/ctx/bin/ctx agent start other");
+  CHECK(start.exit_code == 13);
+  CHECK(start.err.find("\"reason\":\"agent_policy\"") != std::string::npos);
+  CHECK(start.err.find("lacks 'allow coder_t agent:other start'") != std::string::npos);
+  RunResult stray = f.sh("/ctx/bin/ctx agent wait rev");
+  CHECK(stray.exit_code == ESRCH);
+  CHECK(stray.err.find("has not started it") != std::string::npos);
+}
+
+TEST_CASE("stop ends a running child; wait returns its exit status", "[root][userns]") {
+  Family f;
+  RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev") +
+                     "' >/dev/null; /ctx/bin/ctx agent start rev -- /probe notify:READY=1 sleep:30 >/dev/null; "
+                     "/ctx/bin/ctx agent stop rev; /ctx/bin/ctx agent wait rev");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto lines = json_lines(r.out);
+  REQUIRE(lines.size() == 2);
+  CHECK(json::parse(lines[0])["exit_status"] == 128 + SIGTERM);
+  CHECK(json::parse(lines[1])["exit_status"] == 128 + SIGTERM);
+  CHECK(has_event(events(f, "coder"), {{"type", "agent.child.stop"}, {"child", "rev"}}));
+  CHECK(f.read("ctx/agent/rev.d/status") == "dead\n");
+  CHECK(f.read(f.session_dir("coder") + "/context/child/rev/status") == "failed\n");
+}
+
+TEST_CASE("the parent's exit cancels a child that ignores SIGTERM, after the grace period", "[root][userns]") {
+  Family f;
+  std::string token = "sleep:41." + std::to_string(::getpid());
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev") +
+                         "' >/dev/null; /ctx/bin/ctx agent start rev -- /probe ignore:TERM notify:READY=1 " + token +
+                         " >/dev/null; until [ \"$(cat /ctx/agent/rev.d/status)\" = ready ]; do sleep 0.02; done; exit 3",
+                     {"--cancel-grace-ms", "300"});
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(ms >= 300);  // SIGTERM was ignored: the grace period ran out
+  CHECK(wait_gone(token, 100));  // gone when the parent's supervisor is
+  CHECK(ctx::test::processes_mentioning(f.t.root()).empty());
+  // The cancellation sequence, as recorded.
+  CHECK(has_event(events(f, "coder"),
+                  {{"type", "agent.child.cancel"}, {"parent", "coder"}, {"child", "rev"}, {"reason", "parent_dead"}}));
+  auto ce = events(f, "rev");
+  CHECK(has_event(ce, {{"type", "agent.stop"}, {"agent", "rev"}, {"status", "cancelled"}, {"exit_status", 128 + SIGKILL}}));
+  CHECK(has_event(ce, {{"type", "agent.start"}, {"agent", "rev"}}));  // history stays readable
+  CHECK(f.read(f.session_dir("rev") + "/state") == "cancelled\n");
+  CHECK(f.read(f.session_dir("coder") + "/context/child/rev/status") == "cancelled\n");
+  CHECK(f.read("ctx/agent/rev.d/status") == "dead\n");
+  CHECK(f.read("ctx/agent/rev.d/log").find("\"event\":\"agent.cancel\"") != std::string::npos);
+}
+
+// Three levels: coder starts rev, whose runtime starts sub; all stay up
+// until the test kills coder's runtime or coder's supervisor.
+TEST_CASE("SIGKILL of the parent's runtime or supervisor leaves no descendant and no cgroup", "[root][userns]") {
+  for (const char* victim : {"runtime", "supervisor"}) {
+    DYNAMIC_SECTION(victim) {
+      Family f;
+      std::string token = "sleep:42." + std::to_string(::getpid()) + victim;
+      f.t.write("ctx/bin/rev-run",
+                "#!/usr/bin/sh\nset -e\n/ctx/bin/ctx agent create '" + request("sub") +
+                    "' >/dev/null\n/ctx/bin/ctx agent start sub -- /probe ignore:TERM notify:READY=1 " + token +
+                    " >/dev/null\nexec /probe notify:READY=1 " + token + "\n",
+                0755);
+      auto sp = f.spawn_sh("set -e; /ctx/bin/ctx agent create '" +
+                               request("rev", ",\"agents\":{\"sub\":[\"create\",\"start\"]}") +
+                               "' >/dev/null; /ctx/bin/ctx agent start rev -- /ctx/bin/rev-run >/dev/null; exec /probe "
+                               "notify:READY=1 " + token,
+                           {"--cancel-grace-ms", "200", "--json-status-fd", "1"});
+      for (const char* a : {"coder", "rev", "sub"})
+        REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/" + a + ".d/status", "ready\n", 20000));
+      // coder, rev and sub: each a supervisor, its watchdog and the
+      // sandbox's init (their command lines name the CTX root).
+      CHECK(ctx::test::processes_mentioning(f.t.root()).size() == 3 * 3);
+      CHECK_FALSE(ctx::test::processes_mentioning(token).empty());
+      if (std::string(victim) == "runtime") {
+        // The sandbox's init is the runtime's host-side face: its death
+        // ends the runtime and the pid namespace.
+        char buf[4096];
+        ssize_t n = ::read(sp.out_fd, buf, sizeof buf);
+        REQUIRE(n > 0);
+        std::string got(buf, static_cast<std::size_t>(n));
+        json started = json::parse(got.substr(0, got.find('\n')));
+        REQUIRE(::kill(started["pid"].get<int>(), SIGKILL) == 0);
+      } else {
+        REQUIRE(::kill(sp.pid, SIGKILL) == 0);
+      }
+      RunResult r = ctx::test::wait_command(sp, 30);
+      CHECK(r.exit_code == 128 + SIGKILL);
+      CHECK(wait_gone(token));
+      CHECK(wait_gone(f.t.root()));
+      for (const char* a : {"coder", "rev", "sub"}) {
+        INFO(a);
+        CHECK(f.read(std::string("ctx/agent/") + a + ".d/status") == "dead\n");
+        CHECK_FALSE(f.exists(std::string("ctx/agent/") + a + ".sock"));
+      }
+      CHECK(has_event(events(f, "coder"), {{"type", "agent.child.cancel"}, {"child", "rev"}, {"reason", "parent_dead"}}));
+      CHECK(has_event(events(f, "rev"), {{"type", "agent.child.cancel"}, {"child", "sub"}, {"reason", "parent_dead"}}));
+      CHECK(has_event(events(f, "rev"), {{"type", "agent.stop"}, {"status", "cancelled"}}));
+      CHECK(has_event(events(f, "sub"), {{"type", "agent.stop"}, {"status", "cancelled"}}));
+      if (f.m.privileged) CHECK_FALSE(std::filesystem::exists(agent_cgroup(f, "coder")));
+    }
+  }
+}
+
+TEST_CASE("a child's cgroup lies below its parent's: <agent>/child/<name>/runtime", "[cgroup]") {
+  auto owner = ctx::test::test_user();
+  REQUIRE(owner);
+  Family f("", {true, TestUser{0, 0, "root"}, *owner});
+  std::string token = "sleep:43." + std::to_string(::getpid());
+  auto sp = f.spawn_sh("set -e; /ctx/bin/ctx agent create '" + request("rev") +
+                       "' >/dev/null; /ctx/bin/ctx agent start rev -- /probe notify:READY=1 " + token +
+                       " >/dev/null; exec /probe notify:READY=1 " + token);
+  REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/rev.d/status", "ready\n", 20000));
+  REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/coder.d/status", "ready\n", 20000));
+  std::string cg = agent_cgroup(f, "coder");
+  CHECK(ctx::test::read_file(cg + "/cgroup.procs").empty());
+  CHECK(ctx::test::read_file(cg + "/child/cgroup.procs").empty());
+  CHECK(ctx::test::read_file(cg + "/child/rev/cgroup.procs").empty());  // no internal process
+  CHECK_FALSE(ctx::test::read_file(cg + "/child/rev/runtime/cgroup.procs").empty());
+  CHECK_FALSE(ctx::test::read_file(cg + "/runtime/cgroup.procs").empty());
+  REQUIRE(::kill(sp.pid, SIGTERM) == 0);
+  RunResult r = ctx::test::wait_command(sp, 30);
+  CHECK(r.exit_code == 128 + SIGTERM);
+  CHECK(wait_gone(token));
+  CHECK_FALSE(std::filesystem::exists(cg));
+}
