@@ -179,6 +179,11 @@ Result<void> Placement::kill_runtime() {
   return sys::write_existing_at(runtime_.get(), "cgroup.kill", "1");
 }
 
+Result<void> Placement::kill_subtree() {
+  if (!agent_.valid()) return {};
+  return sys::write_existing_at(agent_.get(), "cgroup.kill", "1");
+}
+
 bool Placement::wait_children_gone(int timeout_ms) {
   if (!agent_.valid()) return true;
   for (int waited = 0;; waited += 5) {

@@ -86,6 +86,10 @@ class Placement {
   /// SIGKILLs everything in runtime/ (cgroup.kill) without waiting.
   Result<void> kill_runtime();
 
+  /// SIGKILLs everything in the whole subtree, owned children's runtimes
+  /// included (cgroup.kill of agent-<name>), without waiting.
+  Result<void> kill_subtree();
+
   /// Waits up to timeout_ms until <agent>/child/ holds no cgroup (owned
   /// children remove their own subtrees); true if it is empty or absent.
   bool wait_children_gone(int timeout_ms);

@@ -36,14 +36,17 @@ double uptime_of(int pid) {
   return up < 0 ? 0 : up;
 }
 
-// The cgroup of the sandbox: the supervisor's first child.
+// The cgroup of the sandbox: the supervisor's child that lives in a
+// ".../runtime" cgroup (its other children, the watchdog and owned
+// children's supervisors, stay in the supervisor's own cgroup).
 std::string cgroup_of(int supervisor) {
   std::string task = "/proc/" + std::to_string(supervisor) + "/task/" + std::to_string(supervisor);
   std::istringstream children(sys::read_or_empty(task, "children"));
-  int child = 0;
-  if (!(children >> child)) return "-";
-  auto path = cgroup::v2_path(sys::read_or_empty("/proc/" + std::to_string(child), "cgroup"));
-  return path && *path != "/" ? *path : "-";
+  for (int child = 0; children >> child;) {
+    auto path = cgroup::v2_path(sys::read_or_empty("/proc/" + std::to_string(child), "cgroup"));
+    if (path && path->size() > 8 && path->compare(path->size() - 8, 8, "/runtime") == 0) return *path;
+  }
+  return "-";
 }
 
 std::string format_uptime(double s) {

@@ -375,7 +375,7 @@ std::size_t Children::running() const {
   return n;
 }
 
-void Children::wait_all(int timeout_ms) {
+void Children::wait_all(int timeout_ms, bool kill_left) {
   std::uint64_t deadline = sys::now_us() + static_cast<std::uint64_t>(timeout_ms) * 1000;
   while (running() > 0) {
     std::uint64_t now = sys::now_us();
@@ -395,6 +395,7 @@ void Children::wait_all(int timeout_ms) {
         exited(names[i], c, st ? exit_code_of(*st) : kExitLaunchFailed);
       }
   }
+  if (!kill_left) return;
   for (auto& [name, c] : children_)
     if (!c.exit_status) {
       (void)sys::signal_pidfd(c.pidfd.get(), SIGKILL);

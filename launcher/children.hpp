@@ -66,8 +66,8 @@ class Children {
   /// Number of child supervisors still running.
   std::size_t running() const;
   /// Waits (polling only the children) until none runs or timeout_ms has
-  /// passed; then SIGKILLs and reaps those left.
-  void wait_all(int timeout_ms);
+  /// passed; then, with kill_left, SIGKILLs and reaps those left.
+  void wait_all(int timeout_ms, bool kill_left);
 
  private:
   struct Conn {

@@ -503,7 +503,12 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
     if (state != "stopping") files.status("stopping");
     children.close_control();
     children.cancel_all();
-    children.wait_all(opts.cancel_grace_ms + 3000);
+    // Each child runs its own sequence (SIGTERM, grace, cgroup.kill) and
+    // records it; once the grace period is over, one cgroup.kill of our
+    // subtree ends whatever runtime is left below us at once.
+    children.wait_all(opts.cancel_grace_ms, false);
+    if (placement) (void)placement->kill_subtree();
+    children.wait_all(3000, true);
   }
   (void)sys::remove_at(rd->first.get(), "notify");
   (void)sys::remove_at(rd->first.get(), "control");

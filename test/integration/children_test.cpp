@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -132,21 +133,25 @@ TEST_CASE("create, start and wait: the child runs in its own sandbox with only i
                      "/messages.jsonl exists:/ctx/agent/coder.d/policy; /ctx/bin/ctx agent wait rev");
   INFO(r.out << r.err << (f.exists("ctx/agent/rev.d/mount") ? f.read("ctx/agent/rev.d/mount") : ""));
   REQUIRE(r.exit_code == 0);
-  auto lines = json_lines(r.out);
-  REQUIRE(lines.size() == 4);
-  json created = json::parse(lines[0]);
-  CHECK(created["ok"] == true);
-  CHECK(created["name"] == "rev");
-  CHECK(json::parse(lines[1])["op"] == "start");
-  json seen = json::parse(lines[2]);  // the child's probe
+  // The answers of create, start and wait, and the child's probe report,
+  // in whatever order the two processes wrote them.
+  std::map<std::string, json> got;
+  for (const auto& l : json_lines(r.out)) {
+    json j = json::parse(l);
+    got[j.contains("op") ? j["op"].get<std::string>() : "probe"] = j;
+  }
+  REQUIRE(got.size() == 4);
+  CHECK(got["create"]["ok"] == true);
+  CHECK(got["create"]["name"] == "rev");
+  CHECK(got["start"]["ok"] == true);
+  json seen = got["probe"];
   CHECK(seen["read:/handoff/handoff.md"] == "ok");
   CHECK(seen["write:/handoff/handoff.md"] == "EROFS");
   CHECK(seen["write:/handoff/result.md"] == "ok");
   CHECK(seen["write:/handoff/artifact/patch.diff"] == "ok");
   CHECK(seen["exists:" + home + "/messages.jsonl"] == "ENOENT");  // the parent's sessions are masked
   CHECK(seen["exists:/ctx/agent/coder.d/policy"] == "yes");
-  json waited = json::parse(lines[3]);
-  CHECK(waited == json{{"ok", true}, {"op", "wait"}, {"name", "rev"}, {"exit_status", 0}});
+  CHECK(got["wait"] == json{{"ok", true}, {"op", "wait"}, {"name", "rev"}, {"exit_status", 0}});
 
   // The child is an ordinary agent: its control files, owned by coder.
   std::string parent = f.read("ctx/agent/rev.d/parent");
