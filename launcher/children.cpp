@@ -184,7 +184,7 @@ void Children::read_conn(int id) {
     conns_.erase(it);
     for (auto& [n, ch] : children_) {
       std::erase(ch.start_waiters, id);
-      std::erase(ch.exit_waiters, id);
+      std::erase_if(ch.exit_waiters, [id](const auto& w) { return w.first == id; });
     }
     return;
   }
@@ -241,7 +241,7 @@ void Children::request(int id, const std::string& line) {
       (void)sys::signal_pidfd(c.pidfd.get(), SIGTERM);
       cfg_.event({{"type", "agent.child.stop"}, {"parent", cfg_.parent->name}, {"child", *name}, {"status", "ok"}});
     }
-    c.exit_waiters.push_back(id);
+    c.exit_waiters.emplace_back(id, op);
     return;
   }
   deny(id, op, bad_request("unknown op '" + op + "' (create, start, stop, wait)"));
@@ -347,7 +347,7 @@ void Children::exited(const std::string& name, Child& c, int status) {
          Error{EIO, name + ": EIO: its launch failed with exit status " + std::to_string(status) + " (see " + name +
                         ".d/log)",
                "launch_failed"});
-  for (int w : c.exit_waiters) answer(w, {{"ok", true}, {"op", "wait"}, {"name", name}, {"exit_status", status}});
+  for (const auto& [w, op] : c.exit_waiters) answer(w, {{"ok", true}, {"op", op}, {"name", name}, {"exit_status", status}});
   c.start_waiters.clear();
   c.exit_waiters.clear();
   cfg_.event({{"type", "agent.child.exit"}, {"parent", cfg_.parent->name}, {"child", name}, {"exit_status", status}});
@@ -357,7 +357,7 @@ void Children::close_control() {
   listen_.reset();
   for (auto& [name, c] : children_) {
     for (int w : c.start_waiters) deny(w, "start", Error{ECANCELED, name + ": ECANCELED: the parent is stopping"});
-    for (int w : c.exit_waiters) deny(w, "wait", Error{ECANCELED, name + ": ECANCELED: the parent is stopping"});
+    for (const auto& [w, op] : c.exit_waiters) deny(w, op, Error{ECANCELED, name + ": ECANCELED: the parent is stopping"});
     c.start_waiters.clear();
     c.exit_waiters.clear();
   }

@@ -82,7 +82,7 @@ class Children {
     std::optional<int> exit_status;
     std::optional<pid_t> runtime_pid;
     std::vector<int> start_waiters;  ///< connection ids
-    std::vector<int> exit_waiters;
+    std::vector<std::pair<int, std::string>> exit_waiters;  ///< connection id, op (stop or wait)
   };
 
   void accept_all();

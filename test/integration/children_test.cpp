@@ -233,11 +233,40 @@ TEST_CASE("stop ends a running child; wait returns its exit status", "[root][use
   REQUIRE(r.exit_code == 0);
   auto lines = json_lines(r.out);
   REQUIRE(lines.size() == 2);
-  CHECK(json::parse(lines[0])["exit_status"] == 128 + SIGTERM);
-  CHECK(json::parse(lines[1])["exit_status"] == 128 + SIGTERM);
+  CHECK(json::parse(lines[0]) == json{{"ok", true}, {"op", "stop"}, {"name", "rev"}, {"exit_status", 128 + SIGTERM}});
+  CHECK(json::parse(lines[1]) == json{{"ok", true}, {"op", "wait"}, {"name", "rev"}, {"exit_status", 128 + SIGTERM}});
   CHECK(has_event(events(f, "coder"), {{"type", "agent.child.stop"}, {"child", "rev"}}));
   CHECK(f.read("ctx/agent/rev.d/status") == "dead\n");
   CHECK(f.read(f.session_dir("coder") + "/context/child/rev/status") == "failed\n");
+}
+
+TEST_CASE("the example tree's agent.create, agent.start and agent.stop are ordinary tools", "[root][userns]") {
+  Family f("allow coder_t tool:agent.create execute\nallow coder_t tool:agent.start execute\n"
+           "allow coder_t tool:agent.stop execute\n");
+  const std::string examples = std::string(std::getenv("CTX_SOURCE_ROOT")) + "/examples/ctx/tool/";
+  for (const char* op : {"create", "start", "stop"}) {
+    std::string tool = std::string("agent.") + op;
+    f.t.write("ctx/tool/" + tool, ctx::test::read_file(examples + tool), 0755);
+    for (const char* file : {"name", "description", "schema", "cap", "status"})
+      f.t.write("ctx/tool/" + tool + ".d/" + file, ctx::test::read_file(examples + tool + ".d/" + file));
+  }
+  RunResult r = f.sh("set -e; /ctx/bin/ctx tool agent.create '" + request("rev") +
+                     "'; /ctx/bin/ctx tool agent.start '{\"name\":\"rev\",\"command\":[\"/probe\",\"notify:READY=1\","
+                     "\"sleep:30\"]}'; echo '{\"name\":\"rev\"}' | /ctx/bin/ctx tool agent.stop");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto lines = json_lines(r.out);
+  REQUIRE(lines.size() == 3);
+  CHECK(json::parse(lines[0])["op"] == "create");
+  CHECK(json::parse(lines[1])["op"] == "start");
+  CHECK(json::parse(lines[2]) == json{{"ok", true}, {"op", "stop"}, {"name", "rev"}, {"exit_status", 128 + SIGTERM}});
+  auto ev = events(f, "coder");
+  for (const char* op : {"create", "start", "stop"})
+    CHECK(has_event(ev, {{"type", "tool.call"}, {"object", std::string("tool/agent.") + op}, {"status", "ok"}}));
+  // Without the agent grant the tool runs, and the supervisor refuses.
+  RunResult denied = f.sh("/ctx/bin/ctx tool agent.create '" + request("other") + "'");
+  CHECK(denied.exit_code == 13);
+  CHECK(denied.err.find("\"reason\":\"agent_policy\"") != std::string::npos);
 }
 
 TEST_CASE("the parent's exit cancels a child that ignores SIGTERM, after the grace period", "[root][userns]") {
