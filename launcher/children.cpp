@@ -304,6 +304,7 @@ Result<std::string> Children::start(int id, const json& req) {
     argv.push_back("--");
     argv.insert(argv.end(), command.begin(), command.end());
   }
+  if (cfg_.before_first_child) CTX_TRY(cfg_.before_first_child());
   CTX_TRY_ASSIGN(auto pipe, sys::make_pipe());
   CTX_TRY_ASSIGN(sys::Child proc, sys::spawn_owned(cfg_.self_exe, argv, cfg_.env, parent_dead_signal(), {pipe.second.get()}));
   pipe.second.reset();

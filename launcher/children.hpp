@@ -45,6 +45,9 @@ struct ChildrenConfig {
   int cancel_grace_ms = 2000;
   std::vector<std::string> env; ///< the child supervisors' environment
   std::optional<sys::Ownership> owner;  ///< a root caller: files go to the agent's host ids
+  /// Runs before the first child supervisor is started (the parent's
+  /// watchdog); a failure refuses the start.
+  std::function<Result<void>()> before_first_child;
   /// Appends an event to the parent's session events.jsonl.
   std::function<void(nlohmann::json)> event;
 };

@@ -156,14 +156,16 @@ Error parse_child_error(const std::string& raw) {
   return Error{code == 0 ? EIO : code, sp == std::string::npos ? raw : raw.substr(sp + 1)};
 }
 
-// The watchdog: a small process outside the agent's cgroup that outlives
-// a supervisor killed by SIGKILL and then does what its teardown would
-// have done: waits for the owned children (they got PR_SET_PDEATHSIG and
-// cancel themselves), kills and removes the cgroup subtree, removes the
-// sockets and marks the agent dead. A supervisor that ends normally
-// writes 'c' to the returned pipe and reaps it. Forked before any socket
-// or pipe of the sandbox exists, so it holds no lifeline; it keeps the
-// one-instance lock (the shared open file of <name>.d) while it cleans.
+// The watchdog of a parent: a small process outside the agent's cgroup
+// that outlives a supervisor killed by SIGKILL and then does what its
+// teardown would have done: waits for the owned children (they got
+// PR_SET_PDEATHSIG and cancel themselves), kills and removes the cgroup
+// subtree, removes the sockets and marks the agent dead. Started with the
+// first child (a childless agent's leftovers are reaped by its next
+// launch), it closes every fd it does not need, the sandbox's lifeline
+// among them. A supervisor that ends normally writes 'c' to the returned
+// pipe and reaps it. It keeps the one-instance lock (the shared open file
+// of <name>.d) while it cleans.
 Result<std::pair<UniqueFd, pid_t>> start_watchdog(const LaunchPlan& plan, int agents, int ddir, int run_dir,
                                                   cgroup::Placement* placement, int grace_ms) {
   CTX_TRY_ASSIGN(auto pipe, sys::make_pipe());
@@ -266,19 +268,18 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
       warn_once_without_cgroup(rd->first.get(), why_not);
     }
   }
-  auto watchdog = start_watchdog(plan, agents->get(), ddir->get(), rd->first.get(), placement ? &*placement : nullptr,
-                                 opts.cancel_grace_ms);
-  if (!watchdog) return fail_launch(watchdog.error());
-  // Every return from here on releases the watchdog first.
+  // Every return from here on releases the watchdog, if one was started.
+  std::optional<std::pair<UniqueFd, pid_t>> watchdog;
   struct WatchdogGuard {
-    std::pair<UniqueFd, pid_t>& w;
+    std::optional<std::pair<UniqueFd, pid_t>>& w;
     ~WatchdogGuard() {
+      if (!w) return;
       char c = 'c';
-      (void)sys::write_all(w.first.get(), &c, 1);
-      w.first.reset();
-      (void)sys::wait_pid(w.second);
+      (void)sys::write_all(w->first.get(), &c, 1);
+      w->first.reset();
+      (void)sys::wait_pid(w->second);
     }
-  } watchdog_guard{*watchdog};
+  } watchdog_guard{watchdog};
 
   std::string notify_path = rd->second + "/notify";
   auto notify = sys::bind_datagram(notify_path);
@@ -403,6 +404,12 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
   cc.env = opts.child_env;
   if (plan.ids.privileged) cc.owner = sys::Ownership{plan.ids.host_uid, plan.ids.host_gid};
   cc.event = [&files](json j) { files.event(std::move(j)); };
+  cc.before_first_child = [&]() -> Result<void> {
+    if (watchdog) return {};
+    CTX_TRY_ASSIGN(watchdog, start_watchdog(plan, agents->get(), ddir->get(), rd->first.get(),
+                                            placement ? &*placement : nullptr, opts.cancel_grace_ms));
+    return {};
+  };
   Children children(std::move(cc), std::move(*control));
 
   // Supervision: signals, sd_notify messages, the control socket, owned

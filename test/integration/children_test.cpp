@@ -314,9 +314,10 @@ TEST_CASE("SIGKILL of the parent's runtime or supervisor leaves no descendant an
                            {"--cancel-grace-ms", "200", "--json-status-fd", "1"});
       for (const char* a : {"coder", "rev", "sub"})
         REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/" + a + ".d/status", "ready\n", 20000));
-      // coder, rev and sub: each a supervisor, its watchdog and the
-      // sandbox's init (their command lines name the CTX root).
-      CHECK(ctx::test::processes_mentioning(f.t.root()).size() == 3 * 3);
+      // coder and rev: a supervisor, its watchdog and the sandbox's init;
+      // sub (no children): a supervisor and the init (their command
+      // lines name the CTX root).
+      CHECK(ctx::test::processes_mentioning(f.t.root()).size() == 3 + 3 + 2);
       CHECK_FALSE(ctx::test::processes_mentioning(token).empty());
       if (std::string(victim) == "runtime") {
         // The sandbox's init is the runtime's host-side face: its death
@@ -334,6 +335,8 @@ TEST_CASE("SIGKILL of the parent's runtime or supervisor leaves no descendant an
       CHECK(r.exit_code == 128 + SIGKILL);
       CHECK(wait_gone(token));
       CHECK(wait_gone(f.t.root()));
+      if (std::string(victim) == "supervisor")  // coder's watchdog said why
+        CHECK(f.read("ctx/agent/coder.d/log").find("\"reason\":\"supervisor_killed\"") != std::string::npos);
       for (const char* a : {"coder", "rev", "sub"}) {
         INFO(a);
         CHECK(f.read(std::string("ctx/agent/") + a + ".d/status") == "dead\n");
