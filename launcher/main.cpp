@@ -47,6 +47,7 @@ void plan_ancestry(const ctx::agentdir::AgentSpec& spec, ctx::launcher::PlanOpti
     if (!p) return;
     std::string session = cur->parent->session.empty() ? "default" : cur->parent->session;
     if (depth == 0) {
+      po.parent_mounts = p->mounts;
       std::string dir = ctx::agentdir::child_context_dir(*p, session, spec.name);
       if (auto st = ctx::sys::stat_at(AT_FDCWD, dir); st && *st) po.handoff_dir = dir;
     }

@@ -185,6 +185,13 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
     b.nodev = e.nodev;
     b.noexec = e.noexec;
     b.line = e.line;
+    // The deepest parent mount whose source holds ours decides; only a
+    // non-recursive one hides submounts.
+    const mountspec::Entry* from = nullptr;
+    for (const auto& pe : opts.parent_mounts)
+      if (path_is_at_or_under(e.source, pe.source) && (from == nullptr || pe.source.size() > from->source.size()))
+        from = &pe;
+    if (from != nullptr && from->kind == mountspec::Kind::bind) b.same_mount_as = from->source;
     if (auto space = shared_space_of(e.source, shared_dir)) {
       const char* perm = b.rdonly ? "read" : "write";
       if (!allowed(*space, perm))

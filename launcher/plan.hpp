@@ -68,6 +68,11 @@ struct BindStep {
   bool nodev = false;
   bool noexec = false;
   bool need_write = false;  ///< rw: the owner must be able to write the source
+  /// An owned child's bind derived from a parent's non-recursive bind:
+  /// the parent's source. The source must lie on the same host mount, or
+  /// the child would see a submount that the parent's bind hides (pure
+  /// attenuation cannot see host mounts; checked when applied).
+  std::string same_mount_as;
   int line = 0;             ///< line in <name>.d/mount
 };
 
@@ -116,6 +121,9 @@ struct PlanOptions {
   /// parent's messages.jsonl). Each is masked like a disallowed shared
   /// space.
   std::vector<std::string> hidden_dirs;
+  /// An owned child's parent's mount table (host sources), to tie binds
+  /// derived from the parent's non-recursive binds to their mount.
+  mountspec::Table parent_mounts;
 };
 
 /// Fixed paths inside every sandbox.

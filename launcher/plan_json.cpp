@@ -47,11 +47,10 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
     if (b.nosuid) flags.push_back("nosuid");
     if (b.nodev) flags.push_back("nodev");
     if (b.noexec) flags.push_back("noexec");
-    mounts.push_back({{"type", b.recursive ? "rbind" : "bind"},
-                      {"source", b.source},
-                      {"target", b.target},
-                      {"flags", flags},
-                      {"line", b.line}});
+    json m{{"type", b.recursive ? "rbind" : "bind"}, {"source", b.source}, {"target", b.target}, {"flags", flags},
+           {"line", b.line}};
+    if (!b.same_mount_as.empty()) m["same_mount_as"] = b.same_mount_as;
+    mounts.push_back(std::move(m));
   }
   for (const auto& m : p.masks)
     mounts.push_back({{"type", "mask"}, {"source", "tmpfs"}, {"target", m.target}, {"flags", {"ro", "nosuid", "nodev", "noexec"}}, {"why", m.why}});

@@ -83,6 +83,14 @@ Result<void> bind_one(int rootfd, const BindStep& b) {
   if (auto r = sys::access_fd(src.get(), need); !r)
     return fail(Error{EACCES, "source " + b.source + ": EACCES: the owner may not " +
                                   (b.need_write ? "read and write" : "read") + " it"});
+  if (!b.same_mount_as.empty()) {
+    CTX_TRY_ASSIGN(UniqueFd of, sys::open_path(b.same_mount_as, O_PATH));
+    CTX_TRY_ASSIGN(auto mine, sys::mount_id_of(src.get()));
+    CTX_TRY_ASSIGN(auto theirs, sys::mount_id_of(of.get()));
+    if (mine == 0 || mine != theirs)
+      return fail(Error{EACCES, "source " + b.source + ": EACCES: lies on another mount than " + b.same_mount_as +
+                                    ", which the parent binds without its submounts; the parent does not see it"});
+  }
   auto cloned = sys::clone_tree(src.get(), "", b.recursive);
   // In a user namespace the mounts below the source are locked: a
   // non-recursive bind would uncover what they cover, so the kernel

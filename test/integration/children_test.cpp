@@ -373,3 +373,41 @@ TEST_CASE("a child's cgroup lies below its parent's: <agent>/child/<name>/runtim
   CHECK(wait_gone(token));
   CHECK_FALSE(std::filesystem::exists(cg));
 }
+
+TEST_CASE("a child never sees a submount that its parent's non-recursive bind hides", "[root]") {
+  Family f;
+  f.t.mkdir("src/sub");
+  std::string src = f.t.dir().path() + "/src";
+  f.t.agent("coder", {{"mount", f.t.base_mounts() + f.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + f.t.root() + "/home/" +
+                                    f.uid + "/agent/coder\t/ctx/home/" + f.uid + "/agent/coder\trw\tbind,nosuid,nodev\n" +
+                                    src + "\t/data\tro\tbind\n"},
+                      {"policy", "allow coder_t agent:rev create\nallow coder_t agent:rev start\n"
+                                 "allow coder_t agent:sub create\nallow coder_t agent:sub start\n"},
+                      {"iso", "shared\n"}});
+  const std::string base = R"([["/usr","/usr","ro"],["/probe","/probe","ro"],)";
+  f.t.write("ctx/bin/parent-run",
+            "#!/bin/sh\n"
+            "/ctx/bin/ctx agent create '{\"name\":\"rev\",\"mount\":" + base + R"(["/data","/data","ro"]]}')" +
+                " >/dev/null\n"
+                "/ctx/bin/ctx agent start rev -- /probe exists:/data/sub exists:/data/sub/marker >/dev/null\n"
+                "/ctx/bin/ctx agent wait rev >/dev/null\n"
+                "/ctx/bin/ctx agent create '{\"name\":\"sub\",\"mount\":" + base + R"(["/data/sub","/x","ro"]]}')" +
+                " >/dev/null\n"
+                "/ctx/bin/ctx agent start sub -- /probe exists:/x/marker >/dev/null 2>&1\n"
+                "echo start=$?\n",
+            0755);
+  // The submount is made in a private mount namespace of a helper that
+  // then runs the launcher: the host's mounts stay untouched.
+  std::string script = "set -e; mount --make-rprivate /; mount -t tmpfs -o size=64k tmpfs " + src + "/sub; touch " + src +
+                       "/sub/marker; exec " + ctx::test::built("launcher/ctx-agent-run") + " --ctx-root " + f.t.root() +
+                       " coder -- /ctx/bin/parent-run";
+  RunResult r = ctx::test::run_command({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  auto lines = json_lines(r.out);
+  REQUIRE(lines.size() == 1);
+  CHECK(json::parse(lines[0]) == json{{"exists:/data/sub", "yes"}, {"exists:/data/sub/marker", "ENOENT"}});
+  CHECK(r.out.find("start=5") != std::string::npos);  // EIO: its launch failed
+  CHECK(f.read("ctx/agent/sub.d/log").find("lies on another mount than " + src +
+                                           ", which the parent binds without its submounts") != std::string::npos);
+}

@@ -279,3 +279,42 @@ TEST_CASE("plans of the example agents", "[fs]") {
   REQUIRE_FALSE(rw);
   CHECK(rw.error().reason == "shared_policy");
 }
+
+TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied to a parent's non-recursive bind",
+          "[unit]") {
+  AgentSpec s = coder();
+  s.name = "rev";
+  s.mounts = *ctx::mountspec::parse("rev.d/mount",
+                                    "/srv/ctx\t/ctx\tro\trbind,nosuid,nodev\n"
+                                    "/data/sub\t/x\tro\tbind\n"
+                                    "/usr\t/usr\tro\trbind,nodev\n");
+  PlanOptions po;
+  po.handoff_dir = "/srv/ctx/home/1000/agent/coder/session/default/context/child/rev";
+  po.hidden_dirs = {"/srv/ctx/home/1000/agent/coder/session"};
+  po.parent_mounts = *ctx::mountspec::parse("coder.d/mount", "/data\t/data\tro\tbind\n/usr\t/usr\tro\trbind,nodev\n");
+  auto p = make_plan(s, user(), po);
+  REQUIRE(p);
+  auto bind = [&](const std::string& target) {
+    auto it = std::find_if(p->binds.begin(), p->binds.end(), [&](const auto& b) { return b.target == target; });
+    REQUIRE(it != p->binds.end());
+    return *it;
+  };
+  CHECK(bind("/x").same_mount_as == "/data");
+  CHECK(bind("/usr").same_mount_as.empty());  // the parent's rbind shows its submounts
+  CHECK(bind("/ctx").same_mount_as.empty());
+  CHECK(bind("/handoff/handoff.md").rdonly);
+  CHECK(bind("/handoff/handoff.md").source == po.handoff_dir + "/handoff.md");
+  for (const char* rw : {"/handoff/result.md", "/handoff/refs.jsonl", "/handoff/artifact"}) {
+    CHECK_FALSE(bind(rw).rdonly);
+    CHECK(bind(rw).noexec);
+  }
+  REQUIRE(p->masks.size() == 1);
+  CHECK(p->masks[0].target == "/ctx/home/1000/agent/coder/session");
+  CHECK(std::find(p->env.begin(), p->env.end(), "CTX_HANDOFF=/handoff") != p->env.end());
+  // The handoff directory is the launcher's: a mount there is refused.
+  s.mounts.push_back({"/usr", "/handoff/x", ctx::mountspec::Mode::ro, ctx::mountspec::Kind::bind, false, false, false, 4});
+  auto refused = make_plan(s, user(), po);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().msg == "rev.d/mount:4: EINVAL: target /handoff/x is provided by the launcher (fresh /proc, "
+                               "minimal /dev, /run/ctx, /handoff); remove the line");
+}
