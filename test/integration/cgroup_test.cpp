@@ -155,3 +155,38 @@ TEST_CASE("without a writable cgroup: a warning once, or an error with --require
   CHECK(req.exit_code == 125);
   CHECK(req.err.rfind("ctx-agent-run: --require-cgroup: EOPNOTSUPP: no writable cgroup v2: the launcher's own cgroup", 0) == 0);
 }
+
+// [limits] needs cgroup2 with the memory, pids and cpu controllers; on a
+// machine whose controllers belong to cgroup v1 the runner skips it with
+// that reason (exit 77).
+TEST_CASE("limits are applied to the agent's subtree and hold for its runtime and its children", "[limits]") {
+  auto owner = ctx::test::test_user();
+  REQUIRE(owner);
+  CtxTree t(*owner);
+  t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
+  std::string uid = std::to_string(owner->uid);
+  t.agent("cglim", {{"limits", "memory.max=64M\npids.max=20\ncpu.max=50000 100000\n"},
+                    {"iso", "shared\n"},
+                    {"policy", "allow cglim_t agent:kid create\nallow cglim_t agent:kid start\n"},
+                    {"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" + uid +
+                                  "/agent/cglim\t/ctx/home/" + uid + "/agent/cglim\trw\tbind,nosuid,nodev\n"}});
+  std::string dir = cgroup2() + "/cortexfs/user-" + uid + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root());
+  // 30 sleepers under pids.max=20: the shell's forks fail part of the way.
+  auto sp = ctx::test::spawn_command(
+      {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "cglim", "--", "/bin/sh", "-c",
+       "/ctx/bin/ctx agent create '{\"name\":\"kid\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\",\"/probe\",\"ro\"]]}' "
+       ">/dev/null; /ctx/bin/ctx agent start kid -- /probe notify:READY=1 sleep:30 >/dev/null; n=0; "
+       "for i in $(seq 30); do sleep 30 2>/dev/null & n=$((n+1)); done; /probe notify:READY=1 sleep:30"},
+      TestUser{0, 0, "root"});
+  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/cglim.d/status", "ready\n", 20000));
+  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/kid.d/status", "ready\n", 20000));
+  CHECK(slurp(dir + "/memory.max") == "67108864\n");
+  CHECK(slurp(dir + "/pids.max") == "20\n");
+  CHECK(slurp(dir + "/cpu.max") == "50000 100000\n");
+  CHECK(std::stoi(slurp(dir + "/pids.current")) <= 20);
+  CHECK(std::stoi(slurp(dir + "/pids.events").substr(slurp(dir + "/pids.events").find(' ') + 1)) > 0);  // forks refused
+  CHECK_FALSE(slurp(dir + "/child/kid/runtime/cgroup.procs").empty());  // the child counts against the parent's limits
+  ::kill(sp.pid, SIGTERM);
+  ctx::test::wait_command(sp, 30);
+  CHECK_FALSE(exists(dir));
+}

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cgroup/discover.hpp"
 #include "test/support/launch.hpp"
 
 namespace ctx::test {
@@ -71,7 +72,29 @@ std::optional<std::string> facility_missing(const std::string& facility) {
     if (mi.find(" - cgroup2 ") == std::string::npos) return "no cgroup2 file system is mounted";
     return std::nullopt;
   }
-  return "unknown facility tag [" + facility + "] (this runner knows unit, fs, root, userns, cgroup)";
+  if (facility == "limits") {
+    if (auto no = facility_missing("cgroup")) return no;
+    std::string mi;
+    {
+      std::ifstream in("/proc/self/mountinfo");
+      std::stringstream ss;
+      ss << in.rdbuf();
+      mi = ss.str();
+    }
+    auto m = cgroup::find_cgroup2(mi);
+    if (!m) return "no cgroup2 file system is mounted";
+    std::ifstream in(m->mount_point + "/cgroup.controllers");
+    std::string have;
+    std::getline(in, have);
+    for (const char* c : {"memory", "pids", "cpu"})
+      if ((" " + have + " ").find(std::string(" ") + c + " ") == std::string::npos)
+        return "the cgroup2 mount at " + m->mount_point + " offers no " + c + " controller (cgroup.controllers: " +
+               (have.empty() ? std::string("none") : have) +
+               "; cgroup v1 holds them on this machine): controller limits are tested where cgroup2 has them, "
+               "e.g. a systemd machine with the unified hierarchy";
+    return std::nullopt;
+  }
+  return "unknown facility tag [" + facility + "] (this runner knows unit, fs, root, userns, cgroup, limits)";
 }
 
 }  // namespace ctx::test
