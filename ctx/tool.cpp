@@ -102,13 +102,63 @@ ToolCaller caller_from_env() {
   return c;
 }
 
+namespace {
+
+// Layer 3: the agent's own policy, read from its control files. Only the
+// label and the policy decide here; the rest of the agent's files are the
+// launcher's business. A refusal as (reason, sentence); nullopt allows.
+std::optional<std::pair<std::string, std::string>> agent_policy_refuses(const ToolCaller& c, const std::string& name,
+                                                                        std::string& subject) {
+  auto spec = agentdir::load_subject_policy(c.ctx_root, c.agent);
+  if (!spec) return std::pair<std::string, std::string>("agent_policy", "cannot read the agent's control files: " + spec.error().msg);
+  subject = spec->subject();
+  if (subject.empty()) return std::pair<std::string, std::string>("agent_policy", c.agent + " has no label, so policy v0 denies everything");
+  if (!spec->policy.allows(subject, policy::Class::tool, name, "execute"))
+    return std::pair<std::string, std::string>(
+        "agent_policy", "the policy of " + c.agent + " has no 'allow " + subject + " tool:" + name + " execute'");
+  return std::nullopt;
+}
+
+// Layer 4: the tool's own policy, when it has one, in the .d in dirfd.
+std::optional<std::pair<std::string, std::string>> tool_policy_refuses(int dirfd, const std::string& name,
+                                                                       const std::string& subject) {
+  auto td = sys::open_dir_at(dirfd, name + ".d");
+  if (!td) return std::nullopt;
+  auto pf = sys::read_small_file(td->get(), "policy", kMaxControlFileSize);
+  if (!pf) return std::pair<std::string, std::string>("tool_policy", name + ".d/policy: " + pf.error().msg);
+  if (!*pf) return std::nullopt;
+  auto tp = policy::Policy::parse(name + ".d/policy", (*pf)->data);
+  if (!tp) return std::pair<std::string, std::string>("tool_policy", tp.error().msg);
+  if (!tp->allows(subject, policy::Class::tool, name, "execute"))
+    return std::pair<std::string, std::string>(
+        "tool_policy", "the tool's own policy has no 'allow " + subject + " tool:" + name + " execute'");
+  return std::nullopt;
+}
+
+}  // namespace
+
 int call_tool(const ToolCaller& c, const std::string& name, const std::optional<std::string>& json_arg) {
   if (auto issue = tool_name_issue(name)) return refuse(c, name, EINVAL, "invalid_name", *issue, "error");
   if (c.agent.empty() || agent_name_issue(c.agent))
     return refuse(c, name, EINVAL, "no_agent", "CTX_AGENT does not name an agent; call tools from inside an agent's sandbox",
                   "error");
+  // 3 first: without 'allow <type> tool:<name> execute' the answer is
+  // EACCES whether or not such a tool exists (seed 000), and inside a
+  // sandbox the tiers are projections that show only allowed tools
+  // (launcher/tool_view.hpp).
+  std::string subject;
+  if (auto no = agent_policy_refuses(c, name, subject)) return refuse(c, name, EACCES, no->first, no->second, "denied");
   auto hit = lookup(c, name);
-  if (!hit) return refuse(c, name, ENOENT, "not_found", "no executable " + name + " in CTX_PATH", "error");
+  if (!hit) {
+    // A tool its own policy refuses is not projected either; its .d/ is.
+    for (const auto& dir : c.ctx_path)
+      if (auto d = sys::open_dir(dir); d && sys::stat_at(d->get(), name + ".d").value_or(std::nullopt)) {
+        if (auto no = tool_policy_refuses(d->get(), name, subject))
+          return refuse(c, name, EACCES, no->first, no->second, "denied");
+        break;
+      }
+    return refuse(c, name, ENOENT, "not_found", "no executable " + name + " in CTX_PATH", "error");
+  }
 
   // 1-2: a mount that allows exec, and the mode bits for the agent's ids.
   // The mount is asked first: on a noexec mount access(X_OK) fails too,
@@ -121,32 +171,8 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::optional<
   if (!sys::executable_at(hit->dirfd.get(), name))
     return refuse(c, name, EACCES, "mode", hit->dir + "/" + name + " is not executable for uid " +
                                                std::to_string(::geteuid()), "denied");
-
-  // 3: the agent's own policy, read from its control files.
-  // Only the label and the policy decide here; the rest of the agent's
-  // files are the launcher's business.
-  auto spec = agentdir::load_subject_policy(c.ctx_root, c.agent);
-  if (!spec)
-    return refuse(c, name, EACCES, "agent_policy", "cannot read the agent's control files: " + spec.error().msg, "denied");
-  const std::string subject = spec->subject();
-  if (subject.empty())
-    return refuse(c, name, EACCES, "agent_policy", c.agent + " has no label, so policy v0 denies everything", "denied");
-  if (!spec->policy.allows(subject, policy::Class::tool, name, "execute"))
-    return refuse(c, name, EACCES, "agent_policy",
-                  "the policy of " + c.agent + " has no 'allow " + subject + " tool:" + name + " execute'", "denied");
-
-  // 4: the tool's own policy, when it has one, in the .d beside the hit.
-  if (auto td = sys::open_dir_at(hit->dirfd.get(), name + ".d")) {
-    auto pf = sys::read_small_file(td->get(), "policy", kMaxControlFileSize);
-    if (!pf) return refuse(c, name, EACCES, "tool_policy", name + ".d/policy: " + pf.error().msg, "denied");
-    if (*pf) {
-      auto tp = policy::Policy::parse(name + ".d/policy", (*pf)->data);
-      if (!tp) return refuse(c, name, EACCES, "tool_policy", tp.error().msg, "denied");
-      if (!tp->allows(subject, policy::Class::tool, name, "execute"))
-        return refuse(c, name, EACCES, "tool_policy",
-                      "the tool's own policy has no 'allow " + subject + " tool:" + name + " execute'", "denied");
-    }
-  }
+  if (auto no = tool_policy_refuses(hit->dirfd.get(), name, subject))
+    return refuse(c, name, EACCES, no->first, no->second, "denied");
 
   // Run it: stdin and stdout pass through untouched.
   std::vector<std::string> argv{hit->dir + "/" + name};

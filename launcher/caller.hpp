@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agentdir/agent_spec.hpp"
+#include "launcher/tool_view.hpp"
 #include "base/result.hpp"
 #include "launcher/plan.hpp"
 
@@ -25,5 +26,10 @@ Result<Caller> probe_caller(const agentdir::AgentSpec& spec);
 
 /// Names of the shared spaces under <ctx>/shared (empty if none).
 std::vector<std::string> list_shared_spaces(const std::string& ctx_root);
+
+/// Lists the host tool directories behind an agent's CTX_PATH
+/// (tool_view.hpp), never following a symlink; a directory that cannot be
+/// read is left out (the agent cannot read it either).
+std::vector<ToolDirListing> list_tool_dirs(const std::vector<std::string>& host_dirs);
 
 }  // namespace ctx::launcher

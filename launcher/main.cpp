@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
   if (spec->parent) plan_ancestry(*spec, po);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
+  ctx::launcher::plan_tool_views(*spec, ctx::launcher::list_tool_dirs(ctx::launcher::ctx_path_host_dirs(*plan)), *plan);
   if (dry_run) {
     std::cout << ctx::launcher::plan_to_json(*plan).dump(2) << "\n";
     return 0;

@@ -83,6 +83,15 @@ struct MaskStep {
   std::string why;
 };
 
+/// A tool tier's projection inside the sandbox (launcher/tool_view.hpp).
+struct ToolViewStep {
+  std::string target;    ///< the directory inside the sandbox it replaces
+  std::string host_dir;  ///< what backs it
+  /// Entries shown, each cloned from the sandbox's view of target/<name>
+  /// with what is mounted below it.
+  std::vector<std::string> show;
+};
+
 /// The whole plan.
 struct LaunchPlan {
   std::string name;
@@ -97,6 +106,7 @@ struct LaunchPlan {
   bool net_ns = true;             ///< loopback only
   std::vector<BindStep> binds;    ///< parents before children
   std::vector<MaskStep> masks;    ///< applied after the binds
+  std::vector<ToolViewStep> tool_views;  ///< applied after the masks
   std::string hostname;
   std::vector<std::string> env;   ///< KEY=VALUE, exactly this, in order
   std::vector<std::string> argv;  ///< argv[0] is the path inside the sandbox

@@ -54,6 +54,10 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
   }
   for (const auto& m : p.masks)
     mounts.push_back({{"type", "mask"}, {"source", "tmpfs"}, {"target", m.target}, {"flags", {"ro", "nosuid", "nodev", "noexec"}}, {"why", m.why}});
+  for (const auto& v : p.tool_views) {
+    mounts.push_back({{"type", "tool_view"}, {"source", v.host_dir}, {"target", v.target}, {"show", v.show},
+                      {"flags", {"ro", "nosuid", "nodev", "noexec"}}});
+  }
   mounts.push_back({{"type", "proc"}, {"target", "/proc"}, {"flags", {"rw", "nosuid", "nodev", "noexec"}}});
   mounts.push_back({{"type", "dev"}, {"target", "/dev"},
                     {"nodes", {"null", "zero", "full", "random", "urandom", "tty", "pts", "ptmx", "shm"}},

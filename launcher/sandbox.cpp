@@ -108,6 +108,38 @@ Result<void> bind_one(int rootfd, const BindStep& b) {
   return {};
 }
 
+// A tool tier's projection: every entry shown is cloned (with what is
+// mounted below it) from the sandbox's own view of the directory, so it
+// keeps exactly the flags the binds gave it; then a tmpfs replaces the
+// directory, the clones are attached on empty mount points in it, and it
+// is made read-only. Nothing durable is written.
+Result<void> tool_view(int rootfd, const ToolViewStep& v) {
+  CTX_TRY_ASSIGN(UniqueFd seen, sys::open_in_root(rootfd, rel_of(v.target), true));
+  std::vector<std::pair<UniqueFd, const std::string*>> trees;
+  for (const auto& e : v.show) {
+    auto cloned = sys::clone_tree(seen.get(), e, true);
+    // Listed on the host but not in this view (removed since, or under a
+    // bind that hides it): nothing to show.
+    if (!cloned && (cloned.error().code == ENOENT || cloned.error().code == EACCES)) continue;
+    if (!cloned) return fail(cloned.error().with_context(e));
+    trees.emplace_back(std::move(*cloned), &e);
+  }
+  CTX_TRY(sys::mount_fresh("tmpfs", seen.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k"));
+  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(rootfd, rel_of(v.target), true));
+  for (auto& [tree, e] : trees) {
+    CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(tree.get()));
+    bool is_dir = S_ISDIR(st.mode);
+    if (is_dir) {
+      CTX_TRY(sys::make_dir_at(dir.get(), *e, 0755));
+    } else {
+      CTX_TRY(sys::make_file_at(dir.get(), *e, 0644));
+    }
+    CTX_TRY_ASSIGN(UniqueFd point, sys::open_in_root(rootfd, rel_of(path_join(v.target, *e)), is_dir));
+    CTX_TRY(sys::attach_tree(tree.get(), point.get()));
+  }
+  return sys::set_mount_attrs(dir.get(), {true, true, true, true}, false);
+}
+
 Result<void> mask_one(int rootfd, const MaskStep& m) {
   CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(m.target), true));
   CTX_TRY(sys::mount_fresh("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k"));
@@ -185,6 +217,7 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep)
     if (!r) return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(b.line) + ": " + b.source + " -> " + b.target));
   }
   for (const MaskStep& m : plan.masks) CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")");
+  for (const ToolViewStep& v : plan.tool_views) CTX_TRY_CTX(tool_view(root.get(), v), "tool view " + v.target);
   rep.step("binds");
 
   CTX_TRY_ASSIGN(UniqueFd proc, mount_point(root.get(), "/proc", true));

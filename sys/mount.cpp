@@ -13,7 +13,9 @@ namespace ctx::sys {
 
 Result<UniqueFd> clone_tree(int dirfd, const std::string& path, bool recursive) {
   unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
-  if (path.empty()) flags |= AT_EMPTY_PATH;
+  // A named last component is never followed: the clone is of exactly
+  // what was checked, not of where a swapped-in symlink points.
+  flags |= path.empty() ? AT_EMPTY_PATH : AT_SYMLINK_NOFOLLOW;
   int fd = ::open_tree(dirfd, path.c_str(), flags);
   if (fd < 0) return fail_errno("open_tree");
   return UniqueFd(fd);

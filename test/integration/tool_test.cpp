@@ -101,10 +101,14 @@ TEST_CASE("ctx tool: each layer refuses with its reason", "[root][userns]") {
   RunResult mb = tt.sh("/ctx/bin/ctx tool rooted");
   CHECK(mb.exit_code == 13);
   CHECK(first_json_line(mb.err)["reason"] == "mode");
-  // unknown and invalid names
-  RunResult nf = tt.sh("/ctx/bin/ctx tool nosuch");
+  // unknown and invalid names: a name the policy allows but no tier has
+  // is ENOENT; without the allow it is EACCES either way (seed 000)
+  RunResult nf = tt.sh("/ctx/bin/ctx tool twice");
   CHECK(nf.exit_code == 2);
   CHECK(first_json_line(nf.err)["reason"] == "not_found");
+  RunResult np = tt.sh("/ctx/bin/ctx tool nosuch");
+  CHECK(np.exit_code == 13);
+  CHECK(first_json_line(np.err)["reason"] == "agent_policy");
   RunResult bad = tt.sh("/ctx/bin/ctx tool ../x");
   CHECK(bad.exit_code == 22);
   CHECK(first_json_line(bad.err)["reason"] == "invalid_name");
@@ -227,4 +231,55 @@ TEST_CASE("the example tree's tools work through the helper inside a sandbox", "
                                 "ctx tool shell.exec '{\"cmd\":\"id\"}'; echo \"shell=$?\"");
   CHECK(r.out == "from coder\nwrite=13\nshell=13\n");
   CHECK(r.err.find("\"reason\":\"agent_policy\",\"tool\":\"fs.write\"") != std::string::npos);
+}
+
+TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only what the agent may run", "[root][userns]") {
+  ToolTree tt = make_tree();
+  std::string uid = std::to_string(tt.t.owner().uid);
+  tt.tool("ctx/tool/shell.exec", "#!/bin/sh\necho ran\n");  // no allow in coder's policy
+  tt.t.write("ctx/tool/shell.exec.d/schema", "{}\n");
+  tt.tool("ctx/tool/fenced", "#!/bin/sh\necho ran\n");  // coder's policy allows it, its own does not
+  tt.t.write("ctx/tool/fenced.d/policy", "allow reviewer_t tool:fenced execute\n");
+  tt.t.write("ctx/tool/README", "not a tool\n");
+  REQUIRE(::symlink("echo.args", (tt.t.root() + "/tool/link").c_str()) == 0);
+  // A directory bound inside the tier stays visible.
+  tt.t.mkdir("ctx/tool/extra");
+  tt.t.write("extra-src/marker", "x\n");
+  // The same tier a second time, at /mirror: hidden there too.
+  tt.t.agent("coder", {{"mount", tt.t.base_mounts() + tt.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" +
+                                     tt.t.dir().path() + "/extra-src\t/ctx/tool/extra\tro\tbind\n" + tt.t.root() +
+                                     "\t/mirror\tro\trbind,nosuid,nodev\n" + tt.t.root() + "/home/" + uid +
+                                     "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind,nosuid,nodev\n"},
+                       {"policy", "allow coder_t tool:echo.args execute\nallow coder_t tool:fenced execute\n"}});
+  RunResult r = tt.t.launch({"coder", "--", "/probe", "exec:/ctx/tool/echo.args", "exec:/ctx/tool/shell.exec",
+                             "exec:/ctx/tool/fenced", "exists:/ctx/tool/link", "exists:/ctx/tool/README",
+                             "exists:/ctx/tool/shell.exec.d/schema", "exists:/ctx/tool/fenced.d/policy",
+                             "exec:/mirror/tool/shell.exec", "exec:/mirror/tool/echo.args", "write:/ctx/tool/new",
+                             "exists:/ctx/tool/extra/marker"},
+                            tt.as);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  json j = json::parse(ctx::test::probe_json_line(r.out));
+  CHECK(j["exec:/ctx/tool/echo.args"] == "ok");
+  CHECK(j["exec:/ctx/tool/shell.exec"] == "ENOENT");  // layer 3 refuses: not in the projection
+  CHECK(j["exec:/ctx/tool/fenced"] == "ENOENT");      // layer 4 refuses
+  CHECK(j["exists:/ctx/tool/link"] == "ENOENT");      // a symlink is never a tool
+  CHECK(j["exists:/ctx/tool/README"] == "yes");
+  CHECK(j["exists:/ctx/tool/shell.exec.d/schema"] == "yes");  // the ABI shape stays readable
+  CHECK(j["exists:/ctx/tool/fenced.d/policy"] == "yes");
+  CHECK(j["exec:/mirror/tool/shell.exec"] == "ENOENT");
+  CHECK(j["exec:/mirror/tool/echo.args"] == "ok");
+  CHECK(j["write:/ctx/tool/new"] == "EROFS");
+  CHECK(j["exists:/ctx/tool/extra/marker"] == "yes");
+  // The direct form of an allowed tool: arguments and stdin pass through.
+  RunResult d = tt.sh("printf 'in put' | /ctx/tool/echo.args '{\"k\":1}'");
+  CHECK(d.exit_code == 0);
+  CHECK(d.out == "args:{\"k\":1}\nin put");
+  // ctx tool names the layer for the ones the projection leaves out.
+  CHECK(first_json_line(tt.sh("/ctx/bin/ctx tool shell.exec").err)["reason"] == "agent_policy");
+  CHECK(first_json_line(tt.sh("/ctx/bin/ctx tool fenced").err)["reason"] == "tool_policy");
+  // Nothing durable was created in the tier on the host.
+  CHECK(ctx::test::names_in(tt.t.root() + "/tool") ==
+        std::vector<std::string>{"README", "echo.args", "extra", "fenced", "fenced.d", "link", "shell.exec",
+                                   "shell.exec.d"});
 }

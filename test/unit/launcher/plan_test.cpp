@@ -9,6 +9,7 @@
 
 #include "agentdir/load.hpp"
 #include "launcher/plan.hpp"
+#include "launcher/tool_view.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
 
@@ -317,4 +318,54 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
   REQUIRE_FALSE(refused);
   CHECK(refused.error().msg == "rev.d/mount:4: EINVAL: target /handoff/x is provided by the launcher (fresh /proc, "
                                "minimal /dev, /run/ctx, /handoff); remove the line");
+}
+
+TEST_CASE("tool views: every place a CTX_PATH tier appears shows only the tools both policies allow", "[unit]") {
+  AgentSpec s = coder();
+  s.mounts = *ctx::mountspec::parse("coder.d/mount",
+                                    "/srv/ctx\t/ctx\tro\trbind,nosuid,nodev\n"
+                                    "/srv/ctx\t/mirror\tro\tbind,noexec\n"
+                                    "/srv/other\t/ctx/tool/sub\tro\tbind\n");
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy",
+                                         "allow coder_t tool:fs.read execute\nallow coder_t tool:fenced execute\n");
+  auto p = make_plan(s, user(), PlanOptions{});
+  REQUIRE(p);
+  // Default CTX_PATH: /ctx/tool and /ctx/home/1000/tool, both through the /ctx bind.
+  CHECK(ctx::launcher::ctx_path_host_dirs(*p) ==
+        std::vector<std::string>{"/srv/ctx/tool", "/srv/ctx/home/1000/tool"});
+  using K = ctx::launcher::ToolDirEntry::Kind;
+  std::vector<ctx::launcher::ToolDirListing> l{
+      {"/srv/ctx/tool",
+       {{"fs.read", K::executable, std::nullopt},
+        {"fs.read.d", K::directory, std::nullopt},
+        {"shell.exec", K::executable, std::nullopt},
+        {"fenced", K::executable, "allow reviewer_t tool:fenced execute\n"},
+        {"README", K::file, std::nullopt},
+        {"link", K::other, std::nullopt}}}};
+  ctx::launcher::plan_tool_views(s, l, *p);
+  REQUIRE(p->tool_views.size() == 2);
+  const auto& v = p->tool_views[0];
+  CHECK(v.target == "/ctx/tool");
+  CHECK(v.host_dir == "/srv/ctx/tool");
+  // The deeper bind at /ctx/tool/sub is carried over.
+  CHECK(v.show == std::vector<std::string>{"fs.read", "fs.read.d", "README", "sub"});
+  const auto& m = p->tool_views[1];
+  CHECK(m.target == "/mirror/tool");
+  CHECK(m.show == std::vector<std::string>{"fs.read", "fs.read.d", "README"});
+  // A label-less agent sees no tool at all.
+  s.label.reset();
+  auto q = make_plan(s, user(), PlanOptions{});
+  REQUIRE(q);
+  ctx::launcher::plan_tool_views(s, l, *q);
+  REQUIRE_FALSE(q->tool_views.empty());
+  CHECK(q->tool_views[0].show == std::vector<std::string>{"fs.read.d", "README", "sub"});
+  // A deeper bind on a hidden tool stays hidden.
+  s.label = ctx::agentdir::Label{"", "", "coder_t", ""};
+  s.mounts.push_back({"/srv/x", "/ctx/tool/shell.exec", ctx::mountspec::Mode::ro, ctx::mountspec::Kind::bind, false, false,
+                      false, 4});
+  auto w = make_plan(s, user(), PlanOptions{});
+  REQUIRE(w);
+  ctx::launcher::plan_tool_views(s, l, *w);
+  REQUIRE_FALSE(w->tool_views.empty());
+  CHECK(std::count(w->tool_views[0].show.begin(), w->tool_views[0].show.end(), "shell.exec") == 0);
 }
