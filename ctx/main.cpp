@@ -139,6 +139,11 @@ int run_explain(const std::string& ctx_root, const std::string& agent, const std
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A direct tool call through a projected tier: this binary stands in for
+  // the tool, records the call and runs it.
+  if (auto direct = ctx::helper::direct_call(argv[0]))
+    return ctx::helper::call_tool(ctx::helper::caller_from_env(), direct->second,
+                                  std::vector<std::string>(argv + 1, argv + argc), direct->first);
   // Everything after "--" is a child's command line (ctx agent start).
   std::vector<std::string> command;
   for (int i = 1; i < argc; ++i)
@@ -199,9 +204,7 @@ int main(int argc, char** argv) {
   // readers want strict absolute paths.
   ctx_root = ctx::sys::absolute_path(ctx_root);
   if (tool->parsed()) {
-    std::optional<std::string> arg;
-    if (!tool_json.empty()) arg = tool_json.front();
-    return ctx::helper::call_tool(ctx::helper::caller_from_env(), tool_name, arg);
+    return ctx::helper::call_tool(ctx::helper::caller_from_env(), tool_name, tool_json);
   }
   if (agent->parsed()) {
     std::optional<std::string> arg;

@@ -137,7 +137,7 @@ std::optional<std::pair<std::string, std::string>> tool_policy_refuses(int dirfd
 
 }  // namespace
 
-int call_tool(const ToolCaller& c, const std::string& name, const std::optional<std::string>& json_arg) {
+int call_tool(const ToolCaller& c, const std::string& name, const std::vector<std::string>& args, const std::string& tier) {
   if (auto issue = tool_name_issue(name)) return refuse(c, name, EINVAL, "invalid_name", *issue, "error");
   if (c.agent.empty() || agent_name_issue(c.agent))
     return refuse(c, name, EINVAL, "no_agent", "CTX_AGENT does not name an agent; call tools from inside an agent's sandbox",
@@ -148,7 +148,12 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::optional<
   // (launcher/tool_view.hpp).
   std::string subject;
   if (auto no = agent_policy_refuses(c, name, subject)) return refuse(c, name, EACCES, no->first, no->second, "denied");
-  auto hit = lookup(c, name);
+  std::optional<Hit> hit;
+  if (tier.empty()) {
+    hit = lookup(c, name);
+  } else if (auto d = sys::open_dir(tier)) {
+    hit = Hit{tier, std::move(*d)};
+  }
   if (!hit) {
     // A tool its own policy refuses is not projected either; its .d/ is.
     for (const auto& dir : c.ctx_path)
@@ -158,6 +163,12 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::optional<
         break;
       }
     return refuse(c, name, ENOENT, "not_found", "no executable " + name + " in CTX_PATH", "error");
+  }
+  // In a projected tier the name is this helper and the tool itself, with
+  // its .d/, waits in .ctx-real/ (launcher/tool_view.hpp).
+  if (auto real = sys::open_dir_at(hit->dirfd.get(), ".ctx-real"); real && sys::stat_at(real->get(), name).value_or(std::nullopt)) {
+    hit->dir += "/.ctx-real";
+    hit->dirfd = std::move(*real);
   }
 
   // 1-2: a mount that allows exec, and the mode bits for the agent's ids.
@@ -176,7 +187,7 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::optional<
 
   // Run it: stdin and stdout pass through untouched.
   std::vector<std::string> argv{hit->dir + "/" + name};
-  if (json_arg) argv.push_back(*json_arg);
+  argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   // The call is allowed: record it and become the tool, so that a call
@@ -188,6 +199,20 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::optional<
   record(c, name, "error", "exec");
   std::fprintf(stderr, "ctx tool: %s\n", e.msg.c_str());
   return e.code == ENOENT ? 127 : 126;
+}
+
+std::optional<std::pair<std::string, std::string>> direct_call(const char* argv0) {
+  std::string a = argv0 == nullptr ? "" : argv0;
+  auto slash = a.rfind('/');
+  if (slash == std::string::npos) return std::nullopt;
+  std::string dir = slash == 0 ? "/" : a.substr(0, slash);
+  std::string name = a.substr(slash + 1);
+  if (name == "ctx" || tool_name_issue(name)) return std::nullopt;
+  auto d = sys::open_dir(dir);
+  if (!d) return std::nullopt;
+  auto real = sys::open_dir_at(d->get(), ".ctx-real");
+  if (!real || !sys::stat_at(real->get(), name).value_or(std::nullopt)) return std::nullopt;
+  return std::pair<std::string, std::string>(dir, name);
 }
 
 }  // namespace ctx::helper

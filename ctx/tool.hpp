@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ctx::helper {
@@ -26,6 +27,15 @@ ToolCaller caller_from_env();
 /// a denial, 2 (ENOENT) for an unknown tool, 22 (EINVAL) for an invalid
 /// name or caller. Denials and errors print one JSON line and one sentence
 /// on stderr; every call appends a tool.call event (no payload).
-int call_tool(const ToolCaller& c, const std::string& name, const std::optional<std::string>& json_arg);
+/// `tier`, when given, is the directory the tool was called in (a direct
+/// call) instead of a CTX_PATH lookup. In a projected tier the tool itself
+/// is run from its .ctx-real/ directory.
+int call_tool(const ToolCaller& c, const std::string& name, const std::vector<std::string>& args,
+              const std::string& tier = "");
+
+/// A direct call (`/ctx/tool/fs.read '{...}'`) reaching this helper
+/// through a projected tier: (tier directory, tool name) when argv[0] is a
+/// path whose directory has the tool in .ctx-real/, else nullopt.
+std::optional<std::pair<std::string, std::string>> direct_call(const char* argv0);
 
 }  // namespace ctx::helper

@@ -5,6 +5,7 @@
 // supervises the agent's runtime inside it. The one place that prints
 // errors of the launcher.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -118,7 +119,14 @@ int main(int argc, char** argv) {
   if (spec->parent) plan_ancestry(*spec, po);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
-  ctx::launcher::plan_tool_views(*spec, ctx::launcher::list_tool_dirs(ctx::launcher::ctx_path_host_dirs(*plan)), *plan);
+  {
+    // Direct calls run through the root's ctx helper, when it has one.
+    std::string helper = spec->ctx_root + "/bin/ctx";
+    auto st = ctx::sys::stat_at(AT_FDCWD, helper);
+    if (!st || !*st || !S_ISREG((*st)->mode)) helper.clear();
+    ctx::launcher::plan_tool_views(*spec, ctx::launcher::list_tool_dirs(ctx::launcher::ctx_path_host_dirs(*plan)), *plan,
+                                   helper);
+  }
   if (dry_run) {
     std::cout << ctx::launcher::plan_to_json(*plan).dump(2) << "\n";
     return 0;

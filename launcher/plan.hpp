@@ -90,7 +90,16 @@ struct ToolViewStep {
   /// Entries shown, each cloned from the sandbox's view of target/<name>
   /// with what is mounted below it.
   std::vector<std::string> show;
+  /// The allowed tools among them, when a helper is given: each is shown
+  /// as the helper (which records the tool.call event, then execs the
+  /// tool), and the tool itself with its .d/ is kept at
+  /// target/.ctx-real/<name> (kToolRealDir).
+  std::vector<std::string> wrapped;
+  std::string helper;  ///< host path of the ctx helper, "" for none
 };
+
+/// Inside a projected tool tier: where the helper finds the real tools.
+inline constexpr const char* kToolRealDir = ".ctx-real";
 
 /// The whole plan.
 struct LaunchPlan {

@@ -124,17 +124,51 @@ Result<void> tool_view(int rootfd, const ToolViewStep& v) {
     if (!cloned) return fail(cloned.error().with_context(e));
     trees.emplace_back(std::move(*cloned), &e);
   }
+  // Wrapped tools: the tool and its .d/ go to .ctx-real/, the helper
+  // (with the tool's own noexec, so that layer stays the kernel's) takes
+  // the tool's name.
+  std::vector<std::pair<UniqueFd, std::string>> real;  // (tree, path below target)
+  std::vector<std::pair<UniqueFd, std::string>> wrappers;
+  UniqueFd helper;
+  if (!v.wrapped.empty()) {
+    CTX_TRY_ASSIGN(helper, sys::open_path(v.helper, O_PATH));
+  }
+  for (const auto& name : v.wrapped) {
+    for (auto it = trees.begin(); it != trees.end(); ++it) {
+      if (*it->second == name || *it->second == name + ".d") {
+        bool noexec = false;
+        if (*it->second == name) {
+          CTX_TRY_ASSIGN(noexec, sys::on_noexec_mount(it->first.get()));
+          CTX_TRY_ASSIGN(UniqueFd w, sys::clone_tree(helper.get(), "", false));
+          CTX_TRY(sys::set_mount_attrs(w.get(), {true, true, true, noexec}, false));
+          wrappers.emplace_back(std::move(w), name);
+        }
+        real.emplace_back(std::move(it->first), std::string(kToolRealDir) + "/" + *it->second);
+        trees.erase(it);
+        break;
+      }
+    }
+  }
   CTX_TRY(sys::mount_fresh("tmpfs", seen.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k"));
   CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(rootfd, rel_of(v.target), true));
-  for (auto& [tree, e] : trees) {
+  std::vector<std::pair<UniqueFd, std::string>> all;
+  for (auto& [tree, e] : trees) all.emplace_back(std::move(tree), *e);
+  for (auto& w : wrappers) all.push_back(std::move(w));
+  if (!real.empty()) CTX_TRY(sys::make_dir_at(dir.get(), kToolRealDir, 0755));
+  for (auto& r : real) all.push_back(std::move(r));
+  for (auto& [tree, rel] : all) {
     CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(tree.get()));
     bool is_dir = S_ISDIR(st.mode);
+    auto slash = rel.rfind('/');
+    CTX_TRY_ASSIGN(UniqueFd parent, sys::open_in_root(rootfd, rel_of(slash == std::string::npos ? v.target
+                                                                   : path_join(v.target, rel.substr(0, slash))), true));
+    std::string leaf = slash == std::string::npos ? rel : rel.substr(slash + 1);
     if (is_dir) {
-      CTX_TRY(sys::make_dir_at(dir.get(), *e, 0755));
+      CTX_TRY(sys::make_dir_at(parent.get(), leaf, 0755));
     } else {
-      CTX_TRY(sys::make_file_at(dir.get(), *e, 0644));
+      CTX_TRY(sys::make_file_at(parent.get(), leaf, 0644));
     }
-    CTX_TRY_ASSIGN(UniqueFd point, sys::open_in_root(rootfd, rel_of(path_join(v.target, *e)), is_dir));
+    CTX_TRY_ASSIGN(UniqueFd point, sys::open_in_root(rootfd, rel_of(path_join(v.target, rel)), is_dir));
     CTX_TRY(sys::attach_tree(tree.get(), point.get()));
   }
   return sys::set_mount_attrs(dir.get(), {true, true, true, true}, false);

@@ -65,10 +65,12 @@ std::vector<std::string> ctx_path_host_dirs(const LaunchPlan& plan) {
   return out;
 }
 
-void plan_tool_views(const agentdir::AgentSpec& spec, const std::vector<ToolDirListing>& listings, LaunchPlan& plan) {
+void plan_tool_views(const agentdir::AgentSpec& spec, const std::vector<ToolDirListing>& listings, LaunchPlan& plan,
+                     const std::string& helper) {
   for (const auto& l : listings) {
     std::vector<std::string> show;
     std::vector<std::string> hidden;
+    std::vector<std::string> wrapped;
     for (const auto& e : l.entries) {
       switch (e.kind) {
         case ToolDirEntry::Kind::directory:
@@ -77,6 +79,7 @@ void plan_tool_views(const agentdir::AgentSpec& spec, const std::vector<ToolDirL
           break;
         case ToolDirEntry::Kind::executable:
           (allowed(spec, e) ? show : hidden).push_back(e.name);
+          if (!helper.empty() && allowed(spec, e)) wrapped.push_back(e.name);
           break;
         case ToolDirEntry::Kind::other:
           hidden.push_back(e.name);
@@ -93,6 +96,8 @@ void plan_tool_views(const agentdir::AgentSpec& spec, const std::vector<ToolDirL
       v.target = inner;
       v.host_dir = l.host_dir;
       v.show = show;
+      v.wrapped = wrapped;
+      v.helper = helper;
       // A deeper bind inside the tier stays visible (the clone of its
       // first component below the tier carries it), unless it lies on a
       // hidden entry.

@@ -43,6 +43,10 @@ std::vector<std::string> ctx_path_host_dirs(const LaunchPlan& plan);
 /// tool, so its schema and policy stay readable), plain files, and the
 /// executables that `allow <type> tool:<name> execute` and the tool's own
 /// policy (when it has one) both allow. Symbolic links are never shown.
-void plan_tool_views(const agentdir::AgentSpec& spec, const std::vector<ToolDirListing>& listings, LaunchPlan& plan);
+/// With `helper` (host path of the ctx helper), the allowed tools are
+/// wrapped: a direct call runs the helper, which records the tool.call
+/// event like `ctx tool` and then execs the tool.
+void plan_tool_views(const agentdir::AgentSpec& spec, const std::vector<ToolDirListing>& listings, LaunchPlan& plan,
+                     const std::string& helper = "");
 
 }  // namespace ctx::launcher

@@ -2,6 +2,8 @@
 // CTX_PATH lookup and each of the four permission layers.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -271,10 +273,26 @@ TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only wha
   CHECK(j["exec:/mirror/tool/echo.args"] == "ok");
   CHECK(j["write:/ctx/tool/new"] == "EROFS");
   CHECK(j["exists:/ctx/tool/extra/marker"] == "yes");
-  // The direct form of an allowed tool: arguments and stdin pass through.
+  // The direct form of an allowed tool: arguments and stdin pass through,
+  // and the call is recorded like one through ctx tool, once.
+  std::string before = tt.events();
   RunResult d = tt.sh("printf 'in put' | /ctx/tool/echo.args '{\"k\":1}'");
   CHECK(d.exit_code == 0);
   CHECK(d.out == "args:{\"k\":1}\nin put");
+  std::string added = tt.events().substr(before.size());
+  CHECK(added.find("\"object\":\"tool/echo.args\"") != std::string::npos);
+  CHECK(added.find("\"status\":\"ok\"") != std::string::npos);
+  auto calls = [](const std::string& ev) {
+    std::size_t n = 0;
+    for (auto pos = ev.find("\"type\":\"tool.call\""); pos != std::string::npos; pos = ev.find("\"type\":\"tool.call\"", pos + 1))
+      ++n;
+    return n;
+  };
+  CHECK(calls(added) == 1);
+  before = tt.events();
+  CHECK(tt.sh("/ctx/bin/ctx tool echo.args '{}' </dev/null").out == "args:{}\n");
+  added = tt.events().substr(before.size());
+  CHECK(calls(added) == 1);
   // ctx tool names the layer for the ones the projection leaves out.
   CHECK(first_json_line(tt.sh("/ctx/bin/ctx tool shell.exec").err)["reason"] == "agent_policy");
   CHECK(first_json_line(tt.sh("/ctx/bin/ctx tool fenced").err)["reason"] == "tool_policy");

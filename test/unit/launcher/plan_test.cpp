@@ -352,6 +352,11 @@ TEST_CASE("tool views: every place a CTX_PATH tier appears shows only the tools 
   const auto& m = p->tool_views[1];
   CHECK(m.target == "/mirror/tool");
   CHECK(m.show == std::vector<std::string>{"fs.read", "fs.read.d", "README"});
+  CHECK(v.wrapped.empty());  // no helper given
+  p->tool_views.clear();
+  ctx::launcher::plan_tool_views(s, l, *p, "/srv/ctx/bin/ctx");
+  CHECK(p->tool_views[0].wrapped == std::vector<std::string>{"fs.read"});
+  CHECK(p->tool_views[0].helper == "/srv/ctx/bin/ctx");
   // A label-less agent sees no tool at all.
   s.label.reset();
   auto q = make_plan(s, user(), PlanOptions{});
