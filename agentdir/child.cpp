@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/names.hpp"
+#include "base/text.hpp"
 #include "base/path.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
@@ -15,23 +16,6 @@
 namespace ctx::agentdir {
 
 namespace {
-
-/// Request text as it may appear in a message: control bytes become \xNN
-/// so that a hostile name cannot forge a second line.
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      char buf[5];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 /// "<child>: [<where>: ]<ERRNO>: <what>", with the machine-readable reason.
 Error refusal(std::string_view child, std::string_view where, int code, std::string_view reason, const std::string& what) {

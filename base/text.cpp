@@ -1,6 +1,7 @@
 #include "base/text.hpp"
 
 #include <cstdint>
+#include <cstdio>
 
 namespace ctx {
 
@@ -101,6 +102,22 @@ Result<Line> single_value(std::string_view file, std::string_view content) {
 
 int column_of(std::string_view line, std::string_view part) {
   return static_cast<int>(part.data() - line.data()) + 1;
+}
+
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 }  // namespace ctx

@@ -37,6 +37,10 @@ std::vector<Line> list_items(const std::vector<Line>& lines);
 /// leading or trailing blanks.
 Result<Line> single_value(std::string_view file, std::string_view content);
 
+/// The text as it may appear inside a message: control bytes become \xNN
+/// so that a hostile name cannot forge a second line or move the cursor.
+std::string printable(std::string_view s);
+
 /// Returns the 1-based column of the first byte of `part` inside `line`,
 /// where part is a view into line.
 int column_of(std::string_view line, std::string_view part);

@@ -61,24 +61,6 @@ std::string permission_list(Class c) {
   return s;
 }
 
-/// The text as it may appear inside a message: control bytes become \xNN
-/// so that a hostile name cannot forge a second line or move the cursor.
-std::string printable(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      char buf[5];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 /// The hash key of one rule. NUL cannot occur in a valid field, so the
 /// composition is unambiguous.
 std::string key_of(std::string_view subject, Class cls, std::string_view object,
