@@ -171,12 +171,15 @@ TEST_CASE("limits are applied to the agent's subtree and hold for its runtime an
                     {"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" + uid +
                                   "/agent/cglim\t/ctx/home/" + uid + "/agent/cglim\trw\tbind,nosuid,nodev\n"}});
   std::string dir = cgroup2() + "/cortexfs/user-" + uid + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root());
-  // 30 sleepers under pids.max=20: the shell's forks fail part of the way.
+  // 30 sleepers under pids.max=20: the forks fail part of the way. They are
+  // started by a subshell because a POSIX shell exits when a fork fails
+  // ("sh: Cannot fork"); the runtime itself then execs the probe, which
+  // needs no fork.
   auto sp = ctx::test::spawn_command(
       {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "cglim", "--", "/bin/sh", "-c",
        "/ctx/bin/ctx agent create '{\"name\":\"kid\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\",\"/probe\",\"ro\"]]}' "
-       ">/dev/null; /ctx/bin/ctx agent start kid -- /probe notify:READY=1 sleep:30 >/dev/null; n=0; "
-       "for i in $(seq 30); do sleep 30 2>/dev/null & n=$((n+1)); done; /probe notify:READY=1 sleep:30"},
+       ">/dev/null; /ctx/bin/ctx agent start kid -- /probe notify:READY=1 sleep:30 >/dev/null; "
+       "(for i in $(seq 30); do sleep 30 & done) 2>/dev/null; exec /probe notify:READY=1 sleep:30"},
       TestUser{0, 0, "root"});
   REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/cglim.d/status", "ready\n", 20000));
   REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/kid.d/status", "ready\n", 20000));
