@@ -188,15 +188,20 @@ void Children::read_conn(int id) {
     }
     return;
   }
+  std::size_t scanned = it->second.buf.size();
   it->second.buf += **data;
-  auto nl = it->second.buf.find('\n');
-  if (nl == std::string::npos) {
-    if (it->second.buf.size() > kMaxRequest) deny(id, "", bad_request("request longer than 64 KiB"));
-    return;
+  // Every complete line is a request; only the new bytes are searched.
+  for (auto nl = it->second.buf.find('\n', scanned); nl != std::string::npos; nl = it->second.buf.find('\n')) {
+    std::string line = it->second.buf.substr(0, nl);
+    it->second.buf.erase(0, nl + 1);
+    request(id, line);
+    it = conns_.find(id);
+    if (it == conns_.end()) return;
   }
-  std::string line = it->second.buf.substr(0, nl);
-  it->second.buf.erase(0, nl + 1);
-  request(id, line);
+  if (it->second.buf.size() > kMaxRequest) {
+    deny(id, "", bad_request("request longer than 64 KiB"));
+    conns_.erase(id);
+  }
 }
 
 void Children::answer(int id, const json& j) {

@@ -61,6 +61,7 @@ void plan_ancestry(const ctx::agentdir::AgentSpec& spec, ctx::launcher::PlanOpti
 }  // namespace
 
 int main(int argc, char** argv) {
+  ctx::sys::ignore_sigpipe();
   // Everything after "--" is the runtime's command line, untouched.
   std::vector<std::string> command;
   int cli_argc = argc;

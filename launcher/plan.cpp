@@ -191,7 +191,10 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
     for (const auto& pe : opts.parent_mounts)
       if (path_is_at_or_under(e.source, pe.source) && (from == nullptr || pe.source.size() > from->source.size()))
         from = &pe;
-    if (from != nullptr && from->kind == mountspec::Kind::bind) b.same_mount_as = from->source;
+    if (from != nullptr) {
+      b.beneath = from->source;
+      b.beneath_no_xdev = from->kind == mountspec::Kind::bind;
+    }
     if (auto space = shared_space_of(e.source, shared_dir)) {
       const char* perm = b.rdonly ? "read" : "write";
       if (!allowed(*space, perm))
@@ -244,6 +247,7 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
       b.rdonly = std::string_view(f) == "handoff.md";
       b.need_write = !b.rdonly;
       b.nosuid = b.nodev = b.noexec = true;
+      b.beneath = spec.ctx_root;
       plan.binds.push_back(std::move(b));
     }
   }
@@ -272,6 +276,7 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   plan.ctx_root = spec.ctx_root;
   plan.owner = spec.owner;
   plan.root = spec.root;
+  if (spec.parent && path_is_at_or_under(spec.root, spec.ctx_root)) plan.root_beneath = spec.ctx_root;
   plan.cwd = spec.cwd;
   plan.hostname = spec.name;
   CTX_TRY_ASSIGN(plan.ids, plan_ids(spec, caller));

@@ -68,11 +68,14 @@ struct BindStep {
   bool nodev = false;
   bool noexec = false;
   bool need_write = false;  ///< rw: the owner must be able to write the source
-  /// An owned child's bind derived from a parent's non-recursive bind:
-  /// the parent's source. The source must lie on the same host mount, or
-  /// the child would see a submount that the parent's bind hides (pure
-  /// attenuation cannot see host mounts; checked when applied).
-  std::string same_mount_as;
+  /// An owned child's bind: the host directory its source must be
+  /// resolved beneath, never through a symlink (the parent may plant
+  /// them in what it can write): the parent mount's source it derives
+  /// from, or the CTX root for the handoff. "" for an ordinary bind.
+  std::string beneath;
+  /// With `beneath`: never into another mount either (the parent's bind is
+  /// non-recursive, so it does not see the submounts below its source).
+  bool beneath_no_xdev = false;
   int line = 0;             ///< line in <name>.d/mount
 };
 
@@ -108,6 +111,9 @@ struct LaunchPlan {
   std::string ctx_root;  ///< host path of the CTX root
   std::uint32_t owner = 0;
   std::string root;      ///< host path that becomes "/"
+  /// An owned child's root is resolved beneath the CTX root without
+  /// symlinks ("" for an ordinary agent).
+  std::string root_beneath;
   std::string cwd;
   IdPlan ids;
   std::uint64_t clone_flags = 0;  ///< CLONE_NEW* at clone time

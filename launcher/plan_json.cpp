@@ -49,7 +49,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
     if (b.noexec) flags.push_back("noexec");
     json m{{"type", b.recursive ? "rbind" : "bind"}, {"source", b.source}, {"target", b.target}, {"flags", flags},
            {"line", b.line}};
-    if (!b.same_mount_as.empty()) m["same_mount_as"] = b.same_mount_as;
+    if (!b.beneath.empty()) m["beneath"] = {{"dir", b.beneath}, {"no_symlinks", true}, {"no_xdev", b.beneath_no_xdev}};
     mounts.push_back(std::move(m));
   }
   for (const auto& m : p.masks)

@@ -72,25 +72,36 @@ Result<UniqueFd> mount_point(int rootfd, const std::string& inner, bool director
   return sys::open_in_root(rootfd, rel, directory);
 }
 
+// An owned child's source, resolved beneath the directory it derives
+// from without symlinks (and without crossing into another mount when the
+// parent's bind is non-recursive).
+Result<UniqueFd> open_source(const BindStep& b) {
+  // The parent mount's own source is the parent's as configured.
+  if (b.beneath.empty() || b.source == b.beneath) return sys::open_path(b.source, O_PATH);
+  if (!path_is_at_or_under(b.source, b.beneath))
+    return fail(Error{EACCES, "source " + b.source + ": EACCES: not below " + b.beneath});
+  CTX_TRY_ASSIGN(UniqueFd top, sys::open_path(b.beneath, O_PATH | O_DIRECTORY));
+  auto src = sys::open_path_beneath(top.get(), std::string(path_suffix(b.source, b.beneath)), b.beneath_no_xdev);
+  if (!src && src.error().code == ELOOP)
+    return fail(Error{EACCES, "source " + b.source + ": EACCES: reaches through a symbolic link below " + b.beneath +
+                                  ", which an owned child's mount never follows"});
+  if (!src && src.error().code == EXDEV)
+    return fail(Error{EACCES, "source " + b.source + ": EACCES: lies on another mount than " + b.beneath +
+                                  ", which the parent binds without its submounts; the parent does not see it"});
+  return src;
+}
+
 Result<void> bind_one(int rootfd, const BindStep& b) {
   // The source is opened with the owner's credentials (the caller's, or
   // the fs ids set for a privileged launch), so it must be reachable by
   // the owner; reading (and for rw, writing) it must be allowed too.
-  CTX_TRY_ASSIGN(UniqueFd src, sys::open_path(b.source, O_PATH));
+  CTX_TRY_ASSIGN(UniqueFd src, open_source(b));
   CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src.get()));
   bool dir = S_ISDIR(st.mode);
   int need = R_OK | (dir ? X_OK : 0) | (b.need_write ? W_OK : 0);
   if (auto r = sys::access_fd(src.get(), need); !r)
     return fail(Error{EACCES, "source " + b.source + ": EACCES: the owner may not " +
                                   (b.need_write ? "read and write" : "read") + " it"});
-  if (!b.same_mount_as.empty()) {
-    CTX_TRY_ASSIGN(UniqueFd of, sys::open_path(b.same_mount_as, O_PATH));
-    CTX_TRY_ASSIGN(auto mine, sys::mount_id_of(src.get()));
-    CTX_TRY_ASSIGN(auto theirs, sys::mount_id_of(of.get()));
-    if (mine == 0 || mine != theirs)
-      return fail(Error{EACCES, "source " + b.source + ": EACCES: lies on another mount than " + b.same_mount_as +
-                                    ", which the parent binds without its submounts; the parent does not see it"});
-  }
   auto cloned = sys::clone_tree(src.get(), "", b.recursive);
   // In a user namespace the mounts below the source are locked: a
   // non-recursive bind would uncover what they cover, so the kernel
@@ -240,7 +251,16 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep)
 
   // The root becomes a mount of its own (pivot_root needs one); the fd
   // of the attached tree is the anchor for every later path.
-  CTX_TRY_ASSIGN(UniqueFd root_dir, sys::open_path(plan.root, O_PATH | O_DIRECTORY));
+  UniqueFd root_dir;
+  if (plan.root_beneath.empty()) {
+    CTX_TRY_ASSIGN(root_dir, sys::open_path(plan.root, O_PATH | O_DIRECTORY));
+  } else {
+    // An owned child's root: never through a symlink below the CTX root.
+    CTX_TRY_ASSIGN(UniqueFd top, sys::open_path(plan.root_beneath, O_PATH | O_DIRECTORY));
+    auto r = sys::open_path_beneath(top.get(), std::string(path_suffix(plan.root, plan.root_beneath)), false);
+    if (!r) return fail(r.error().with_context("root " + plan.root));
+    root_dir = std::move(*r);
+  }
   CTX_TRY_ASSIGN(UniqueFd root, sys::clone_tree(root_dir.get(), "", false));
   CTX_TRY_CTX(sys::set_mount_attrs(root.get(), {false, true, true, false}, false), "root " + plan.root);
   CTX_TRY_CTX(sys::attach_tree(root.get(), root_dir.get()), "root " + plan.root);

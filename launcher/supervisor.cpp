@@ -11,11 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "base/names.hpp"
+#include "base/path.hpp"
 #include "base/timestamp.hpp"
 #include "cgroup/placement.hpp"
 #include "launcher/children.hpp"
 #include "launcher/sandbox.hpp"
 #include "sys/file.hpp"
+#include "sys/resolve.hpp"
 #include "sys/process.hpp"
 #include "sys/socket.hpp"
 
@@ -64,7 +66,9 @@ class AgentFiles {
   void event_of(const std::string& agent, const std::string& session, json j) {
     auto home = sys::open_dir(plan_.ctx_root + "/home", true);
     if (!home) return;
-    auto dir = sys::open_dir_at(home->get(), std::to_string(plan_.owner) + "/agent/" + agent + "/session/" + session);
+    // Never through a symlink: the parent's agent may have planted one in
+    // its own home, and this supervisor may be root.
+    auto dir = sys::open_dir_beneath(home->get(), std::to_string(plan_.owner) + "/agent/" + agent + "/session/" + session);
     if (!dir) return warn(fail(dir.error()), "the parent's events.jsonl");
     json out;
     out["ts"] = timestamp_now();
@@ -76,11 +80,13 @@ class AgentFiles {
 
   /// `status` of the coordination directory in the parent's session.
   void context_status(const std::string& dir, const std::string& s) {
-    if (dir.empty()) return;
-    auto d = sys::open_dir(dir, true);
-    if (d) warn(sys::atomic_replace(d->get(), "status", s + "\n"), "context status");
+    if (dir.empty() || !path_is_at_or_under(dir, plan_.ctx_root)) return;
+    auto root = sys::open_dir(plan_.ctx_root);
+    if (!root) return;
+    auto d = sys::open_dir_beneath(root->get(), std::string(path_suffix(dir, plan_.ctx_root)));
+    if (!d) return warn(fail(d.error()), "context status");
+    warn(sys::atomic_replace(d->get(), "status", s + "\n"), "context status");
   }
-
 
  private:
   bool open_session() {
@@ -379,6 +385,11 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
       if (std::sscanf(line.c_str(), "step %63s %llu", name, &us) == 2) timings[name] = us;
     }
   timings["total"] = t_exec - t0;
+  // The sandbox holds both sockets through its binds now: their host
+  // names go, so no other process of the same uid (another agent's
+  // sandbox that shows /tmp, say) can reach this supervisor.
+  (void)sys::remove_at(rd->first.get(), "notify");
+  (void)sys::remove_at(rd->first.get(), "control");
   files.log({{"event", "agent.exec"}, {"pid", child->pid}, {"setup_us", t_exec - t0}});
   if (opts.json_status_fd >= 0) {
     json j{{"event", "started"}, {"agent", plan.name}, {"pid", child->pid}, {"supervisor_pid", ::getpid()},

@@ -282,14 +282,21 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
 
 Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode,
                          std::optional<Ownership> owner) {
-  int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
+  // O_NONBLOCK: a FIFO planted under the name must not hang the caller.
+  // Only a file this call creates is given to `owner`, so a file linked
+  // in under the name is never chowned.
+  constexpr int kFlags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  bool created = true;
+  int raw = ::openat(dirfd, name.c_str(), kFlags | O_CREAT | O_EXCL, mode);
+  if (raw < 0 && errno == EEXIST) {
+    created = false;
+    raw = ::openat(dirfd, name.c_str(), kFlags);
+  }
   if (raw < 0) return fail_errno("openat " + name);
   UniqueFd fd(raw);
-  if (owner) {
-    CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
-    if (st.size == 0 && (st.uid != owner->uid || st.gid != owner->gid) && ::fchown(fd.get(), owner->uid, owner->gid) < 0)
-      return fail_errno("fchown " + name);
-  }
+  CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
+  if (!S_ISREG(st.mode)) return fail(Error{EINVAL, name + ": EINVAL: not a regular file"});
+  if (owner && created && ::fchown(fd.get(), owner->uid, owner->gid) < 0) return fail_errno("fchown " + name);
   return write_all(fd.get(), data, "write");
 }
 

@@ -130,6 +130,8 @@ void reset_signals() {
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
 }
 
+void ignore_sigpipe() { std::signal(SIGPIPE, SIG_IGN); }
+
 Result<void> set_parent_death_signal(int sig) {
   if (::prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_PDEATHSIG");
   return {};

@@ -66,6 +66,11 @@ Result<int> read_signalfd(int fd);
 /// (before exec, so the runtime does not inherit our blocking).
 void reset_signals();
 
+/// SIGPIPE ignored: a peer that goes away is an EPIPE from write(2), not
+/// the end of the process (the supervisor writes to sockets and pipes of
+/// clients it does not control).
+void ignore_sigpipe();
+
 /// PR_SET_PDEATHSIG: the kernel sends sig to the caller when its parent
 /// thread exits.
 Result<void> set_parent_death_signal(int sig);

@@ -29,6 +29,16 @@ Result<UniqueFd> open_dir_beneath(int dirfd, const std::string& rel) {
   return UniqueFd(static_cast<int>(fd));
 }
 
+Result<UniqueFd> open_path_beneath(int dirfd, const std::string& rel, bool no_xdev) {
+  struct open_how how {};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | (no_xdev ? RESOLVE_NO_XDEV : 0);
+  const std::string path = rel.empty() ? "." : rel;
+  long fd = ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+  if (fd < 0) return fail_errno("openat2 " + path);
+  return UniqueFd(static_cast<int>(fd));
+}
+
 Result<void> make_dir_at(int dirfd, const std::string& name, mode_t mode) {
   if (::mkdirat(dirfd, name.c_str(), mode) == 0) return {};
   int err = errno;

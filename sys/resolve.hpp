@@ -29,6 +29,12 @@ Result<void> make_file_at(int dirfd, const std::string& name, mode_t mode);
 /// never through a symlink.
 Result<UniqueFd> open_dir_beneath(int dirfd, const std::string& rel);
 
+/// An O_PATH fd of dirfd/rel ("" is dirfd itself) with
+/// openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS),
+/// plus RESOLVE_NO_XDEV with no_xdev (never into another mount): ELOOP for
+/// a symlink on the way, EXDEV for a mount crossing.
+Result<UniqueFd> open_path_beneath(int dirfd, const std::string& rel, bool no_xdev);
+
 /// Opens dirfd/name O_PATH|O_NOFOLLOW (the last component only).
 Result<UniqueFd> open_path_at(int dirfd, const std::string& name);
 

@@ -411,3 +411,30 @@ TEST_CASE("a child never sees a submount that its parent's non-recursive bind hi
   CHECK(f.read("ctx/agent/sub.d/log").find("lies on another mount than " + src +
                                            ", which the parent binds without its submounts") != std::string::npos);
 }
+
+TEST_CASE("a child's mounts, handoff and root never follow a symlink its parent planted", "[root][userns]") {
+  Family f;
+  f.t.mkdir("secret", 0700);
+  f.t.write("secret/file", "TOPSECRET\n", 0600);
+  std::string secret = f.t.dir().path() + "/secret";
+  std::string home = "/ctx/home/" + f.uid + "/agent/coder";
+  std::string ctxdir = home + "/session/default/context/child/sub";
+  f.t.write("ctx/bin/parent-run",
+            "#!/bin/sh\n"
+            "ln -s " + secret + " " + home + "/esc\n"
+            "/ctx/bin/ctx agent create '{\"name\":\"rev\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\",\"/probe\",\"ro\"],"
+            "[\"" + home + "/esc\",\"/esc\",\"ro\"]]}' >/dev/null && echo created=rev\n"
+            "/ctx/bin/ctx agent start rev -- /probe read:/esc/file >/dev/null 2>&1; echo rev=$?\n"
+            "/ctx/bin/ctx agent create '" + request("sub") + "' >/dev/null && echo created=sub\n"
+            "rm -r " + ctxdir + "/artifact && ln -s " + secret + " " + ctxdir + "/artifact\n"
+            "/ctx/bin/ctx agent start sub -- /probe read:/handoff/artifact/file >/dev/null 2>&1; echo sub=$?\n",
+            0755);
+  RunResult r = f.t.launch({"coder", "--", "/ctx/bin/parent-run"}, f.m.as);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "created=rev\nrev=5\ncreated=sub\nsub=5\n");  // both launches fail: EIO
+  CHECK(r.out.find("TOPSECRET") == std::string::npos);
+  CHECK(f.read("ctx/agent/rev.d/log").find("/esc: EACCES: reaches through a symbolic link below") != std::string::npos);
+  CHECK(f.read("ctx/agent/sub.d/log").find("/artifact: EACCES: reaches through a symbolic link below " + f.t.root()) !=
+        std::string::npos);
+}

@@ -285,6 +285,7 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
           "[unit]") {
   AgentSpec s = coder();
   s.name = "rev";
+  s.parent = ctx::agentdir::Parent{"coder", "default", "r1"};
   s.mounts = *ctx::mountspec::parse("rev.d/mount",
                                     "/srv/ctx\t/ctx\tro\trbind,nosuid,nodev\n"
                                     "/data/sub\t/x\tro\tbind\n"
@@ -300,9 +301,13 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
     REQUIRE(it != p->binds.end());
     return *it;
   };
-  CHECK(bind("/x").same_mount_as == "/data");
-  CHECK(bind("/usr").same_mount_as.empty());  // the parent's rbind shows its submounts
-  CHECK(bind("/ctx").same_mount_as.empty());
+  CHECK(bind("/x").beneath == "/data");
+  CHECK(bind("/x").beneath_no_xdev);          // the parent's bind hides submounts
+  CHECK(bind("/usr").beneath == "/usr");
+  CHECK_FALSE(bind("/usr").beneath_no_xdev);  // the parent's rbind shows them
+  CHECK(bind("/ctx").beneath.empty());        // no parent mount holds /srv/ctx
+  CHECK(bind("/handoff/result.md").beneath == "/srv/ctx");
+  CHECK(p->root_beneath == "/srv/ctx");
   CHECK(bind("/handoff/handoff.md").rdonly);
   CHECK(bind("/handoff/handoff.md").source == po.handoff_dir + "/handoff.md");
   for (const char* rw : {"/handoff/result.md", "/handoff/refs.jsonl", "/handoff/artifact"}) {
