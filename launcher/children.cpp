@@ -1,5 +1,7 @@
 #include "launcher/children.hpp"
 
+#include <fcntl.h>
+
 #include <csignal>
 
 #include "agentdir/child.hpp"
@@ -124,9 +126,18 @@ Result<agentdir::ChildRequest> decode(const json& j) {
   return r;
 }
 
+// <ctx>/home/<owner>/agent/<name>/session/default/output.log, for appending.
+Result<UniqueFd> open_output(const agentdir::AgentSpec& child, std::optional<sys::Ownership> owner) {
+  CTX_TRY_ASSIGN(UniqueFd home, sys::open_dir(child.ctx_root + "/home", true));
+  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_or_make_dirs(home.get(), std::to_string(child.owner) + "/agent/" + child.name +
+                                                                      "/session/default", 0755, owner));
+  return sys::open_append(dir.get(), "output.log", 0644);
+}
+
 }  // namespace
 
 int parent_dead_signal() { return SIGRTMIN + 2; }
+int stop_signal() { return SIGRTMIN + 3; }
 
 Children::Children(ChildrenConfig cfg, UniqueFd control_listen) : cfg_(std::move(cfg)), listen_(std::move(control_listen)) {}
 
@@ -243,7 +254,8 @@ void Children::request(int id, const std::string& line) {
     Child& c = it->second;
     if (c.exit_status) return answer(id, {{"ok", true}, {"op", op}, {"name", *name}, {"exit_status", *c.exit_status}});
     if (op == "stop") {
-      (void)sys::signal_pidfd(c.pidfd.get(), SIGTERM);
+      // Not a plea: the child's supervisor runs SIGTERM, grace, cgroup.kill.
+      (void)sys::signal_pidfd(c.pidfd.get(), stop_signal());
       cfg_.event({{"type", "agent.child.stop"}, {"parent", cfg_.parent->name}, {"child", *name}, {"status", "ok"}});
     }
     c.exit_waiters.emplace_back(id, op);
@@ -310,8 +322,14 @@ Result<std::string> Children::start(int id, const json& req) {
     argv.insert(argv.end(), command.begin(), command.end());
   }
   if (cfg_.before_first_child) CTX_TRY(cfg_.before_first_child());
+  // The child's output is its own, not its parent's: stdin /dev/null,
+  // stdout and stderr appended to its session's output.log (made beneath
+  // the CTX root, never through a symlink).
+  CTX_TRY_ASSIGN(UniqueFd devnull, sys::open_path("/dev/null", O_RDONLY));
+  CTX_TRY_ASSIGN(UniqueFd out, open_output(*spec, cfg_.owner));
   CTX_TRY_ASSIGN(auto pipe, sys::make_pipe());
-  CTX_TRY_ASSIGN(sys::Child proc, sys::spawn_owned(cfg_.self_exe, argv, cfg_.env, parent_dead_signal(), {pipe.second.get()}));
+  CTX_TRY_ASSIGN(sys::Child proc, sys::spawn_owned(cfg_.self_exe, argv, cfg_.env, parent_dead_signal(), {pipe.second.get()},
+                                                   {devnull.get(), out.get(), out.get()}));
   pipe.second.reset();
   CTX_TRY(sys::set_nonblocking(pipe.first.get()));
   Child c;
@@ -350,8 +368,9 @@ void Children::exited(const std::string& name, Child& c, int status) {
   c.status.reset();
   for (int w : c.start_waiters)
     deny(w, "start",
-         Error{EIO, name + ": EIO: its launch failed with exit status " + std::to_string(status) + " (see " + name +
-                        ".d/log)",
+         Error{EIO, name + ": EIO: its launch failed with exit status " + std::to_string(status) + " (its log: " + name +
+                        ".d/log; its output: home/" + std::to_string(cfg_.parent->owner) + "/agent/" + name +
+                        "/session/default/output.log)",
                "launch_failed"});
   for (const auto& [w, op] : c.exit_waiters) answer(w, {{"ok", true}, {"op", op}, {"name", name}, {"exit_status", status}});
   c.start_waiters.clear();

@@ -34,6 +34,11 @@ namespace ctx::launcher {
 /// dies in any way): run the cancellation sequence. SIGRTMIN+2.
 int parent_dead_signal();
 
+/// The signal a parent supervisor sends for `ctx agent stop`: the same
+/// sequence (SIGTERM, grace, cgroup.kill) ending in status "stopped".
+/// SIGRTMIN+3.
+int stop_signal();
+
 /// What the registry needs from its supervisor.
 struct ChildrenConfig {
   const agentdir::AgentSpec* parent = nullptr;

@@ -219,7 +219,8 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
   std::uint64_t t0 = sys::now_us();
   // First, so that an owned child's PR_SET_PDEATHSIG (parent_dead_signal)
   // waits in the signalfd instead of killing us half-way.
-  const std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, parent_dead_signal()};
+  const std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, parent_dead_signal(),
+                                 stop_signal()};
   auto sigfd = sys::block_into_signalfd(watched);
   if (!sigfd) return failed(sigfd.error());
   auto agents = sys::open_dir(plan.ctx_root + "/agent");
@@ -430,13 +431,15 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
   int exit_code = kExitLaunchFailed;
   bool running = true;
   bool cancelled = false, killed = false;
+  std::string cancel_reason;  // parent_dead or stopped
   std::uint64_t kill_at = 0;
-  auto cancel = [&]() {
+  auto cancel = [&](const char* reason) {
     if (cancelled) return;
     cancelled = true;
+    cancel_reason = reason;
     state = "stopping";
     files.status("stopping");
-    files.log({{"event", "agent.cancel"}, {"reason", "parent_dead"}});
+    files.log({{"event", "agent.cancel"}, {"reason", cancel_reason}});
     (void)sys::remove_at(agents->get(), plan.name + ".sock");  // no new connections
     children.close_control();
     children.cancel_all();
@@ -444,7 +447,7 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
     kill_at = sys::now_us() + static_cast<std::uint64_t>(opts.cancel_grace_ms) * 1000;
   };
   // The parent may have died between our start and now.
-  if (opts.owned_by != 0 && ::getppid() != opts.owned_by) cancel();
+  if (opts.owned_by != 0 && ::getppid() != opts.owned_by) cancel("parent_dead");
   while (running) {
     std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {child->pidfd.get(), POLLIN, 0}, {notify->get(), POLLIN, 0}};
     children.add_poll_fds(fds);
@@ -494,7 +497,9 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
     if (fds[0].revents & POLLIN) {
       auto sig = sys::read_signalfd(sigfd->get());
       if (sig && *sig == parent_dead_signal()) {
-        cancel();
+        cancel("parent_dead");
+      } else if (sig && *sig == stop_signal()) {
+        cancel("stopped");
       } else if (sig && *sig != SIGCHLD) {
         if (state != "stopping") {
           state = "stopping";
@@ -534,14 +539,16 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
     if (auto r = placement->remove(); !r) files.log({{"event", "agent.error"}, {"error", r.error().msg}});
   files.status("dead");
   files.log({{"event", "agent.stop"}, {"exit_status", exit_code}});
-  const char* outcome = cancelled ? "cancelled" : exit_code == 0 ? "ok" : "error";
+  // A parent's stop ends in "stopped", the parent's death in "cancelled".
+  const bool stopped = cancelled && cancel_reason == "stopped";
+  const char* outcome = stopped ? "stopped" : cancelled ? "cancelled" : exit_code == 0 ? "ok" : "error";
   files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", outcome}, {"exit_status", exit_code}});
   if (owned) {
-    const char* s = cancelled ? "cancelled" : exit_code == 0 ? "done" : "failed";
+    const char* s = stopped ? "stopped" : cancelled ? "cancelled" : exit_code == 0 ? "done" : "failed";
     files.session_state(s);
     files.context_status(opts.handoff_dir, s);
   }
-  if (cancelled && spec.parent)
+  if (cancelled && !stopped && spec.parent)
     files.event_of(spec.parent->agent, spec.parent->session.empty() ? "default" : spec.parent->session,
                    {{"type", "agent.child.cancel"}, {"parent", spec.parent->agent}, {"child", plan.name},
                     {"reason", "parent_dead"}, {"object", "agent/" + plan.name}});

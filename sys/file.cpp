@@ -280,6 +280,15 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
   return {};
 }
 
+Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode) {
+  int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
+  if (raw < 0) return fail_errno("openat " + name);
+  UniqueFd fd(raw);
+  CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
+  if (!S_ISREG(st.mode)) return fail(Error{EINVAL, name + ": EINVAL: not a regular file"});
+  return fd;
+}
+
 Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode,
                          std::optional<Ownership> owner) {
   // O_NONBLOCK: a FIFO planted under the name must not hang the caller.

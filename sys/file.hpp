@@ -126,6 +126,11 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
                             mode_t mode = 0644, bool durable = false,
                             std::optional<Ownership> owner = std::nullopt);
 
+/// Opens dirfd/name for appending (created with mode if missing), never
+/// through a symlink, and only if it is a regular file (a FIFO planted
+/// there cannot block the caller).
+Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode);
+
 /// Appends data to dirfd/name (created with mode if missing) with one
 /// write(2) on an O_APPEND descriptor, so concurrent appenders of lines
 /// shorter than PIPE_BUF do not interleave.

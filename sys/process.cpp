@@ -39,7 +39,8 @@ Result<Child> clone_child(const CloneSpec& spec) {
 }
 
 Result<Child> spawn_owned(const std::string& path, const std::vector<std::string>& argv,
-                          const std::vector<std::string>& env, int death_signal, const std::vector<int>& keep) {
+                          const std::vector<std::string>& env, int death_signal, const std::vector<int>& keep,
+                          std::array<int, 3> stdio) {
   // Everything the child needs is built before the clone: after it, only
   // async-signal-safe calls.
   std::vector<char*> av, ev;
@@ -51,6 +52,8 @@ Result<Child> spawn_owned(const std::string& path, const std::vector<std::string
   CTX_TRY_ASSIGN(Child c, clone_child({0, -1}));
   if (c.pid != 0) return c;
   if (::prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0) < 0 || ::getppid() != parent) _exit(125);
+  for (int i = 0; i < 3; ++i)
+    if (stdio[static_cast<std::size_t>(i)] >= 0 && ::dup2(stdio[static_cast<std::size_t>(i)], i) < 0) _exit(125);
   if (!keep_only_fds(keep)) _exit(125);
   reset_signals();
   ::execve(path.c_str(), av.data(), ev.data());

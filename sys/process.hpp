@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,8 +36,10 @@ Result<Child> clone_child(const CloneSpec& spec);
 /// exits 125 at once if the caller already died), signals are reset,
 /// fds above 2 are closed except `keep` (moved to 3, 4, ...), and path is
 /// executed with argv and env. A failed exec exits 127.
+/// `stdio` (>= 0 each) become fds 0, 1 and 2.
 Result<Child> spawn_owned(const std::string& path, const std::vector<std::string>& argv,
-                          const std::vector<std::string>& env, int death_signal, const std::vector<int>& keep = {});
+                          const std::vector<std::string>& env, int death_signal, const std::vector<int>& keep = {},
+                          std::array<int, 3> stdio = {-1, -1, -1});
 
 /// fork(2) for helpers that need no namespaces.
 Result<pid_t> fork_process();

@@ -138,9 +138,13 @@ TEST_CASE("create, start and wait: the child runs in its own sandbox with only i
   std::map<std::string, json> got;
   for (const auto& l : json_lines(r.out)) {
     json j = json::parse(l);
-    got[j.contains("op") ? j["op"].get<std::string>() : "probe"] = j;
+    got[j["op"].get<std::string>()] = j;
   }
-  REQUIRE(got.size() == 4);
+  REQUIRE(got.size() == 3);
+  // The child's output went to its own session, not to its parent's stdout.
+  auto out = json_lines(f.read(f.session_dir("rev") + "/output.log"));
+  REQUIRE(out.size() == 1);
+  got["probe"] = json::parse(out[0]);
   CHECK(got["create"]["ok"] == true);
   CHECK(got["create"]["name"] == "rev");
   CHECK(got["start"]["ok"] == true);
@@ -236,8 +240,21 @@ TEST_CASE("stop ends a running child; wait returns its exit status", "[root][use
   CHECK(json::parse(lines[0]) == json{{"ok", true}, {"op", "stop"}, {"name", "rev"}, {"exit_status", 128 + SIGTERM}});
   CHECK(json::parse(lines[1]) == json{{"ok", true}, {"op", "wait"}, {"name", "rev"}, {"exit_status", 128 + SIGTERM}});
   CHECK(has_event(events(f, "coder"), {{"type", "agent.child.stop"}, {"child", "rev"}}));
+  CHECK(has_event(events(f, "rev"), {{"type", "agent.stop"}, {"status", "stopped"}, {"exit_status", 128 + SIGTERM}}));
   CHECK(f.read("ctx/agent/rev.d/status") == "dead\n");
-  CHECK(f.read(f.session_dir("coder") + "/context/child/rev/status") == "failed\n");
+  CHECK(f.read(f.session_dir("coder") + "/context/child/rev/status") == "stopped\n");
+  CHECK(f.read(f.session_dir("rev") + "/state") == "stopped\n");
+  // A child that ignores SIGTERM is stopped all the same, after the grace period.
+  Family g;
+  RunResult s = g.sh("set -e; /ctx/bin/ctx agent create '" + request("rev") +
+                         "' >/dev/null; /ctx/bin/ctx agent start rev -- /probe ignore:TERM notify:READY=1 sleep:30 "
+                         ">/dev/null; until [ \"$(cat /ctx/agent/rev.d/status)\" = ready ]; do sleep 0.02; done; "
+                         "/ctx/bin/ctx agent stop rev",
+                     {"--cancel-grace-ms", "200"});
+  INFO(s.out << s.err);
+  REQUIRE(s.exit_code == 0);
+  CHECK(json::parse(json_lines(s.out).back()) ==
+        json{{"ok", true}, {"op", "stop"}, {"name", "rev"}, {"exit_status", 128 + SIGKILL}});
 }
 
 TEST_CASE("the example tree's agent.create, agent.start and agent.stop are ordinary tools", "[root][userns]") {
@@ -404,7 +421,7 @@ TEST_CASE("a child never sees a submount that its parent's non-recursive bind hi
   RunResult r = ctx::test::run_command({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
-  auto lines = json_lines(r.out);
+  auto lines = json_lines(f.read(f.session_dir("rev") + "/output.log"));
   REQUIRE(lines.size() == 1);
   CHECK(json::parse(lines[0]) == json{{"exists:/data/sub", "yes"}, {"exists:/data/sub/marker", "ENOENT"}});
   CHECK(r.out.find("start=5") != std::string::npos);  // EIO: its launch failed
