@@ -141,17 +141,28 @@ Result<std::vector<policy::Rule>> requested_rules(const ChildRequest& req, const
   return rules;
 }
 
+/// groups_not_subset for the first of `groups` the parent lacks.
+Result<void> groups_within(const AgentSpec& parent, std::string_view child, std::string_view where,
+                           const std::vector<std::uint32_t>& groups) {
+  for (auto g : groups)
+    if (std::find(parent.groups.begin(), parent.groups.end(), g) == parent.groups.end())
+      return fail(refusal(child, where, EACCES, "groups_not_subset",
+                          "group " + std::to_string(g) + " is not one of the parent's groups (" +
+                              (parent.groups.empty() ? std::string("it has none") : list_of(parent.groups)) + ")"));
+  return {};
+}
+
 Result<std::vector<std::uint32_t>> child_groups(const AgentSpec& parent, const ChildRequest& req) {
   std::vector<std::uint32_t> groups = req.groups.value_or(parent.groups);
   std::set<std::uint32_t> seen;
-  for (auto g : groups) {
+  for (auto g : groups)
     if (!seen.insert(g).second) return fail(invalid(req.name, "groups", "group " + std::to_string(g) + " requested twice"));
-    if (std::find(parent.groups.begin(), parent.groups.end(), g) == parent.groups.end())
-      return fail(refusal(req.name, "groups", EACCES, "groups_not_subset",
-                          "group " + std::to_string(g) + " is not one of the parent's groups (" +
-                              (parent.groups.empty() ? std::string("it has none") : list_of(parent.groups)) + ")"));
-  }
+  CTX_TRY(groups_within(parent, req.name, "groups", groups));
   return groups;
+}
+
+std::string child_root(const AgentSpec& parent, std::string_view child) {
+  return path_join(parent.ctx_root, "home/" + std::to_string(parent.owner) + "/agent/" + std::string(child) + "/root");
 }
 
 Result<std::string> child_cwd(const AgentSpec& parent, const ChildRequest& req, const mountspec::Table& mounts) {
@@ -223,7 +234,7 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
   if (!origin.run.empty()) lineage += " run:" + origin.run;
   f["parent"] = lineage + "\n";
   f["life"] = std::string(to_string(Life::owned)) + "\n";
-  f["root"] = path_join(parent.ctx_root, "home/" + std::to_string(parent.owner) + "/agent/" + name + "/root") + "\n";
+  f["root"] = child_root(parent, name) + "\n";
   f["cwd"] = cwd + "\n";
   if (parent.path_set) f["path"] = one_per_line(parent.path);
   if (!mounts->empty()) f["mount"] = mountspec::format_table(*mounts);
@@ -241,6 +252,41 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
     return fail(std::move(e));
   }
   return ChildPlan{std::move(f), std::move(*spec)};
+}
+
+Result<void> check_child(const AgentSpec& parent, const AgentSpec& child) {
+  const std::string& name = child.name;
+  const std::string dir = path_join(child.ctx_root, "agent/" + name + ".d");
+  auto file = [&](std::string_view f) { return dir + "/" + std::string(f); };
+  // A file that must say what the parent's says.
+  auto same = [&](std::string_view f, const std::string& mine, const std::string& parents) -> Result<void> {
+    if (mine == parents) return {};
+    return fail(refusal(name, file(f), EACCES, "not_owned",
+                        "is " + mine + " but the parent " + parent.name + "'s is " + parents + "; a child keeps its parent's " +
+                            std::string(f) + ": remove " + name + " and create it again from " + parent.name));
+  };
+  if (!child.parent || child.parent->agent != parent.name)
+    return fail(refusal(name, file("parent"), EACCES, "not_owned",
+                        (child.parent ? "names agent:" + child.parent->agent : std::string("is missing")) + ", not agent:" +
+                            parent.name + ", so " + name + " is not a child of " + parent.name + "; " + parent.name +
+                            " may start only the children it created"));
+  CTX_TRY(same("owner", std::to_string(child.owner), std::to_string(parent.owner)));
+  CTX_TRY(same("uid", std::to_string(child.uid), std::to_string(parent.uid)));
+  CTX_TRY(same("gid", std::to_string(child.gid), std::to_string(parent.gid)));
+  CTX_TRY(same("iso", std::string(to_string(child.iso)), std::string(to_string(parent.iso))));
+  CTX_TRY(same("life", std::string(to_string(child.life)), std::string(to_string(Life::owned))));
+  if (std::string want = child_root(parent, name); child.root != want)
+    return fail(refusal(name, file("root"), EACCES, "not_owned",
+                        "is " + child.root + ", not " + want + "; a child's root is its own directory in its owner's home: "
+                        "remove " + name + " and create it again from " + parent.name));
+  CTX_TRY(groups_within(parent, name, file("groups"), child.groups));
+  if (auto r = policy::check_subset(parent.policy, parent.subject(), child.policy, child.subject()); !r)
+    return fail(r.error().with_context(name + ": " + file("policy")));
+  for (const auto& e : child.mounts)
+    if (auto r = mountspec::check_derived(parent.mounts, e); !r)
+      return fail(refusal(name, file("mount") + ":" + std::to_string(e.line) + ": " + e.source + " -> " + e.target, EACCES,
+                          r.error().reason, r.error().msg + "; remove the line or create the child again from " + parent.name));
+  return {};
 }
 
 std::string child_context_dir(const AgentSpec& parent, std::string_view session, std::string_view child) {

@@ -75,6 +75,22 @@ struct ChildPlan {
 Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, const ChildOrigin& origin,
                              const PrimaryGidLookup& primary_gid);
 
+/// Checks, before a parent's supervisor starts `child`, that it is still
+/// within the parent: parent line names the parent; owner, uid, gid and
+/// iso equal the parent's; life owned; groups a subset of the parent's;
+/// its policy a subset of the parent's (check_subset); every mount derived
+/// from a parent mount (mountspec::check_derived): its host source at or
+/// under the source of a parent mount through which the parent sees that
+/// path, never rw where that one is ro, rbind only where it is rbind, bind
+/// never where it is rbind, nosuid/nodev/noexec never dropped (a refusal
+/// names the candidate with the deepest source); its root
+/// <ctx>/home/<owner>/agent/<name>/root.
+/// EACCES with reason not_owned (parent line, owner, uid, gid, iso, life,
+/// root), exceeds_parent_policy, groups_not_subset, mount_not_visible or
+/// mount_widens_access, naming the file and what to do. A child rule for
+/// another subject stays check_subset's EINVAL wrong_subject.
+Result<void> check_child(const AgentSpec& parent, const AgentSpec& child);
+
 /// Host path of a parent session's coordination directory for a child:
 /// <ctx>/home/<owner>/agent/<parent>/session/<session>/context/child/<child>
 std::string child_context_dir(const AgentSpec& parent, std::string_view session, std::string_view child);
@@ -89,9 +105,15 @@ std::string child_context_dir(const AgentSpec& parent, std::string_view session,
 ///   3. the child's root directory (empty) and the parent session's
 ///      context/child/<name>/ with agent, session, status ("created"),
 ///      handoff.md, result.md and refs.jsonl (empty), artifact/.
-/// `owner` (a root caller) makes what is created belong to the agent's
-/// host ids, so the child can write its result channels. On any failure
-/// what was created is removed again.
+/// `owner` (a root caller) gives the agent's host ids what the child and
+/// its runtime write: the parent session's context/child/<name>/ (its
+/// files and artifact/, and the directories made on the way to it) and
+/// the child's home and root directories. `<name>.d`, its files and the
+/// entry stay the caller's (root), as the launcher's trust check asks
+/// (root or the owner, and with iso uid the agent's uid is not the owner),
+/// and so that no agent, with iso shared not even the runtime's uid, can
+/// rewrite its child's control files. On any failure what was created is
+/// removed again.
 Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::string_view session,
                          std::string_view handoff, std::optional<sys::Ownership> owner);
 

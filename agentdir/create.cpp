@@ -56,11 +56,13 @@ class Made {
   void directory(std::size_t dir, std::string name, std::size_t self) {
     items_.push_back(Item{dir, std::move(name), self});
   }
-  /// Gives every directory made to `owner`, through its descriptor. Files
-  /// got their owner when they were written.
-  Result<void> give_directories(sys::Ownership owner) const {
-    for (const auto& i : items_)
-      if (i.self) CTX_TRY_CTX(sys::chown_at(fd(*i.self), "", owner), i.name);
+  /// How many items are recorded so far (a mark for give_directories).
+  std::size_t made() const { return items_.size(); }
+  /// Gives every directory among the first `count` items made to `owner`,
+  /// through its descriptor. Files got their owner when they were written.
+  Result<void> give_directories(sys::Ownership owner, std::size_t count) const {
+    for (std::size_t k = 0; k < count && k < items_.size(); ++k)
+      if (items_[k].self) CTX_TRY_CTX(sys::chown_at(fd(*items_[k].self), "", owner), items_[k].name);
     return {};
   }
   /// The call succeeded: keep everything.
@@ -106,16 +108,13 @@ Result<std::size_t> open_dirs(Made& made, std::size_t base, const std::string& r
 /// Copies the parent's executable entry into dir/kEntryTmp: a regular
 /// file by content (mode 0755), a symlink as a symlink to the same target.
 /// False if the parent has no entry.
-Result<bool> copy_entry(Made& made, std::size_t agents, const std::string& parent_name, std::size_t dir,
-                        std::optional<sys::Ownership> owner) {
+Result<bool> copy_entry(Made& made, std::size_t agents, const std::string& parent_name, std::size_t dir) {
   CTX_TRY_ASSIGN(std::optional<sys::FileStat> st, sys::stat_at(made.fd(agents), parent_name));
   if (!st) return false;
   if (S_ISLNK(st->mode)) {
     CTX_TRY_ASSIGN(std::string target, sys::read_link_at(made.fd(agents), parent_name));
     CTX_TRY(sys::make_symlink_at(target, made.fd(dir), kEntryTmp));
     made.file(dir, kEntryTmp);
-    // The directory is still this call's own: nobody can swap the name.
-    if (owner) CTX_TRY(sys::chown_at(made.fd(dir), kEntryTmp, *owner));
     return true;
   }
   if (!S_ISREG(st->mode)) return fail(Error{EINVAL, "EINVAL: is neither a regular file nor a symbolic link"});
@@ -123,7 +122,7 @@ Result<bool> copy_entry(Made& made, std::size_t agents, const std::string& paren
     return fail(Error{EFBIG, "EFBIG: is larger than " + std::to_string(kMaxEntrySize) + " bytes"});
   CTX_TRY_ASSIGN(std::optional<sys::FileContent> content, sys::read_small_file(made.fd(agents), parent_name, kMaxEntrySize));
   if (!content) return false;  // removed meanwhile
-  CTX_TRY(sys::atomic_replace(made.fd(dir), kEntryTmp, content->data, kEntryMode, true, owner));
+  CTX_TRY(sys::atomic_replace(made.fd(dir), kEntryTmp, content->data, kEntryMode, true, std::nullopt));
   made.file(dir, kEntryTmp);
   return true;
 }
@@ -207,6 +206,12 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
     }
   }
 
+  // Everything made so far is the agent's: its coordination directory and
+  // its root. What follows (the .d, its files, the entry) stays the
+  // caller's, so that no agent can rewrite a child's control files and the
+  // launcher's trust check (root or the owner) accepts them.
+  const std::size_t agents_part = made.made();
+
   auto tmp_name = sys::make_temp_dir_at(made.fd(agents), "." + name + ".d.tmp.", kDirMode);
   if (!tmp_name) return fail(tmp_name.error().with_context(name + ": " + agent_dir));
   auto tmpfd = sys::open_dir_at(made.fd(agents), *tmp_name);
@@ -217,14 +222,14 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
   std::size_t tmp = made.hold(std::move(*tmpfd));
   made.directory(agents, *tmp_name, tmp);
   for (const auto& [file, content] : plan.files) {
-    CTX_TRY_CTX(sys::atomic_replace(made.fd(tmp), file, content, kFileMode, true, owner),
+    CTX_TRY_CTX(sys::atomic_replace(made.fd(tmp), file, content, kFileMode, true, std::nullopt),
                 name + ": writing " + path_join(agent_dir, *tmp_name) + "/" + file);
     made.file(tmp, file);
   }
   const std::string parent_entry = path_join(agent_dir, parent.name);
-  auto entry = copy_entry(made, agents, parent.name, tmp, owner);
+  auto entry = copy_entry(made, agents, parent.name, tmp);
   if (!entry) return fail(entry.error().with_context(name + ": copying " + parent_entry));
-  if (owner) CTX_TRY_CTX(made.give_directories(*owner), name + ": chown");
+  if (owner) CTX_TRY_CTX(made.give_directories(*owner, agents_part), name + ": chown");
 
   if (*entry) {
     if (auto r = sys::rename_noreplace_at(made.fd(tmp), kEntryTmp, made.fd(agents), name); !r) {

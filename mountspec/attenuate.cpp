@@ -1,6 +1,7 @@
 #include "mountspec/attenuate.hpp"
 
 #include <set>
+#include <tuple>
 
 #include "base/path.hpp"
 
@@ -13,10 +14,11 @@ Error denial(std::size_t i, const ChildMount& c, int code, const std::string& re
                reason};
 }
 
-// The parent mount through which `inner` is seen: the deepest target at or
-// above it (a deeper mount shadows a shallower one). Later entries with
-// the same depth cannot exist (targets are unique).
+}  // namespace
+
 const Entry* covering(const Table& parent, std::string_view inner) {
+  // A deeper mount shadows a shallower one; two entries of the same depth
+  // cannot both cover `inner` (targets are unique).
   const Entry* best = nullptr;
   for (const auto& p : parent)
     if (path_is_at_or_under(inner, p.target) && (best == nullptr || path_depth(p.target) > path_depth(best->target)))
@@ -24,7 +26,37 @@ const Entry* covering(const Table& parent, std::string_view inner) {
   return best;
 }
 
-}  // namespace
+std::optional<std::string> widening(const Entry& p, const Entry& child) {
+  if (child.mode == Mode::rw && p.mode == Mode::ro) return "rw requested but the parent sees " + p.target + " read-only";
+  if (child.kind == Kind::rbind && p.kind != Kind::rbind)
+    return "rbind requested but the parent's mount of " + p.target +
+           " is bind (its submounts are hidden from the parent)";
+  // Without a user namespace, open_tree without AT_RECURSIVE shows what
+  // lies under the host's submounts below the source, which the parent's
+  // rbind covers.
+  if (child.kind == Kind::bind && p.kind == Kind::rbind)
+    return "bind requested but the parent sees " + p.target +
+           " with rbind: a bind would uncover what the submounts below it cover; leave the kind unset or ask rbind";
+  for (auto [name, has, keeps] : {std::tuple{"nosuid", p.nosuid, child.nosuid}, std::tuple{"nodev", p.nodev, child.nodev},
+                                  std::tuple{"noexec", p.noexec, child.noexec}})
+    if (has && !keeps)
+      return std::string(name) + " dropped but the parent's mount of " + p.target + " has it";
+  return std::nullopt;
+}
+
+Result<void> check_derived(const Table& parent, const Entry& child) {
+  const Entry* deepest = nullptr;
+  for (const auto& p : parent) {
+    if (!path_is_at_or_under(child.source, p.source)) continue;
+    // Only where the parent really sees that host path through p.
+    if (covering(parent, path_join(p.target, path_suffix(child.source, p.source))) != &p) continue;
+    if (!widening(p, child)) return {};
+    if (deepest == nullptr || path_depth(p.source) > path_depth(deepest->source)) deepest = &p;
+  }
+  if (deepest == nullptr)
+    return fail(Error{EACCES, "not visible to the parent (no parent mount shows " + child.source + ")", "mount_not_visible"});
+  return fail(Error{EACCES, *widening(*deepest, child), "mount_widens_access"});
+}
 
 Result<Table> attenuate(const Table& parent, const std::vector<ChildMount>& request) {
   Table out;
@@ -44,22 +76,17 @@ Result<Table> attenuate(const Table& parent, const std::vector<ChildMount>& requ
     const Entry* p = covering(parent, c.source);
     if (p == nullptr)
       return fail(denial(i, c, EACCES, "mount_not_visible", "not visible to the parent (no parent mount covers " + c.source + ")"));
-    if (c.mode == Mode::rw && p->mode == Mode::ro)
-      return fail(denial(i, c, EACCES, "mount_widens_access", "rw requested but the parent sees " + p->target + " read-only"));
-    Kind kind = c.kind.value_or(p->kind);
-    if (kind == Kind::rbind && p->kind != Kind::rbind)
-      return fail(denial(i, c, EACCES, "mount_widens_access",
-                         "rbind requested but the parent's mount of " + p->target + " is bind (its submounts are hidden from the parent)"));
     Entry e;
     e.source = path_join(p->source, path_suffix(c.source, p->target));
     e.target = c.target;
     e.mode = c.mode;
-    e.kind = kind;
+    e.kind = c.kind.value_or(p->kind);
     // Flags: the parent's are kept whatever the request says; the request
     // may add more.
     e.nosuid = p->nosuid || c.nosuid;
     e.nodev = p->nodev || c.nodev;
     e.noexec = p->noexec || c.noexec;
+    if (auto why = widening(*p, e)) return fail(denial(i, c, EACCES, "mount_widens_access", *why));
     CTX_TRY(add(e, i, c));
     // Parent mounts strictly below the requested source hide what lies
     // beneath them in the parent's view: carry them into the child so the

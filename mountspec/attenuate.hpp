@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.hpp"
@@ -29,13 +30,37 @@ struct ChildMount {
 /// /etc: ...") and a machine-readable Error::reason:
 ///   mount_not_visible   the source is not at or under any parent target
 ///   mount_widens_access rw where the parent has ro, rbind where the parent
-///                       has bind, or a nosuid/nodev/noexec dropped
+///                       has bind, bind where the parent has rbind (a bind
+///                       would uncover what the host's submounts below the
+///                       source cover), or a nosuid/nodev/noexec dropped
 /// Invalid requests (paths, duplicate targets) are EINVAL.
 /// Rules: the deepest parent mount covering the source supplies the host
-/// source; parent mounts lying strictly below a requested source are
+/// source and the kind (an unset kind inherits it; only the same kind may
+/// be asked); parent mounts lying strictly below a requested source are
 /// carried into the child at the matching place (never weaker than the
 /// parent, ro if the request is ro) so nothing hidden by them becomes
 /// visible; the result never widens the parent.
 Result<Table> attenuate(const Table& parent, const std::vector<ChildMount>& request);
+
+/// The parent mount through which the parent sees its own path `inner`:
+/// the deepest target at or above it, or nullptr.
+const Entry* covering(const Table& parent, std::string_view inner);
+
+/// Why a child mount `child` (host paths) of a host path at or under
+/// `p.source` would be wider than the parent mount `p`, as the sentence
+/// the refusals use ("rw requested but the parent sees /ctx read-only"):
+/// rw where p is ro, rbind where p is bind, bind where p is rbind, or one
+/// of p's nosuid/nodev/noexec missing. nullopt when it is within p.
+std::optional<std::string> widening(const Entry& p, const Entry& child);
+
+/// Checks an entry of a child's table in host paths (as written by
+/// attenuate, possibly changed since) against the parent's table: some
+/// parent mount p must have a source at or above child.source, be the
+/// mount through which the parent sees that path (covering), and not be
+/// widened by it. EACCES with reason mount_not_visible (no such p) or
+/// mount_widens_access (the sentence of widening() for the candidate with
+/// the deepest source); the message is that sentence alone, for the caller
+/// to place.
+Result<void> check_derived(const Table& parent, const Entry& child);
 
 }  // namespace ctx::mountspec

@@ -78,8 +78,19 @@ ChildRequest reviewer() {
 
 const ChildOrigin kOrigin{"default", "r1"};
 
+// Property: every child plan_child produces passes check_child, the
+// re-check before it is started.
+void passes_check(const AgentSpec& parent, const ctx::Result<ChildPlan>& p) {
+  if (!p) return;
+  auto c = check_child(parent, p->spec);
+  INFO((c ? std::string() : c.error().msg));
+  CHECK(c);
+}
+
 ctx::Result<ChildPlan> plan(const ChildRequest& r, const AgentSpec& parent = parent_spec()) {
-  return plan_child(parent, r, kOrigin, gid_1000);
+  auto p = plan_child(parent, r, kOrigin, gid_1000);
+  passes_check(parent, p);
+  return p;
 }
 
 // The refusal of a request: its code, reason and exact message.
@@ -212,6 +223,7 @@ TEST_CASE("child: defaults come from the parent", "[unit]") {
     f.erase("path");
     auto p = plan_child(parent_spec(f), r, ChildOrigin{}, gid_1000);
     REQUIRE(p);
+    passes_check(parent_spec(f), p);
     CHECK(p->files.count("path") == 0);
     CHECK_FALSE(p->spec.path_set);
     CHECK(p->files.at("parent") == "agent:coder\n");
@@ -346,6 +358,122 @@ TEST_CASE("child: mounts are derived from what the parent sees", "[unit]") {
           "/shared/project-a read-only");
 }
 
+TEST_CASE("child: under an rbind parent mount a child's bind is mount_widens_access", "[unit]") {
+  ChildRequest r = reviewer();
+  r.mounts = {mount("/work", "/w", Mode::ro)};
+  r.mounts[0].kind = ctx::mountspec::Kind::bind;
+  refused(r, EACCES, "mount_widens_access",
+          "rev-1: mount[0] /work -> /w: EACCES: bind requested but the parent sees /work with rbind: a bind would "
+          "uncover what the submounts below it cover; leave the kind unset or ask rbind");
+}
+
+// ---- check_child: the re-check before a parent's supervisor starts a child ----
+
+namespace {
+
+// The seed's child as planned, then as it loads from its files after
+// `change` (a file set to a content, or erased when the content is empty).
+AgentSpec child_after(const ControlFiles& change, const AgentSpec& parent = parent_spec()) {
+  ChildRequest r = reviewer();
+  r.mounts.push_back(mount("/usr/lib", "/usr/lib", Mode::ro));
+  auto p = plan_child(parent, r, kOrigin, gid_1000);
+  REQUIRE(p);
+  ControlFiles f = p->files;
+  for (const auto& [file, content] : change) {
+    if (content.empty()) {
+      f.erase(file);
+    } else {
+      f[file] = content;
+    }
+  }
+  auto s = build_spec("rev-1", "/ctx", f, gid_1000);
+  REQUIRE(s);
+  return *s;
+}
+
+void check_refused(const AgentSpec& child, const std::string& reason, const std::string& msg,
+                   const AgentSpec& parent = parent_spec()) {
+  auto c = check_child(parent, child);
+  REQUIRE_FALSE(c);
+  CHECK(c.error().code == EACCES);
+  CHECK(c.error().reason == reason);
+  CHECK(c.error().msg == msg);
+}
+
+}  // namespace
+
+TEST_CASE("check_child: plan_child -> build_spec -> check_child passes", "[unit]") {
+  AgentSpec child = child_after({});
+  CHECK(check_child(parent_spec(), child));
+  // Narrower than planned is still within the parent.
+  CHECK(check_child(parent_spec(), child_after({{"groups", "100\n"}, {"policy", "allow reviewer_t tool:fs.read execute\n"}})));
+  CHECK(check_child(parent_spec(), child_after({{"mount", "/home/me/project/src\t/src\tro\trbind,nosuid,nodev,noexec\n"}})));
+}
+
+TEST_CASE("check_child: identity and lineage must be the parent's (not_owned)", "[unit]") {
+  const std::string redo = "; a child keeps its parent's ";
+  check_refused(child_after({{"parent", ""}}), "not_owned",
+                "rev-1: /ctx/agent/rev-1.d/parent: EACCES: is missing, not agent:coder, so rev-1 is not a child of coder; "
+                "coder may start only the children it created");
+  check_refused(child_after({{"parent", "agent:other session:default\n"}}), "not_owned",
+                "rev-1: /ctx/agent/rev-1.d/parent: EACCES: names agent:other, not agent:coder, so rev-1 is not a child of "
+                "coder; coder may start only the children it created");
+  // An agent of another owner whose parent line names the parent.
+  check_refused(child_after({{"owner", "2000\n"}, {"uid", "2000\n"}}), "not_owned",
+                "rev-1: /ctx/agent/rev-1.d/owner: EACCES: is 2000 but the parent coder's is 1000; a child keeps its "
+                "parent's owner: remove rev-1 and create it again from coder");
+  check_refused(child_after({{"uid", "0\n"}}), "not_owned",
+                "rev-1: /ctx/agent/rev-1.d/uid: EACCES: is 0 but the parent coder's is 1000; a child keeps its parent's "
+                "uid: remove rev-1 and create it again from coder");
+  check_refused(child_after({{"gid", "0\n"}}), "not_owned",
+                "rev-1: /ctx/agent/rev-1.d/gid: EACCES: is 0 but the parent coder's is 1000; a child keeps its parent's "
+                "gid: remove rev-1 and create it again from coder");
+  check_refused(child_after({{"iso", "shared\n"}}), "not_owned",
+                "rev-1: /ctx/agent/rev-1.d/iso: EACCES: is shared but the parent coder's is userns; a child keeps its "
+                "parent's iso: remove rev-1 and create it again from coder");
+  check_refused(child_after({{"root", "/ctx/home/1000/agent/coder/root\n"}}), "not_owned",
+                "rev-1: /ctx/agent/rev-1.d/root: EACCES: is /ctx/home/1000/agent/coder/root, not "
+                "/ctx/home/1000/agent/rev-1/root; a child's root is its own directory in its owner's home: remove rev-1 "
+                "and create it again from coder");
+}
+
+TEST_CASE("check_child: groups and policy within the parent's", "[unit]") {
+  check_refused(child_after({{"groups", "27\n0\n"}}), "groups_not_subset",
+                "rev-1: /ctx/agent/rev-1.d/groups: EACCES: group 0 is not one of the parent's groups (27, 100)");
+  check_refused(child_after({{"policy", "allow reviewer_t tool:fs.read execute\nallow reviewer_t tool:fs.write execute\n"}}),
+                "exceeds_parent_policy",
+                "rev-1: /ctx/agent/rev-1.d/policy: child policy line 2: allow reviewer_t tool:fs.write execute: EACCES: "
+                "the parent (coder_t) does not hold tool:fs.write execute");
+  // A label of the parent's type does not lend the child the parent's rules.
+  check_refused(child_after({{"label", "coder_t\n"}, {"policy", "allow coder_t agent:sub start\n"}}),
+                "exceeds_parent_policy",
+                "rev-1: /ctx/agent/rev-1.d/policy: child policy line 1: allow coder_t agent:sub start: EACCES: the parent "
+                "(coder_t) does not hold agent:sub start");
+}
+
+TEST_CASE("check_child: every mount derived from a parent mount", "[unit]") {
+  auto with_mount = [](const std::string& line) {
+    return child_after({{"mount", "/home/me/project\t/work\tro\trbind,nosuid,nodev\n" + line}});
+  };
+  check_refused(with_mount("/etc\t/etc\tro\tbind\n"), "mount_not_visible",
+                "rev-1: /ctx/agent/rev-1.d/mount:2: /etc -> /etc: EACCES: not visible to the parent (no parent mount "
+                "shows /etc); remove the line or create the child again from coder");
+  check_refused(with_mount("/ctx/shared/project-a\t/p\trw\tbind,nosuid,nodev\n"), "mount_widens_access",
+                "rev-1: /ctx/agent/rev-1.d/mount:2: /ctx/shared/project-a -> /p: EACCES: rw requested but the parent "
+                "sees /shared/project-a read-only; remove the line or create the child again from coder");
+  check_refused(with_mount("/ctx/shared/project-a\t/p\tro\trbind,nosuid,nodev\n"), "mount_widens_access",
+                "rev-1: /ctx/agent/rev-1.d/mount:2: /ctx/shared/project-a -> /p: EACCES: rbind requested but the "
+                "parent's mount of /shared/project-a is bind (its submounts are hidden from the parent); remove the "
+                "line or create the child again from coder");
+  check_refused(with_mount("/usr/lib\t/lib\tro\tbind,nodev\n"), "mount_widens_access",
+                "rev-1: /ctx/agent/rev-1.d/mount:2: /usr/lib -> /lib: EACCES: bind requested but the parent sees /usr "
+                "with rbind: a bind would uncover what the submounts below it cover; leave the kind unset or ask rbind; "
+                "remove the line or create the child again from coder");
+  check_refused(with_mount("/home/me/project/src\t/src\trw\trbind,nosuid\n"), "mount_widens_access",
+                "rev-1: /ctx/agent/rev-1.d/mount:2: /home/me/project/src -> /src: EACCES: nodev dropped but the "
+                "parent's mount of /work has it; remove the line or create the child again from coder");
+}
+
 TEST_CASE("child: groups must be a subset of the parent's", "[unit]") {
   ChildRequest r = reviewer();
   r.groups = std::vector<std::uint32_t>{27, 44};
@@ -477,6 +605,7 @@ struct Root {
     parent = parent_spec(parent_files(), t.path());
     auto p = plan_child(parent, reviewer(), kOrigin, gid_1000);
     REQUIRE(p);
+    passes_check(parent, p);
     child = *p;
   }
   std::string context() const { return "home/1000/agent/coder/session/default/context/child/rev-1"; }
@@ -520,7 +649,7 @@ TEST_CASE("write_child writes the .d, the entry, the root and the parent's coord
   CHECK(r.t.read("home/1000/agent/coder/session/default/messages.jsonl") == "{}\n");
 }
 
-TEST_CASE("write_child gives what it creates, and only that, to the owner", "[fs]") {
+TEST_CASE("write_child gives the agent its channels and root, and keeps the .d and the entry", "[fs]") {
   Root r;
   // As root, ids nobody has; otherwise the caller's own (the only chown
   // an unprivileged caller may do), which still runs every chown.
@@ -529,14 +658,33 @@ TEST_CASE("write_child gives what it creates, and only that, to the owner", "[fs
   struct stat before = lstat_of(r.t / "home/1000/agent/coder/session/default");
   REQUIRE(write_child(r.parent, r.child, "default", "x\n", o));
   std::string c = r.context();
-  for (const std::string& p : std::vector<std::string>{"agent/rev-1.d", "agent/rev-1.d/policy", "agent/rev-1",
-                                                       "home/1000/agent/rev-1", "home/1000/agent/rev-1/root",
+  for (const std::string& p : std::vector<std::string>{"home/1000/agent/rev-1", "home/1000/agent/rev-1/root",
                                                        "home/1000/agent/coder/session/default/context", c,
-                                                       c + "/handoff.md", c + "/artifact"}) {
+                                                       c + "/handoff.md", c + "/result.md", c + "/status",
+                                                       c + "/artifact"}) {
     INFO(p);
     struct stat st = lstat_of(r.t / p);
     CHECK(st.st_uid == o.uid);
     CHECK(st.st_gid == o.gid);
+  }
+  // The child's control files and entry stay the caller's: with iso uid
+  // the agent's uid is not the owner the trust check accepts, and with iso
+  // shared the runtime could otherwise rewrite its child's policy.
+  std::vector<std::string> caller{"agent/rev-1.d", "agent/rev-1"};
+  for (const auto& [file, content] : r.child.files) caller.push_back("agent/rev-1.d/" + file);
+  for (const std::string& p : caller) {
+    INFO(p);
+    struct stat st = lstat_of(r.t / p);
+    CHECK(st.st_uid == ::geteuid());
+    CHECK(st.st_gid == ::getegid());
+    CHECK((st.st_mode & 022) == 0);
+  }
+  if (root) {
+    ctx::agentdir::LoadOptions trusted;
+    trusted.require_trusted_files = true;
+    auto loaded = load(r.t.path(), "rev-1", trusted);
+    INFO((loaded ? std::string() : loaded.error().msg));
+    CHECK(loaded);
   }
   struct stat after = lstat_of(r.t / "home/1000/agent/coder/session/default");
   CHECK(after.st_uid == before.st_uid);

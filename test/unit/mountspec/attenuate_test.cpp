@@ -87,6 +87,78 @@ TEST_CASE("attenuate refusals name the entry and the reason", "[unit]") {
   CHECK(e.msg == "mount[0] /work -> /: EINVAL: target must not be /");
 }
 
+TEST_CASE("attenuate: under an rbind parent mount a child mount is rbind", "[unit]") {
+  // Unset: inherited.
+  auto r = attenuate(parent_table(), {req("/work/src", "/s", Mode::ro)});
+  REQUIRE(r);
+  CHECK((*r)[0].kind == Kind::rbind);
+  r = attenuate(parent_table(), {req("/work/src", "/s", Mode::ro, Kind::rbind)});
+  REQUIRE(r);
+  CHECK((*r)[0].kind == Kind::rbind);
+  // bind: a non-recursive clone of the host path would show what the
+  // host's submounts below it cover, which the parent never sees.
+  r = attenuate(parent_table(), {req("/work", "/w", Mode::ro, Kind::bind)});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == EACCES);
+  CHECK(r.error().reason == "mount_widens_access");
+  CHECK(r.error().msg == "mount[0] /work -> /w: EACCES: bind requested but the parent sees /work with rbind: a bind "
+                         "would uncover what the submounts below it cover; leave the kind unset or ask rbind");
+  // Under a bind parent mount, bind stays allowed.
+  r = attenuate(parent_table(), {req("/shared/project-a", "/p", Mode::ro, Kind::bind)});
+  REQUIRE(r);
+  CHECK((*r)[0].kind == Kind::bind);
+}
+
+TEST_CASE("check_derived: a child entry in host paths against the parent's table", "[unit]") {
+  const Table parent = parent_table();
+  auto deny = [&](const Entry& e) {
+    auto r = check_derived(parent, e);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == EACCES);
+    return r.error();
+  };
+  // What attenuate makes passes, carried mounts included.
+  auto r = attenuate(parent, {req("/work", "/src", Mode::rw), req("/shared/project-a/x", "/x", Mode::ro)});
+  REQUIRE(r);
+  for (const auto& e : *r) CHECK(check_derived(parent, e));
+  Entry ok{"/home/me/project/src", "/s", Mode::rw, Kind::rbind, true, true, false, 0};
+  CHECK(check_derived(parent, ok));
+
+  Entry e = ok;
+  e.source = "/home/me";
+  auto err = deny(e);
+  CHECK(err.reason == "mount_not_visible");
+  CHECK(err.msg == "not visible to the parent (no parent mount shows /home/me)");
+  // /home/me/project/cache is a host path under the /work mount's source,
+  // but the parent sees /work/cache through /opt/cache instead.
+  e = ok;
+  e.source = "/home/me/project/cache/x";
+  err = deny(e);
+  CHECK(err.reason == "mount_not_visible");
+  e = ok;
+  e.source = "/ctx/tool";
+  err = deny(e);
+  CHECK(err.reason == "mount_widens_access");
+  CHECK(err.msg == "rw requested but the parent sees /ctx read-only");
+  e = ok;
+  e.kind = Kind::bind;
+  err = deny(e);
+  CHECK(err.reason == "mount_widens_access");
+  CHECK(err.msg == "bind requested but the parent sees /work with rbind: a bind would uncover what the submounts below "
+                   "it cover; leave the kind unset or ask rbind");
+  e = Entry{"/srv/a", "/a", Mode::ro, Kind::rbind, true, false, false, 0};
+  err = deny(e);
+  CHECK(err.msg == "rbind requested but the parent's mount of /shared/project-a is bind (its submounts are hidden from "
+                   "the parent)");
+  e = ok;
+  e.nodev = false;
+  err = deny(e);
+  CHECK(err.reason == "mount_widens_access");
+  CHECK(err.msg == "nodev dropped but the parent's mount of /work has it");
+  e = Entry{"/opt/cache", "/c", Mode::ro, Kind::bind, false, false, false, 0};
+  CHECK(deny(e).msg == "noexec dropped but the parent's mount of /work/cache has it");
+}
+
 TEST_CASE("attenuate never drops the parent's flags; a request may add some", "[unit]") {
   ChildMount c = req("/shared/project-a", "/p", Mode::ro);
   c.noexec = true;
@@ -125,6 +197,12 @@ TEST_CASE("property: attenuation never widens (random tables)", "[unit]") {
       request.push_back(c);
     }
     auto r = attenuate(parent, request);
+    // A kind asked explicitly must be the covering parent mount's.
+    for (const auto& c : request)
+      if (const Entry* p = covering(parent, c.source); p != nullptr && c.kind && *c.kind != p->kind) {
+        INFO(c.source << " kind differs from " << format_entry(*p));
+        CHECK_FALSE(r);
+      }
     if (!r) {
       ++refused;
       CHECK((r.error().code == EACCES || r.error().code == EINVAL));
@@ -134,7 +212,8 @@ TEST_CASE("property: attenuation never widens (random tables)", "[unit]") {
     for (const auto& child : *r) {
       // Some parent mount p must show this host source at a path the
       // parent really sees through p (p is the deepest mount there), and
-      // the child must be no wider than p in mode, flags and recursion.
+      // the child must be no wider than p in mode and flags, and of p's
+      // kind (bind under rbind would uncover what host submounts cover).
       bool justified = false;
       for (const auto& p : parent) {
         if (!ctx::path_is_at_or_under(child.source, p.source)) continue;
@@ -147,11 +226,13 @@ TEST_CASE("property: attenuation never widens (random tables)", "[unit]") {
         if (deepest != &p) continue;
         bool narrower = (p.mode == Mode::rw || child.mode == Mode::ro) && (!p.nosuid || child.nosuid) &&
                         (!p.nodev || child.nodev) && (!p.noexec || child.noexec) &&
-                        (child.kind == Kind::bind || p.kind == Kind::rbind);
+                        child.kind == p.kind;
         justified = justified || narrower;
       }
       INFO(format_entry(child));
       CHECK(justified);
+      // The re-check a supervisor runs before starting a child agrees.
+      CHECK(check_derived(parent, child));
     }
     // Every parent mount nested below a granted request stays in force.
     for (std::size_t i = 0; i < request.size(); ++i)
