@@ -148,6 +148,13 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
     reaped_leftovers = true;
   }
   bool any_limit = o.limits && (o.limits->memory_max || o.limits->pids_max || o.limits->cpu_max);
+  if (any_limit && base.create) {
+    // Our own chain below the cgroup2 root (cortexfs/user-<uid>): the
+    // controllers must be enabled in cortexfs too, or user-<uid> has none.
+    CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(in.mount->mount_point));
+    CTX_TRY_ASSIGN(UniqueFd chain, sys::open_dir_at(root.get(), "cortexfs"));
+    CTX_TRY(enable_controllers(chain.get(), path_join(in.mount->mount_point, "cortexfs"), *o.limits));
+  }
   if (any_limit) CTX_TRY(enable_controllers(p.base_.get(), base.dir, *o.limits));
 
   p.agent_path_ = base.dir + "/" + p.agent_name_;
