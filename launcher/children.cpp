@@ -298,13 +298,12 @@ Result<std::string> Children::start(int id, const json& req) {
   auto it = children_.find(name);
   if (it != children_.end() && !it->second.exit_status)
     return fail(Error{EBUSY, name + ": EBUSY: already running", "running"});
-  // Only an owned child of this agent is ours to start.
-  auto spec = agentdir::load(cfg_.parent->ctx_root, name);
+  // Only an owned child of this agent, still within it (its files may
+  // have changed since create, or it may be another owner's agent that
+  // names us), is ours to start.
+  auto spec = agentdir::load(cfg_.parent->ctx_root, name, {::geteuid() == 0});
   if (!spec) return fail(spec.error());
-  if (!spec->parent || spec->parent->agent != cfg_.parent->name)
-    return fail(Error{EACCES, name + ": EACCES: not a child of " + cfg_.parent->name + " (its parent file says " +
-                                  (spec->parent ? "agent:" + spec->parent->agent : std::string("nothing")) + ")",
-                      "not_owned"});
+  CTX_TRY(agentdir::check_child(*cfg_.parent, *spec));
 
   std::vector<std::string> argv{cfg_.self_exe, "--ctx-root", cfg_.parent->ctx_root, "--owned-by", std::to_string(::getpid()),
                                 "--cancel-grace-ms", std::to_string(cfg_.cancel_grace_ms), "--json-status-fd", "3"};

@@ -455,3 +455,27 @@ TEST_CASE("a child's mounts, handoff and root never follow a symlink its parent 
   CHECK(f.read("ctx/agent/sub.d/log").find("/artifact: EACCES: reaches through a symbolic link below " + f.t.root()) !=
         std::string::npos);
 }
+
+TEST_CASE("start re-checks the child: another owner's agent or a widened child is refused", "[root][userns]") {
+  Family f("allow coder_t agent:stray start\n");
+  // An agent of another owner that names coder as its parent.
+  f.t.agent("stray", {{"owner", "65534\n"}, {"gid", "65534\n"}, {"parent", "agent:coder\n"}, {"iso", "uid\n"}});
+  if (f.m.privileged)  // root's files pass a privileged launch's trust check: the parent check must refuse
+    for (const auto& n : ctx::test::names_in(f.t.root() + "/agent/stray.d"))
+      REQUIRE(::chown((f.t.root() + "/agent/stray.d/" + n).c_str(), 0, 0) == 0);
+  if (f.m.privileged) REQUIRE(::chown((f.t.root() + "/agent/stray.d").c_str(), 0, 0) == 0);
+  RunResult stray = f.sh("/ctx/bin/ctx agent start stray");
+  INFO(stray.err);
+  CHECK(stray.exit_code == 13);
+  CHECK(stray.err.find("\"reason\":\"not_owned\"") != std::string::npos);
+  CHECK(stray.err.find("stray.d/owner: EACCES: is 65534 but the parent coder's is " + f.uid) != std::string::npos);
+  // A child whose policy grew after create.
+  RunResult made = f.sh("/ctx/bin/ctx agent create '" + request("rev") + "'");
+  REQUIRE(made.exit_code == 0);
+  f.t.write("ctx/agent/rev.d/policy", "allow rev_t network:default connect\n");
+  RunResult wide = f.sh("/ctx/bin/ctx agent start rev -- /probe ids");
+  INFO(wide.err);
+  CHECK(wide.exit_code == 13);
+  CHECK(wide.err.find("\"reason\":\"exceeds_parent_policy\"") != std::string::npos);
+  CHECK_FALSE(f.exists(f.session_dir("rev") + "/output.log"));  // nothing was started
+}
