@@ -381,6 +381,11 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   if (!sigfd) die(io.error_write, sigfd.error());
 
   if (auto r = prepare(plan, io, rep); !r) die(io.error_write, r.error());
+  // The runtime shares our ids: this process is off limits to it (ptrace,
+  // /proc/1/fd) from before the runtime exists, so the lifeline, the error
+  // pipe and the signalfd stay ours. The runtime's execve makes it
+  // dumpable again.
+  if (auto r = sys::set_not_dumpable(); !r) die(io.error_write, r.error());
   auto pid = sys::fork_process();
   if (!pid) die(io.error_write, pid.error());
   if (*pid == 0) exec_runtime(plan, io);
@@ -390,9 +395,6 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   sys::close_fd(io.error_write);
   sys::close_fd(io.report_write);
   sys::close_fd(io.listen_fd);
-  // The runtime shares our ids: make this process off limits to it
-  // (ptrace, /proc/1/fd), so the lifeline and signalfd stay ours.
-  if (!sys::set_not_dumpable()) _exit(kExitLaunchFailed);
   while (true) {
     std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {io.sync_read, POLLIN, 0}};
     if (!sys::poll_fds(fds, -1)) _exit(kExitLaunchFailed);

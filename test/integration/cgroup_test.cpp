@@ -123,9 +123,12 @@ TEST_CASE("a limit whose controller is not delegated is an error, not a silent s
   t.agent("cglim", {{"limits", "memory.max=64M\npids.max=100\n"}});
   RunResult r = t.launch({"cglim", "--", "/probe", "ids"}, TestUser{0, 0, "root"});
   CHECK(r.exit_code == 125);
-  std::string controllers = slurp(base + "/cgroup.controllers");
+  std::string controllers = slurp(cgroup2() + "/cortexfs/cgroup.controllers");
     std::string avail = controllers.substr(0, controllers.find('\n'));
-  CHECK(r.err == "ctx-agent-run: limits: memory.max is requested but the memory controller is not available in " + base +
+  // The first cgroup of the chain the launcher made itself (cortexfs) is
+  // where the controller is missing.
+  CHECK(r.err == "ctx-agent-run: limits: memory.max is requested but the memory controller is not available in " +
+                     cgroup2() + "/cortexfs" +
                      " (cgroup.controllers: " + (avail.empty() ? std::string("none") : avail) +
                      "); delegate it (systemd: Delegate=yes) or remove the line\n");
     CHECK_FALSE(exists(base + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root())));
