@@ -79,7 +79,9 @@ int agent_request(const std::string& op, const std::optional<std::string>& arg, 
   int errnum = EIO;
   for (int e : {EACCES, EINVAL, ENOENT, ESRCH, EBUSY, EIO, ECANCELED, EPERM, EEXIST})
     if (errno_name(e) == code) errnum = e;
-  return refuse(op, errnum, a.value("reason", ""), a.value("message", code));
+  // Exit statuses above 124 mean "could not run" to shells and to the
+  // launcher (125-127); an errno there (ECANCELED) becomes 1.
+  return refuse(op, errnum, a.value("reason", ""), a.value("message", code)) > 124 ? 1 : errnum;
 }
 
 }  // namespace ctx::helper
