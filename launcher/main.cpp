@@ -40,12 +40,19 @@ std::string env_or(const char* key, const char* dflt) {
 // An owned child's place in its ancestry: the coordination directory in
 // its parent's session (when it exists) and every ancestor's session
 // tree, which the child must not see.
-void plan_ancestry(const ctx::agentdir::AgentSpec& spec, ctx::launcher::PlanOptions& po) {
+// Fails closed when the parent cannot be read: a child's mounts are
+// checked against its parent's.
+ctx::Result<void> plan_ancestry(const ctx::agentdir::AgentSpec& spec, ctx::launcher::PlanOptions& po) {
   const ctx::agentdir::AgentSpec* cur = &spec;
   std::optional<ctx::agentdir::AgentSpec> anc;
   for (int depth = 0; depth < 16 && cur->parent; ++depth) {
     auto p = ctx::agentdir::load(spec.ctx_root, cur->parent->agent);
-    if (!p) return;
+    if (!p && depth == 0)
+      return ctx::fail(p.error().code,
+                       spec.name + ": its parent " + cur->parent->agent + " cannot be read (" + p.error().msg +
+                           "): a child runs only while its parent's files say what it may see; remove " + spec.name +
+                           ".d/parent to run it as an agent of its own");
+    if (!p) return {};
     std::string session = cur->parent->session.empty() ? "default" : cur->parent->session;
     if (depth == 0) {
       po.parent_mounts = p->mounts;
@@ -56,6 +63,7 @@ void plan_ancestry(const ctx::agentdir::AgentSpec& spec, ctx::launcher::PlanOpti
     anc = std::move(*p);
     cur = &*anc;
   }
+  return {};
 }
 
 }  // namespace
@@ -117,7 +125,8 @@ int main(int argc, char** argv) {
   po.session = session;
   po.command = command;
   po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
-  if (spec->parent) plan_ancestry(*spec, po);
+  if (spec->parent)
+    if (auto r = plan_ancestry(*spec, po); !r) return report(r.error(), ctx::launcher::kExitLaunchFailed);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
   {

@@ -479,3 +479,12 @@ TEST_CASE("start re-checks the child: another owner's agent or a widened child i
   CHECK(wide.err.find("\"reason\":\"exceeds_parent_policy\"") != std::string::npos);
   CHECK_FALSE(f.exists(f.session_dir("rev") + "/output.log"));  // nothing was started
 }
+
+TEST_CASE("a child whose parent cannot be read is not launched", "[root][userns]") {
+  Family f;
+  f.t.agent("orphan", {{"parent", "agent:gone session:default\n"}});
+  RunResult r = f.t.launch({"orphan", "--", "/probe", "ids"}, f.m.as);
+  CHECK(r.exit_code == 125);
+  CHECK(r.err.rfind("ctx-agent-run: orphan: its parent gone cannot be read (", 0) == 0);
+  CHECK(r.err.find("remove orphan.d/parent to run it as an agent of its own\n") != std::string::npos);
+}
