@@ -80,11 +80,13 @@ const ChildOrigin kOrigin{"default", "r1"};
 
 // Property: every child plan_child produces passes check_child, the
 // re-check before it is started.
+// (A refused plan has nothing to re-check.)
 void passes_check(const AgentSpec& parent, const ctx::Result<ChildPlan>& p) {
-  if (!p) return;
-  auto c = check_child(parent, p->spec);
-  INFO((c ? std::string() : c.error().msg));
-  CHECK(c);
+  if (p) {
+    auto c = check_child(parent, p->spec);
+    INFO((c ? std::string() : c.error().msg));
+    CHECK(c);
+  }
 }
 
 ctx::Result<ChildPlan> plan(const ChildRequest& r, const AgentSpec& parent = parent_spec()) {
