@@ -468,6 +468,9 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
       out.unknown.push_back(n);
       continue;
     }
+    // status, pid and log are the launcher's output, not configuration:
+    // nothing is decided from them, and the log grows with every launch.
+    if (n == "status" || n == "pid" || n == "log") continue;
     auto f = sys::read_small_file(dir->get(), n, kMaxControlFileSize);
     if (!f) {
       errors.push_back(Error{f.error().code, dname + "/" + n + ": " + errno_name(f.error().code) + ": " + f.error().msg});

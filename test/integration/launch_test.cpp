@@ -683,3 +683,11 @@ TEST_CASE("ctx check --env names the remedy when user namespaces are unavailable
   CHECK(r.out.find("env: unshare: ENOSPC: user.max_user_namespaces is 0: sysctl -w user.max_user_namespaces=15000; "
                    "without them only root (a systemd unit) can launch agents\n") == 0);
 }
+
+TEST_CASE("a long log does not stop the next launch (status, pid and log are not read)", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"log", std::string(70000, 'x') + "\n"}, {"status", "garbage that is no status\n"}});
+  probe(run_probe(t, m, "coder", {"ids"}));
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+}
