@@ -129,13 +129,12 @@ int main(int argc, char** argv) {
     if (auto r = plan_ancestry(*spec, po); !r) return report(r.error(), ctx::launcher::kExitLaunchFailed);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
-  {
+  if (auto tiers = ctx::launcher::ctx_path_host_dirs(*plan); !tiers.empty()) {
     // Direct calls run through the root's ctx helper, when it has one.
     std::string helper = spec->ctx_root + "/bin/ctx";
     auto st = ctx::sys::stat_at(AT_FDCWD, helper);
     if (!st || !*st || !S_ISREG((*st)->mode)) helper.clear();
-    ctx::launcher::plan_tool_views(*spec, ctx::launcher::list_tool_dirs(ctx::launcher::ctx_path_host_dirs(*plan)), *plan,
-                                   helper);
+    ctx::launcher::plan_tool_views(*spec, ctx::launcher::list_tool_dirs(tiers), *plan, helper);
   }
   if (dry_run) {
     std::cout << ctx::launcher::plan_to_json(*plan).dump(2) << "\n";

@@ -166,20 +166,20 @@ Error parse_child_error(const std::string& raw) {
 // that outlives a supervisor killed by SIGKILL and then does what its
 // teardown would have done: waits for the owned children (they got
 // PR_SET_PDEATHSIG and cancel themselves), kills and removes the cgroup
-// subtree, removes the sockets and marks the agent dead. Started with the
+// subtree, removes <name>.sock and marks the agent dead. Started with the
 // first child (a childless agent's leftovers are reaped by its next
 // launch), it closes every fd it does not need, the sandbox's lifeline
 // among them. A supervisor that ends normally writes 'c' to the returned
 // pipe and reaps it. It keeps the one-instance lock (the shared open file
 // of <name>.d) while it cleans.
-Result<std::pair<UniqueFd, pid_t>> start_watchdog(const LaunchPlan& plan, int agents, int ddir, int run_dir,
+Result<std::pair<UniqueFd, pid_t>> start_watchdog(const LaunchPlan& plan, int agents, int ddir,
                                                   cgroup::Placement* placement, int grace_ms) {
   CTX_TRY_ASSIGN(auto pipe, sys::make_pipe());
   CTX_TRY_ASSIGN(pid_t pid, sys::fork_process());
   if (pid != 0) return std::pair<UniqueFd, pid_t>(std::move(pipe.second), pid);
   // The supervisor's signal mask is inherited: SIGINT, SIGTERM etc. stay
   // blocked here, so a ^C to the process group does not stop the cleanup.
-  std::vector<int> keep{2, pipe.first.get(), agents, ddir, run_dir};
+  std::vector<int> keep{2, pipe.first.get(), agents, ddir};
   if (placement != nullptr)
     for (int fd : placement->fds()) keep.push_back(fd);
   if (!sys::close_fds_except(keep)) _exit(1);
@@ -193,8 +193,6 @@ Result<std::pair<UniqueFd, pid_t>> start_watchdog(const LaunchPlan& plan, int ag
     (void)placement->remove();
   }
   (void)sys::remove_at(agents, plan.name + ".sock");
-  (void)sys::remove_at(run_dir, "notify");
-  (void)sys::remove_at(run_dir, "control");
   files.status("dead");
   files.log({{"event", "agent.stop"}, {"reason", "supervisor_killed"}});
   files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"reason", "supervisor_killed"}});
@@ -418,7 +416,7 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
   cc.event = [&files](json j) { files.event(std::move(j)); };
   cc.before_first_child = [&]() -> Result<void> {
     if (watchdog) return {};
-    CTX_TRY_ASSIGN(watchdog, start_watchdog(plan, agents->get(), ddir->get(), rd->first.get(),
+    CTX_TRY_ASSIGN(watchdog, start_watchdog(plan, agents->get(), ddir->get(),
                                             placement ? &*placement : nullptr, opts.cancel_grace_ms));
     return {};
   };
@@ -533,8 +531,6 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
     if (placement) (void)placement->kill_subtree();
     children.wait_all(3000, true);
   }
-  (void)sys::remove_at(rd->first.get(), "notify");
-  (void)sys::remove_at(rd->first.get(), "control");
   if (placement)
     if (auto r = placement->remove(); !r) files.log({{"event", "agent.error"}, {"error", r.error().msg}});
   files.status("dead");
