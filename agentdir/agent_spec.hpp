@@ -52,6 +52,20 @@ struct Limits {
   bool operator==(const Limits&) const = default;
 };
 
+/// Who decided the agent's identity files: for each of uid, gid and
+/// groups, whether the file is absent (the default applies, which is the
+/// owner's own) or owned by root. A root launch trusts those; ids from a
+/// file the owner wrote must be ones the owner is entitled to
+/// (entitlement.hpp). build_spec cannot know and says false; load() sets
+/// them from the files' owners, and an owned child's launch clears those
+/// its ancestors' files do not also have.
+struct IdentitySource {
+  bool uid_by_root = false;
+  bool gid_by_root = false;
+  bool groups_by_root = false;
+  bool operator==(const IdentitySource&) const = default;
+};
+
 /// Everything a launch needs from `<name>.d/`, defaults applied.
 struct AgentSpec {
   std::string name;
@@ -74,6 +88,7 @@ struct AgentSpec {
   std::vector<std::string> models;
   policy::Policy policy;
   std::optional<Limits> limits;
+  IdentitySource id_source;
 
   /// The label's type, or "" with no label.
   std::string subject() const { return label ? label->type : std::string(); }

@@ -2,43 +2,10 @@
 
 #include <sys/stat.h>
 
-#include <charconv>
-
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
 
 namespace ctx::launcher {
-
-namespace {
-
-bool parse_u32(std::string_view s, std::uint32_t& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-}  // namespace
-
-std::vector<std::pair<std::uint32_t, std::uint32_t>> parse_subid(std::string_view content, std::uint32_t uid,
-                                                                  std::string_view name) {
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
-  std::size_t pos = 0;
-  while (pos < content.size()) {
-    std::size_t nl = content.find('\n', pos);
-    std::string_view line = content.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? content.size() : nl + 1;
-    auto c1 = line.find(':');
-    if (c1 == std::string_view::npos) continue;
-    auto c2 = line.find(':', c1 + 1);
-    if (c2 == std::string_view::npos) continue;
-    std::string_view who = line.substr(0, c1);
-    std::uint32_t start = 0, count = 0, id = 0;
-    if (!parse_u32(line.substr(c1 + 1, c2 - c1 - 1), start) || !parse_u32(line.substr(c2 + 1), count)) continue;
-    bool mine = (!name.empty() && who == name) || (parse_u32(who, id) && id == uid);
-    if (mine && count > 0) out.emplace_back(start, count);
-  }
-  return out;
-}
 
 Result<Caller> probe_caller(const agentdir::AgentSpec& spec) {
   Caller c;
@@ -46,11 +13,12 @@ Result<Caller> probe_caller(const agentdir::AgentSpec& spec) {
   c.uid = creds.uid;
   c.gid = creds.gid;
   c.groups = creds.groups;
-  if (auto pw = sys::lookup_user(spec.owner); pw && *pw) {
+  if (c.uid == 0) {
+    CTX_TRY_ASSIGN(c.owner_ids, agentdir::read_owner_ids(spec.owner));
+    c.owner_primary_gid = c.owner_ids.primary_gid;
+    c.owner_groups = c.owner_ids.groups;
+  } else if (auto pw = sys::lookup_user(spec.owner); pw && *pw) {
     c.owner_primary_gid = (*pw)->gid;
-    if (c.uid == 0) {
-      CTX_TRY_ASSIGN(c.owner_groups, sys::user_groups(spec.owner, (*pw)->gid));
-    }
   }
   if (c.uid == 0 && c.owner_groups.empty()) c.owner_groups = {c.owner_primary_gid.value_or(spec.gid)};
   if (c.uid != 0) {
@@ -62,8 +30,8 @@ Result<Caller> probe_caller(const agentdir::AgentSpec& spec) {
     }
     std::string name;
     if (auto me = sys::lookup_user(c.uid); me && *me) name = (*me)->name;
-    c.subuid = parse_subid(sys::read_or_empty("/etc", "subuid"), c.uid, name);
-    c.subgid = parse_subid(sys::read_or_empty("/etc", "subgid"), c.uid, name);
+    c.subuid = agentdir::parse_subid(sys::read_or_empty("/etc", "subuid"), c.uid, name);
+    c.subgid = agentdir::parse_subid(sys::read_or_empty("/etc", "subgid"), c.uid, name);
   }
   return c;
 }

@@ -14,12 +14,6 @@
 
 namespace ctx::launcher {
 
-/// Parses /etc/subuid or /etc/subgid content ("name_or_id:start:count"
-/// lines) and returns the ranges delegated to uid/name. Malformed lines are
-/// skipped, as newuidmap does.
-std::vector<std::pair<std::uint32_t, std::uint32_t>> parse_subid(std::string_view content, std::uint32_t uid,
-                                                                  std::string_view name);
-
 /// Collects the caller's credentials, the owner's groups and primary gid,
 /// whether newuidmap/newgidmap exist, and the subordinate id ranges.
 Result<Caller> probe_caller(const agentdir::AgentSpec& spec);

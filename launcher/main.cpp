@@ -42,7 +42,10 @@ std::string env_or(const char* key, const char* dflt) {
 // tree, which the child must not see.
 // Fails closed when the parent cannot be read: a child's mounts are
 // checked against its parent's.
-ctx::Result<void> plan_ancestry(const ctx::agentdir::AgentSpec& spec, ctx::launcher::PlanOptions& po) {
+// A child's identity files count as root's decision only where every
+// ancestor's do too: a root supervisor writes its children's files, but
+// from ids an owner may have chosen.
+ctx::Result<void> plan_ancestry(ctx::agentdir::AgentSpec& spec, ctx::launcher::PlanOptions& po) {
   const ctx::agentdir::AgentSpec* cur = &spec;
   std::optional<ctx::agentdir::AgentSpec> anc;
   for (int depth = 0; depth < 16 && cur->parent; ++depth) {
@@ -52,7 +55,13 @@ ctx::Result<void> plan_ancestry(const ctx::agentdir::AgentSpec& spec, ctx::launc
                        spec.name + ": its parent " + cur->parent->agent + " cannot be read (" + p.error().msg +
                            "): a child runs only while its parent's files say what it may see; remove " + spec.name +
                            ".d/parent to run it as an agent of its own");
-    if (!p) return {};
+    if (!p) {
+      spec.id_source = {};  // an ancestor nobody can vouch for decided nothing
+      return {};
+    }
+    spec.id_source.uid_by_root = spec.id_source.uid_by_root && p->id_source.uid_by_root;
+    spec.id_source.gid_by_root = spec.id_source.gid_by_root && p->id_source.gid_by_root;
+    spec.id_source.groups_by_root = spec.id_source.groups_by_root && p->id_source.groups_by_root;
     std::string session = cur->parent->session.empty() ? "default" : cur->parent->session;
     if (depth == 0) {
       po.parent_mounts = p->mounts;
@@ -63,6 +72,7 @@ ctx::Result<void> plan_ancestry(const ctx::agentdir::AgentSpec& spec, ctx::launc
     anc = std::move(*p);
     cur = &*anc;
   }
+  if (cur->parent) spec.id_source = {};
   return {};
 }
 

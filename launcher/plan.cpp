@@ -22,18 +22,14 @@ std::string join_ids(const std::vector<std::uint32_t>& v) {
   return s.empty() ? "none" : s;
 }
 
-bool in_ranges(std::uint32_t id, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& ranges) {
-  for (auto [start, count] : ranges)
-    if (id >= start && static_cast<std::uint64_t>(id) < static_cast<std::uint64_t>(start) + count) return true;
-  return false;
-}
-
 Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
   IdPlan p;
   const std::string who = spec.name + ": iso " + std::string(agentdir::to_string(spec.iso));
   std::uint32_t owner_gid = caller.owner_primary_gid.value_or(spec.gid);
   if (caller.uid == 0) {
     p.privileged = true;
+    // Before anything else: the owner may not choose ids it does not have.
+    if (auto refused = agentdir::entitlement_errors(spec, caller.owner_ids); !refused.empty()) return fail(refused.front());
     // Mount sources and mount points are opened as the owner, so a table
     // can never reach a path the owner could not.
     p.fs = sys::Creds{spec.owner, owner_gid, caller.owner_groups};
@@ -90,13 +86,13 @@ Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
         return fail(EPERM, who + " needs privilege: launch it as root (a systemd unit), or install uidmap "
                                  "(newuidmap/newgidmap) and delegate uid " + std::to_string(spec.uid) +
                                  " to uid " + std::to_string(caller.uid) + " in /etc/subuid and /etc/subgid");
-      if (!in_ranges(spec.uid, caller.subuid))
+      if (!agentdir::in_ranges(spec.uid, caller.subuid))
         return fail(EPERM, who + ": uid " + std::to_string(spec.uid) + " is not delegated to uid " +
                                std::to_string(caller.uid) + " in /etc/subuid; add a range that holds it");
       std::vector<std::uint32_t> gids{spec.gid};
       gids.insert(gids.end(), spec.groups.begin(), spec.groups.end());
       for (auto g : gids)
-        if (!in_ranges(g, caller.subgid))
+        if (!agentdir::in_ranges(g, caller.subgid))
           return fail(EPERM, who + ": gid " + std::to_string(g) + " is not delegated to uid " +
                                  std::to_string(caller.uid) + " in /etc/subgid; add a range that holds it");
       p.map_via_helpers = true;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agentdir/agent_spec.hpp"
+#include "agentdir/entitlement.hpp"
 #include "base/result.hpp"
 #include "sys/identity.hpp"
 
@@ -23,6 +24,9 @@ struct Caller {
   /// The owner's groups from the group database, for opening mount
   /// sources with the owner's credentials in a privileged launch.
   std::vector<std::uint32_t> owner_groups;
+  /// What the owner may give an agent (a root caller only): the identity
+  /// entitlement of DESIGN.md 4b.
+  agentdir::OwnerIds owner_ids;
   /// The owner's primary gid (passwd), when known.
   std::optional<std::uint32_t> owner_primary_gid;
   /// newuidmap/newgidmap are installed (the uidmap package).

@@ -691,3 +691,48 @@ TEST_CASE("a long log does not stop the next launch (status, pid and log are not
   probe(run_probe(t, m, "coder", {"ids"}));
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
 }
+
+TEST_CASE("a root launch refuses ids the owner is not entitled to", "[root]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  const std::string etc = t.base_mounts() + "/etc\t/hostetc\tro\tbind\n";
+  const std::string owner = std::to_string(m.owner.uid);
+  const std::string tail = "; a root launch gives an agent only ids its owner is entitled to unless root owns the file: ";
+  // uid 0 in a uid file the owner wrote: refused before anything runs.
+  t.agent("coder", {{"iso", "uid\n"}, {"uid", "0\n"}, {"gid", std::to_string(m.owner.gid) + "\n"}, {"mount", etc}});
+  RunResult root_uid = run_probe(t, m, "coder", {"ids", "read:/hostetc/shadow"});
+  CHECK(root_uid.exit_code == 125);
+  CHECK(root_uid.err == "ctx-agent-run: coder.d/uid: EPERM: uid 0 is neither the owner (" + owner +
+                            ") nor in the owner's /etc/subuid ranges" + tail + "write " + owner +
+                            ", delegate the uid to the owner in /etc/subuid, or have root own coder.d/uid\n");
+  CHECK_FALSE(std::filesystem::exists(t.root() + "/agent/coder.d/pid"));
+  // Another user's uid.
+  t.agent("coder", {{"iso", "uid\n"}, {"uid", std::to_string(m.owner.uid + 1) + "\n"}, {"mount", etc}});
+  CHECK(run_probe(t, m, "coder", {"ids"}).err.find("coder.d/uid: EPERM: uid " + std::to_string(m.owner.uid + 1)) !=
+        std::string::npos);
+  // gid 42 or groups 0 42: shadow's group is within reach otherwise.
+  for (const char* iso : {"shared\n", "uid\n"}) {
+    t.agent("coder", {{"iso", iso}, {"uid", owner + "\n"}, {"gid", "42\n"}, {"mount", etc}});
+    RunResult g = run_probe(t, m, "coder", {"ids"});
+    INFO(iso << g.err);
+    CHECK(g.exit_code == 125);
+    CHECK(g.err.find("ctx-agent-run: coder.d/gid: EPERM: gid 42 is not the owner's primary group") == 0);
+  }
+  for (const char* iso : {"shared\n", "uid\n", "userns\n"}) {
+    t.agent("coder", {{"iso", iso}, {"uid", owner + "\n"}, {"gid", std::to_string(m.owner.gid) + "\n"},
+                      {"groups", "0\n42\n"}, {"mount", etc}});
+    RunResult g = run_probe(t, m, "coder", {"ids"});
+    INFO(iso << g.err);
+    CHECK(g.exit_code == 125);
+    CHECK(g.err.find("ctx-agent-run: coder.d/groups: EPERM: gid 0 is not the owner's primary group") == 0);
+  }
+  // The same files owned by root are root's decision: the launch runs with
+  // those ids, and the agent reads what they reach (the attack the check
+  // closes for owner-written files).
+  t.agent("coder", {{"iso", "uid\n"}, {"uid", "0\n"}, {"gid", "0\n"}, {"groups", "42\n"}, {"mount", etc}});
+  for (const char* f : {"uid", "gid", "groups"})
+    REQUIRE(::chown((t.root() + "/agent/coder.d/" + f).c_str(), 0, 0) == 0);
+  json j = probe(run_probe(t, m, "coder", {"ids", "read:/hostetc/shadow"}));
+  CHECK(j["ids"]["uid"] == json{0, 0, 0});
+  CHECK(j["read:/hostetc/shadow"] == "ok");
+}

@@ -52,6 +52,11 @@ Caller root() {
   Caller c;
   c.owner_groups = {1000, 27};
   c.owner_primary_gid = 1000;
+  c.owner_ids.uid = 1000;
+  c.owner_ids.primary_gid = 1000;
+  c.owner_ids.groups = {1000, 27};
+  c.owner_ids.subuid = {{2000000, 65536}};
+  c.owner_ids.subgid = {{2000000, 65536}};
   return c;
 }
 
@@ -128,6 +133,7 @@ TEST_CASE("privileged plans drop to host ids after the mounts", "[unit]") {
     s.uid = 1500;
     s.gid = 1501;
     s.groups = {20, 21};
+    s.id_source = {true, true, true};  // root wrote uid, gid and groups
     auto p = make_plan(s, root(), {});
     REQUIRE(p);
     CHECK(p->clone_flags == (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWNET));
@@ -144,6 +150,62 @@ TEST_CASE("privileged plans drop to host ids after the mounts", "[unit]") {
     CHECK_FALSE(p->ids.user_ns);
     CHECK(p->ids.host_ids->uid == 1000);
   }
+}
+
+TEST_CASE("a root launch gives only ids the owner is entitled to, unless root wrote them", "[unit]") {
+  auto msg = [](const AgentSpec& s) {
+    auto p = make_plan(s, root(), {});
+    REQUIRE_FALSE(p);
+    CHECK(p.error().code == EPERM);
+    return p.error().msg;
+  };
+  const std::string tail = "; a root launch gives an agent only ids its owner is entitled to unless root owns the file: ";
+  AgentSpec u = coder(Iso::uid);
+  u.uid = 0;
+  CHECK(msg(u) == "coder.d/uid: EPERM: uid 0 is neither the owner (1000) nor in the owner's /etc/subuid ranges" + tail +
+                      "write 1000, delegate the uid to the owner in /etc/subuid, or have root own coder.d/uid");
+  u.uid = 1001;  // another user
+  CHECK(msg(u).rfind("coder.d/uid: EPERM: uid 1001 is neither", 0) == 0);
+  const std::string gid_rule = " is not the owner's primary group (1000), not a group uid 1000 is a member of, and not "
+                               "in uid 1000's /etc/subgid ranges";
+  for (Iso iso : {Iso::uid, Iso::shared}) {
+    AgentSpec g = coder(iso);
+    g.gid = 42;
+    CHECK(msg(g) == "coder.d/gid: EPERM: gid 42" + gid_rule + tail +
+                        "write 1000, add the owner to the group, or have root own coder.d/gid");
+  }
+  for (Iso iso : {Iso::uid, Iso::shared, Iso::userns}) {
+    AgentSpec g = coder(iso);
+    g.groups = {27, 0, 42};
+    CHECK(msg(g) == "coder.d/groups: EPERM: gid 0" + gid_rule + tail +
+                        "remove it, add the owner to the group, or have root own coder.d/groups");
+  }
+  // iso userns: uid and gid are namespace-local, mapped onto the owner's.
+  AgentSpec ns = coder(Iso::userns);
+  ns.uid = 0;
+  ns.gid = 0;
+  auto p = make_plan(ns, root(), {});
+  REQUIRE(p);
+  CHECK(p->ids.host_uid == 1000);
+  CHECK(p->ids.host_gid == 1000);
+  // Entitled: the owner's groups and its subordinate ranges.
+  AgentSpec ok = coder(Iso::uid);
+  ok.uid = 2000005;
+  ok.gid = 2000007;
+  ok.groups = {27, 1000, 2065535};
+  REQUIRE(make_plan(ok, root(), {}));
+  // Root decided: any ids, each file on its own.
+  AgentSpec r = coder(Iso::uid);
+  r.uid = 0;
+  r.gid = 0;
+  r.groups = {0, 42};
+  r.id_source = {true, true, false};
+  CHECK(msg(r).rfind("coder.d/groups: EPERM: gid 0", 0) == 0);
+  r.id_source.groups_by_root = true;
+  auto rp = make_plan(r, root(), {});
+  REQUIRE(rp);
+  CHECK(rp->ids.host_ids->uid == 0);
+  CHECK(rp->ids.host_ids->groups == std::vector<std::uint32_t>{0, 42});
 }
 
 TEST_CASE("plans an unprivileged caller cannot have are refused with the fix", "[unit]") {
