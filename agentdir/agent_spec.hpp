@@ -49,6 +49,11 @@ struct Limits {
   std::optional<std::string> memory_max;
   std::optional<std::string> pids_max;
   std::optional<std::string> cpu_max;
+  /// The launcher's own bounds (no cgroup controller needed): the size of
+  /// the sandbox's /dev/shm in bytes with an optional K/M/G/T suffix, and
+  /// RLIMIT_NPROC of the runtime.
+  std::optional<std::string> shm_max;
+  std::optional<std::string> nproc_max;
   bool operator==(const Limits&) const = default;
 };
 

@@ -39,6 +39,7 @@ const std::vector<std::string_view>& known_control_files() {
   static const std::vector<std::string_view> files{
       "owner", "uid",  "gid",   "groups", "label",  "iso",    "parent", "life", "root",      "cwd",
       "env",   "path", "mount", "model",  "policy", "status", "pid",    "log",  "meta.json", "limits",
+      "log.1",  // the launcher's previous log, once `log` reached its cap
   };
   return files;
 }
@@ -264,13 +265,26 @@ void parse_path(Diag& d, const std::string& content, AgentSpec& s) {
   for (const Line& l : *list) check(l.text, l);
 }
 
+// The keys of `limits`: the cgroup v2 files, and the launcher's own
+// bounds that need no controller (shm.max: the size of /dev/shm;
+// nproc.max: RLIMIT_NPROC).
+struct LimitKey {
+  std::string_view key;
+  std::optional<std::string> Limits::*slot;
+};
+constexpr LimitKey kLimitKeys[] = {
+    {"memory.max", &Limits::memory_max}, {"pids.max", &Limits::pids_max}, {"cpu.max", &Limits::cpu_max},
+    {"shm.max", &Limits::shm_max},       {"nproc.max", &Limits::nproc_max},
+};
+
 std::optional<std::string> limit_issue(std::string_view key, std::string_view v) {
   auto number = [](std::string_view n) { return !n.empty() && n.find_first_not_of("0123456789") == std::string_view::npos && n.size() <= 19; };
-  if (key == "memory.max") {
-    if (v == "max") return std::nullopt;
-    std::string_view n = v;
+  auto bytes = [&](std::string_view n) {
     if (!n.empty() && std::string_view("KMGT").find(n.back()) != std::string_view::npos) n.remove_suffix(1);
-    if (number(n)) return std::nullopt;
+    return number(n);
+  };
+  if (key == "memory.max") {
+    if (v == "max" || bytes(v)) return std::nullopt;
     return "memory.max must be 'max' or bytes, optionally with K, M, G or T";
   }
   if (key == "pids.max") {
@@ -284,7 +298,15 @@ std::optional<std::string> limit_issue(std::string_view key, std::string_view v)
     if (sp != std::string_view::npos && !number(v.substr(sp + 1))) return "cpu.max period must be a number (microseconds)";
     return std::nullopt;
   }
-  return "unknown limit '" + std::string(key) + "' (limits: memory.max, pids.max, cpu.max)";
+  if (key == "shm.max") {
+    if (bytes(v) && v.front() != '0') return std::nullopt;
+    return "shm.max must be bytes, optionally with K, M, G or T, and not 0";
+  }
+  if (key == "nproc.max") {
+    if (number(v) && v.front() != '0') return std::nullopt;
+    return "nproc.max must be a number of processes, not 0";
+  }
+  return "unknown limit '" + std::string(key) + "' (limits: memory.max, pids.max, cpu.max, shm.max, nproc.max)";
 }
 
 void parse_limits(Diag& d, const std::string& content, AgentSpec& s) {
@@ -298,11 +320,14 @@ void parse_limits(Diag& d, const std::string& content, AgentSpec& s) {
       continue;
     }
     std::string_view key = l.text.substr(0, eq), val = l.text.substr(eq + 1);
+    const LimitKey* known = nullptr;
+    for (const auto& k : kLimitKeys)
+      if (k.key == key) known = &k;
     if (auto e = limit_issue(key, val)) {
-      d.at("limits", l.number, key == "memory.max" || key == "pids.max" || key == "cpu.max" ? static_cast<int>(eq) + 2 : 1, EINVAL, *e);
+      d.at("limits", l.number, known != nullptr ? static_cast<int>(eq) + 2 : 1, EINVAL, *e);
       continue;
     }
-    std::optional<std::string>& slot = key == "memory.max" ? lim.memory_max : key == "pids.max" ? lim.pids_max : lim.cpu_max;
+    std::optional<std::string>& slot = lim.*(known->slot);
     if (slot) {
       d.at("limits", l.number, 1, EINVAL, std::string(key) + " is set twice");
       continue;
@@ -470,7 +495,7 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
     }
     // status, pid and log are the launcher's output, not configuration:
     // nothing is decided from them, and the log grows with every launch.
-    if (n == "status" || n == "pid" || n == "log") continue;
+    if (n == "status" || n == "pid" || n == "log" || n == "log.1") continue;
     auto f = sys::read_small_file(dir->get(), n, kMaxControlFileSize);
     if (!f) {
       errors.push_back(Error{f.error().code, dname + "/" + n + ": " + errno_name(f.error().code) + ": " + f.error().msg});

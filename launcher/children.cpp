@@ -178,6 +178,7 @@ void Children::accept_all() {
     auto c = sys::accept_nonblock(listen_.get());
     if (!c || !*c) return;
     if (conns_.size() >= kMaxConns) continue;  // dropped: the peer sees EOF
+    if (cfg_.peer_allowed && !cfg_.peer_allowed((*c)->get())) continue;  // not of our sandbox
     conns_[next_conn_++] = Conn{std::move(**c), {}};
   }
 }

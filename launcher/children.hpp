@@ -55,6 +55,9 @@ struct ChildrenConfig {
   std::function<Result<void>()> before_first_child;
   /// Appends an event to the parent's session events.jsonl.
   std::function<void(nlohmann::json)> event;
+  /// Whether a connection's peer may use the control socket (a process of
+  /// the agent's sandbox); a refused connection is closed unanswered.
+  std::function<bool(int conn)> peer_allowed;
 };
 
 /// The registry. Single-threaded: the supervisor's poll loop drives it.

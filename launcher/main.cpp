@@ -154,7 +154,10 @@ int main(int argc, char** argv) {
   ctx::launcher::SuperviseOptions so;
   so.json_status_fd = status_fd;
   std::string xdg = env_or("XDG_RUNTIME_DIR", "");
-  so.run_dir_base = !xdg.empty() && xdg[0] == '/' && ctx::sys::writable_dir(xdg) ? xdg : "/tmp";
+  // Only a directory that is verifiably the caller's alone: one planted by
+  // another user is never used.
+  if (ctx::sys::is_private_dir(xdg)) so.marker_dir = xdg;
+  else if (::geteuid() == 0) so.marker_dir = "/run";
   so.parent_notify_socket = env_or("NOTIFY_SOCKET", "");
   so.cgroup_base = cgroup_base;
   so.require_cgroup = require_cgroup;

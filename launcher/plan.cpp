@@ -312,6 +312,8 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   plan.env = std::move(env);
   plan.notify_target = kNotifyPath;
   plan.limits = spec.limits;
+  plan.shm_size = spec.limits && spec.limits->shm_max ? *spec.limits->shm_max : kDefaultShmSize;
+  plan.nproc = spec.limits && spec.limits->nproc_max ? std::stoull(*spec.limits->nproc_max) : kDefaultNproc;
 
   if (!opts.command.empty()) {
     plan.argv = opts.command;

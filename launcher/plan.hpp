@@ -131,6 +131,11 @@ struct LaunchPlan {
   std::vector<std::string> argv;  ///< argv[0] is the path inside the sandbox
   std::string notify_target;      ///< NOTIFY_SOCKET path inside the sandbox
   std::optional<agentdir::Limits> limits;  ///< cgroup limits of the `limits` file
+  /// Bounds that hold without cgroup controllers: the size of /dev/shm
+  /// (a tmpfs size: bytes with an optional K/M/G/T suffix) and
+  /// RLIMIT_NPROC of the runtime (docs/security.md says what it counts).
+  std::string shm_size;
+  std::uint64_t nproc = 0;
 };
 
 /// Options of a plan that do not come from the control files.
@@ -165,6 +170,10 @@ inline constexpr const char* kSupervisorPath = "/run/ctx/supervisor";
 /// refs.jsonl and artifact/.
 inline constexpr const char* kHandoffDir = "/handoff";
 inline constexpr const char* kDefaultPath = "/ctx/bin:/usr/local/bin:/usr/bin:/bin";
+/// /dev/shm's size and the process bound unless `limits` sets shm.max and
+/// nproc.max.
+inline constexpr const char* kDefaultShmSize = "64M";
+inline constexpr std::uint64_t kDefaultNproc = 1024;
 
 /// Makes the plan, or fails with the reason a person can act on: EPERM for
 /// an iso profile the caller cannot have, EACCES for a shared space the

@@ -82,7 +82,9 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
                                  {"pids.max", p.limits->pids_max.value_or("")},
                                  {"cpu.max", p.limits->cpu_max.value_or("")}}
                           : json(nullptr)},
-      {"hardening", {"capabilities dropped", "no_new_privs", "setsid", "fds 0-2 + LISTEN_FDS only", "pivot_root + detach"}},
+      {"bounds", {{"dev_shm_size", p.shm_size}, {"rlimit_nproc", p.nproc}}},
+      {"hardening", {"capabilities dropped", "no_new_privs", "setsid", "fds 0-2 + LISTEN_FDS only", "pivot_root + detach",
+                     "seccomp deny-list (docs/seccomp.md)", "Landlock scope: abstract unix sockets and signals"}},
   };
 }
 

@@ -16,30 +16,39 @@
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "sys/socket.hpp"
+#include "launcher/channel.hpp"
 
 namespace ctx::launcher {
 
 namespace {
 
-// Step timings go to the supervisor as text lines; losing them is harmless.
+// The sandbox's side of the channel: step timings (losing one is
+// harmless), descriptors, and the one error that ends the setup, each a
+// typed record (channel.hpp) naming the step it belongs to.
 class Reporter {
  public:
   explicit Reporter(int fd) : fd_(fd), last_(sys::now_us()) {}
-  void step(const char* name) {
+  /// The current step is done; `next` begins.
+  void enter(Step next) {
     std::uint64_t now = sys::now_us();
-    std::string line = std::string("step ") + name + " " + std::to_string(now - last_) + "\n";
+    send({Record::Kind::timing, current_, 0, static_cast<std::uint32_t>(now - last_), {}}, {});
     last_ = now;
-    if (fd_ >= 0) (void)sys::write_all(fd_, line.data(), line.size());
+    current_ = next;
+  }
+  Step current() const { return current_; }
+  int fd() const { return fd_; }
+  void send(const Record& r, const std::vector<int>& fds) const {
+    if (fd_ >= 0) (void)sys::send_message(fd_, encode(r), fds);
   }
 
  private:
   int fd_;
+  Step current_ = Step::id_maps;
   std::uint64_t last_;
 };
 
-[[noreturn]] void die(int error_fd, const Error& e, int code = kExitLaunchFailed) {
-  std::string msg = std::to_string(e.code) + " " + e.msg;
-  (void)sys::write_all(error_fd, msg.data(), msg.size());
+[[noreturn]] void die(const Reporter& rep, const Error& e, int code = kExitLaunchFailed) {
+  rep.send({Record::Kind::error, rep.current(), e.code, 0, e.msg}, {});
   _exit(code);
 }
 
@@ -194,7 +203,7 @@ Result<void> mask_one(int rootfd, const MaskStep& m) {
 // A minimal /dev: a tmpfs with the harmless device nodes bound from the
 // host (an unprivileged user namespace cannot mknod), a new devpts
 // instance, /dev/shm; read-only once built.
-Result<void> make_dev(int rootfd) {
+Result<void> make_dev(int rootfd, const std::string& shm_size) {
   CTX_TRY_ASSIGN(UniqueFd dev, mount_point(rootfd, "/dev", true));
   CTX_TRY(sys::mount_fresh("tmpfs", dev.get(), MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k"));
   CTX_TRY_ASSIGN(dev, sys::open_in_root(rootfd, "dev", true));
@@ -211,7 +220,8 @@ Result<void> make_dev(int rootfd) {
   CTX_TRY(sys::make_symlink_at("pts/ptmx", dev.get(), "ptmx"));
   CTX_TRY(sys::make_dir_at(dev.get(), "shm", 01777));
   CTX_TRY_ASSIGN(UniqueFd shm, sys::open_in_root(rootfd, "dev/shm", true));
-  CTX_TRY(sys::mount_fresh("tmpfs", shm.get(), MS_NOSUID | MS_NODEV, "mode=1777"));
+  // Bounded: a tmpfs without a size may take half the host's memory.
+  CTX_TRY(sys::mount_fresh("tmpfs", shm.get(), MS_NOSUID | MS_NODEV, "mode=1777,size=" + shm_size));
   CTX_TRY(sys::make_symlink_at("/proc/self/fd", dev.get(), "fd"));
   CTX_TRY(sys::make_symlink_at("/proc/self/fd/0", dev.get(), "stdin"));
   CTX_TRY(sys::make_symlink_at("/proc/self/fd/1", dev.get(), "stdout"));
@@ -221,33 +231,36 @@ Result<void> make_dev(int rootfd) {
 }
 
 // /run/ctx: a small read-only tmpfs holding only the supervisor's two
-// sockets, NOTIFY_SOCKET and the control socket.
-Result<void> make_notify(int rootfd, int notify_fd, int control_fd) {
+// sockets, NOTIFY_SOCKET and the control socket. They are bound here, in
+// the sandbox's own mount namespace, and handed to the supervisor over
+// the channel: they never have a name anywhere else, not for an instant.
+Result<void> make_run_ctx(int rootfd, const Reporter& rep) {
   CTX_TRY_ASSIGN(UniqueFd dir, mount_point(rootfd, kNotifyDir, true));
   CTX_TRY(sys::mount_fresh("tmpfs", dir.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=4k"));
   CTX_TRY_ASSIGN(dir, sys::open_in_root(rootfd, rel_of(kNotifyDir), true));
-  for (auto [fd, path] : {std::pair{notify_fd, kNotifyPath}, std::pair{control_fd, kSupervisorPath}}) {
-    CTX_TRY(sys::make_file_at(dir.get(), std::string(path_suffix(path, kNotifyDir)), 0666));
-    CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(fd, "", false));
-    CTX_TRY(sys::set_mount_attrs(tree.get(), {false, true, true, true}, false));
-    CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(path), false));
-    CTX_TRY(sys::attach_tree(tree.get(), target.get()));
-  }
+  const std::string notify_name(path_suffix(kNotifyPath, kNotifyDir));
+  const std::string control_name(path_suffix(kSupervisorPath, kNotifyDir));
+  CTX_TRY_ASSIGN(UniqueFd notify, sys::bind_datagram_at(dir.get(), notify_name, kNotifyPath));
+  CTX_TRY_ASSIGN(UniqueFd control, sys::listen_unix_at(dir.get(), control_name, kSupervisorPath));
+  // Anyone inside the sandbox may notify or ask (iso uid runs as another
+  // uid than the owner these were bound as); the supervisor checks that
+  // each peer is in the sandbox.
+  CTX_TRY(sys::chmod_at(dir.get(), notify_name, 0666));
+  CTX_TRY(sys::chmod_at(dir.get(), control_name, 0666));
   CTX_TRY(sys::set_mount_attrs(dir.get(), {true, true, true, true}, false));
+  rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {notify.get(), control.get()});
   return {};
 }
 
 // Everything between clone and the fork of the runtime, in the order of
 // the spec's startup steps 4 to 8 plus the hardening of DESIGN.md.
-Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep) {
+Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   const IdPlan& ids = plan.ids;
+  rep.enter(Step::private_mounts);
   CTX_TRY_CTX(sys::make_mounts_private(), "making mounts private");
-  // open_tree clones only mounts of the caller's own namespace, so the
-  // socket is opened here, and before the owner's fs ids are taken (the
-  // runtime dir of a privileged launch is root's).
-  CTX_TRY_ASSIGN(UniqueFd notify_socket, sys::open_o_path(io.notify_host_path));
-  CTX_TRY_ASSIGN(UniqueFd control_socket, sys::open_o_path(io.control_host_path));
+  rep.enter(Step::owner_ids);
   if (ids.privileged) CTX_TRY_CTX(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups), "taking the owner's file-system ids");
+  rep.enter(Step::root);
 
   // The root becomes a mount of its own (pivot_root needs one); the fd
   // of the attached tree is the anchor for every later path.
@@ -264,27 +277,33 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep)
   CTX_TRY_ASSIGN(UniqueFd root, sys::clone_tree(root_dir.get(), "", false));
   CTX_TRY_CTX(sys::set_mount_attrs(root.get(), {false, true, true, false}, false), "root " + plan.root);
   CTX_TRY_CTX(sys::attach_tree(root.get(), root_dir.get()), "root " + plan.root);
-  rep.step("root");
 
+  rep.enter(Step::binds);
   for (const BindStep& b : plan.binds) {
     auto r = bind_one(root.get(), b);
     if (!r) return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(b.line) + ": " + b.source + " -> " + b.target));
   }
+  rep.enter(Step::masks);
   for (const MaskStep& m : plan.masks) CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")");
+  rep.enter(Step::tool_views);
   for (const ToolViewStep& v : plan.tool_views) CTX_TRY_CTX(tool_view(root.get(), v), "tool view " + v.target);
-  rep.step("binds");
 
+  rep.enter(Step::proc);
   CTX_TRY_ASSIGN(UniqueFd proc, mount_point(root.get(), "/proc", true));
   CTX_TRY_CTX(sys::mount_fresh("proc", proc.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, ""), "/proc");
-  CTX_TRY_CTX(make_dev(root.get()), "/dev");
-  CTX_TRY_CTX(make_notify(root.get(), notify_socket.get(), control_socket.get()), kNotifyDir);
-  rep.step("proc_dev");
+  rep.enter(Step::dev);
+  CTX_TRY_CTX(make_dev(root.get(), plan.shm_size), "/dev");
+  rep.enter(Step::run_ctx);
+  CTX_TRY_CTX(make_run_ctx(root.get(), rep), kNotifyDir);
 
+  rep.enter(Step::network);
   if (plan.net_ns) CTX_TRY_CTX(sys::loopback_up(), "network namespace");
   CTX_TRY(sys::set_hostname(plan.hostname));
+  rep.enter(Step::pivot_root);
   CTX_TRY_CTX(sys::pivot_to(root.get()), "switching root to " + plan.root);
-  rep.step("pivot_root");
+  rep.enter(Step::cwd);
   CTX_TRY_CTX(sys::change_dir(plan.cwd), "cwd");
+  rep.enter(Step::identity);
 
   // The bounding set can only be emptied with CAP_SETPCAP: before root is
   // left.
@@ -301,7 +320,6 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep)
   CTX_TRY_CTX(sys::drop_all_capabilities(), "dropping capabilities");
   CTX_TRY(sys::set_no_new_privs());
   CTX_TRY(sys::new_session());
-  rep.step("identity");
   return {};
 }
 
@@ -313,14 +331,18 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
 
 // The runtime process: fds, signals, LISTEN_PID, exec. PATH lookup uses the
 // sandbox's PATH, never the launcher's.
-[[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io) {
+[[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io, Reporter rep) {
+  rep.enter(Step::exec);
   sys::reset_signals();
   std::vector<int> keep;
   if (io.listen_fd >= 0) keep.push_back(io.listen_fd);
-  keep.push_back(io.error_write);  // lifted last; CLOEXEC again below
-  if (auto r = sys::keep_only_fds(keep); !r) die(io.error_write, r.error());
-  int err_fd = 3 + static_cast<int>(keep.size()) - 1;
-  (void)sys::set_cloexec(err_fd);
+  keep.push_back(io.channel);  // lifted last; CLOEXEC again below
+  if (auto r = sys::keep_only_fds(keep); !r) die(rep, r.error());
+  Reporter err(3 + static_cast<int>(keep.size()) - 1);
+  err.enter(Step::exec);
+  (void)sys::set_cloexec(err.fd());
+  // A bound on processes that holds without a pids controller.
+  if (auto r = sys::set_process_limit(plan.nproc); !r) die(err, r.error());
   std::vector<std::string> env = plan.env;
   env.push_back("LISTEN_PID=" + std::to_string(::getpid()));
   std::vector<std::string> candidates;
@@ -344,7 +366,7 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
     if (e.code != ENOENT || last.code == ENOENT) last = e;
   }
   int code = last.code == ENOENT || last.code == ENOTDIR ? kExitNotFound : kExitNotExecutable;
-  die(err_fd, last.with_context("runtime " + cmd), code);
+  die(err, last.with_context("runtime " + cmd), code);
 }
 
 
@@ -360,40 +382,36 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // Nothing of the supervisor's but what this half needs: above all not
   // its directory fds (host paths outside the new root) nor its end of the
   // lifeline pipe.
-  if (auto r = sys::close_fds_except({0, 1, 2, io.sync_read, io.error_write, io.report_write, io.listen_fd}); !r)
-    die(io.error_write, r.error());
-  Reporter rep(io.report_write);
+  Reporter rep(io.channel);
+  if (auto r = sys::close_fds_except({0, 1, 2, io.sync_read, io.channel, io.listen_fd}); !r) die(rep, r.error());
   // The sandbox dies with its supervisor; a supervisor that died before
   // this line is caught by the sync read below (EOF).
-  if (auto r = sys::set_parent_death_signal(SIGKILL); !r) die(io.error_write, r.error());
+  if (auto r = sys::set_parent_death_signal(SIGKILL); !r) die(rep, r.error());
   char go = 0;
   if (auto got = sys::read_byte(io.sync_read, go); !got || !*got) _exit(kExitLaunchFailed);
   // The supervisor keeps the pipe's other end open for its whole life, so
   // EOF here later means it is gone. That lifeline, unlike PDEATHSIG,
   // survives the credential changes below (which clear PDEATHSIG).
 
-  rep.step("id_maps");
-
   // Signals the init forwards are blocked before the runtime exists so
   // none is lost; the runtime resets its mask before exec.
   const std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
   auto sigfd = sys::block_into_signalfd(watched);
-  if (!sigfd) die(io.error_write, sigfd.error());
+  if (!sigfd) die(rep, sigfd.error());
 
-  if (auto r = prepare(plan, io, rep); !r) die(io.error_write, r.error());
+  if (auto r = prepare(plan, rep); !r) die(rep, r.error());
   // The runtime shares our ids: this process is off limits to it (ptrace,
-  // /proc/1/fd) from before the runtime exists, so the lifeline, the error
-  // pipe and the signalfd stay ours. The runtime's execve makes it
+  // /proc/1/fd) from before the runtime exists, so the lifeline, the
+  // channel and the signalfd stay ours. The runtime's execve makes it
   // dumpable again.
-  if (auto r = sys::set_not_dumpable(); !r) die(io.error_write, r.error());
+  if (auto r = sys::set_not_dumpable(); !r) die(rep, r.error());
   auto pid = sys::fork_process();
-  if (!pid) die(io.error_write, pid.error());
-  if (*pid == 0) exec_runtime(plan, io);
+  if (!pid) die(rep, pid.error());
+  if (*pid == 0) exec_runtime(plan, io, rep);
 
-  // The init: the runtime's exec closes the error pipe; ours is closed
-  // now so that the supervisor sees EOF exactly then.
-  sys::close_fd(io.error_write);
-  sys::close_fd(io.report_write);
+  // The init: the runtime's exec closes its copy of the channel; ours is
+  // closed now so that the supervisor sees EOF exactly then.
+  sys::close_fd(io.channel);
   sys::close_fd(io.listen_fd);
   while (true) {
     std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {io.sync_read, POLLIN, 0}};

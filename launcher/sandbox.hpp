@@ -8,14 +8,14 @@
 
 namespace ctx::launcher {
 
-/// The descriptors and host paths the child needs from the supervisor.
+/// The descriptors the child needs from the supervisor.
 struct SandboxIo {
-  int sync_read = -1;     ///< one byte once the id maps are written; EOF when the supervisor dies
-  int error_write = -1;   ///< "<errno> <stage>: <message>" on failure; EOF on exec
-  int report_write = -1;  ///< "step <name> <usec>" lines, closed before exec
-  int listen_fd = -1;     ///< the agent socket, passed as fd 3 (LISTEN_FDS)
-  std::string notify_host_path;  ///< host path of the NOTIFY_SOCKET socket
-  std::string control_host_path; ///< host path of the supervisor's control socket
+  int sync_read = -1;  ///< one byte once the id maps are written; EOF when the supervisor dies
+  /// The sandbox's end of the SOCK_SEQPACKET channel (channel.hpp):
+  /// step timings, the sockets of /run/ctx, the pty master, or the error
+  /// that ended the setup; EOF once the runtime's execve succeeded.
+  int channel = -1;
+  int listen_fd = -1;  ///< the agent socket, passed as fd 3 (LISTEN_FDS)
 };
 
 /// Exit codes of the sandbox's init that are not the runtime's own.
@@ -26,8 +26,8 @@ inline constexpr int kExitNotFound = 127;
 /// The exit code a wait status stands for: the code, or 128+signal.
 int exit_code_of(int wait_status);
 
-/// Runs in the cloned child. Never returns: on failure it writes the error
-/// to io.error_write and _exit(125)s; on success it is the sandbox's init
+/// Runs in the cloned child. Never returns: on failure it sends the error
+/// record to io.channel and _exit(125)s; on success it is the sandbox's init
 /// (pid 1) until the runtime exits, then exits with the runtime's status
 /// (128+signal for a signal).
 [[noreturn]] void run_sandbox(const LaunchPlan& plan, const SandboxIo& io);

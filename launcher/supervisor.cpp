@@ -14,7 +14,9 @@
 #include "base/path.hpp"
 #include "base/timestamp.hpp"
 #include "cgroup/placement.hpp"
+#include "launcher/channel.hpp"
 #include "launcher/children.hpp"
+#include "launcher/notify.hpp"
 #include "launcher/sandbox.hpp"
 #include "sys/file.hpp"
 #include "sys/resolve.hpp"
@@ -26,6 +28,9 @@ namespace ctx::launcher {
 namespace {
 
 using nlohmann::json;
+
+/// The cap of <name>.d/log (and of log.1, the previous one).
+constexpr std::uint64_t kMaxLogBytes = 1 << 20;
 
 
 // The agent's files on the host: <name>.d (status, pid, log) and the
@@ -39,10 +44,25 @@ class AgentFiles {
   void status(const char* s) { warn(sys::atomic_replace(ddir_, "status", std::string(s) + "\n"), "status"); }
   void pid(pid_t p) { warn(sys::atomic_replace(ddir_, "pid", std::to_string(p) + "\n"), "pid"); }
 
+  /// Appends a line to <name>.d/log. The log is capped: once a line would
+  /// take it past kMaxLogBytes it becomes log.1 (replacing the older one)
+  /// and a new log begins, so the newest lines are always kept and the
+  /// two never hold more than twice the cap.
   void log(json j) {
     j["ts"] = timestamp_now();
     j["agent"] = plan_.name;
-    warn(sys::append_file(ddir_, "log", j.dump() + "\n", 0644), "log");
+    std::string line = j.dump() + "\n";
+    if (log_size_ == kUnknownSize) {
+      auto st = sys::stat_at(ddir_, "log");
+      log_size_ = st && *st ? (*st)->size : 0;
+    }
+    if (log_size_ + line.size() > kMaxLogBytes && log_size_ > 0) {
+      warn(sys::rename_at(ddir_, "log", ddir_, "log.1"), "log");
+      log_size_ = 0;
+    }
+    auto r = sys::append_file(ddir_, "log", line, 0644);
+    if (r) log_size_ += line.size();
+    warn(r, "log");
   }
 
   void event(json j) {
@@ -108,24 +128,12 @@ class AgentFiles {
   void warn(const Result<void>& r, const char* what) {
     if (!r) std::fprintf(stderr, "ctx-agent-run: warning: %s.d/%s: %s\n", plan_.name.c_str(), what, r.error().msg.c_str());
   }
+  static constexpr std::uint64_t kUnknownSize = ~std::uint64_t{0};
   const LaunchPlan& plan_;
   int ddir_;
   UniqueFd session_;
+  std::uint64_t log_size_ = kUnknownSize;
 };
-
-// The private runtime directory <base>/ctx-agent-run-<uid>/<name>: made
-// 0700 by us and checked to be ours, so nobody else can plant the socket.
-Result<std::pair<UniqueFd, std::string>> runtime_dir(const std::string& base, const std::string& name) {
-  CTX_TRY_ASSIGN(UniqueFd b, sys::open_dir(base));
-  std::string mine = "ctx-agent-run-" + std::to_string(::geteuid());
-  CTX_TRY_ASSIGN(UniqueFd d, sys::open_or_make_dirs(b.get(), mine, 0700));
-  CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(d.get()));
-  if (st.uid != ::geteuid() || (st.mode & 077) != 0)
-    return fail(EPERM, base + "/" + mine + ": not owned by uid " + std::to_string(::geteuid()) +
-                           " with mode 0700; remove it");
-  CTX_TRY_ASSIGN(UniqueFd n, sys::open_or_make_dirs(d.get(), name, 0700));
-  return std::pair<UniqueFd, std::string>(std::move(n), base + "/" + mine + "/" + name);
-}
 
 // Adds the remedy to errors that mean the kernel will not give this
 // unprivileged caller a user namespace (disabled, limited to zero, or
@@ -142,24 +150,66 @@ Error with_userns_remedy(const LaunchPlan& plan, Error e) {
 
 // Without a writable cgroup v2 the sandbox is supervised through its pidfd
 // and its pid namespace (whose end kills everything in it). Said on stderr
-// once per user and boot (a marker in the runtime directory's parent), and
-// in the agent's log every time.
-void warn_once_without_cgroup(int agent_run_dir, const std::string& why) {
-  auto parent = sys::open_dir_at(agent_run_dir, "..");
-  if (!parent) return;
-  auto seen = sys::stat_at(parent->get(), "warned-no-cgroup");
-  if (seen && *seen) return;
-  (void)sys::append_file(parent->get(), "warned-no-cgroup", "", 0600);
+// once per user and boot where a verified private directory can hold the
+// marker (SuperviseOptions::marker_dir), otherwise every time; in the
+// agent's log every time.
+void warn_once_without_cgroup(const std::string& marker_dir, const std::string& why) {
+  const char* marker = "ctx-agent-run.warned-no-cgroup";
+  if (!marker_dir.empty())
+    if (auto dir = sys::open_dir(marker_dir); dir) {
+      auto seen = sys::stat_at(dir->get(), marker);
+      if (seen && *seen) return;
+      (void)sys::append_file(dir->get(), marker, "", 0600);
+    }
   std::fprintf(stderr, "ctx-agent-run: warning: no writable cgroup v2 (%s); supervising with the pidfd and the pid namespace "
                "instead (--require-cgroup makes this an error)\n", why.c_str());
 }
 
-// Parses "<errno> <message>" from the sandbox's error pipe.
-Error parse_child_error(const std::string& raw) {
-  auto sp = raw.find(' ');
-  int code = EIO;
-  if (sp != std::string::npos) code = std::atoi(raw.substr(0, sp).c_str());
-  return Error{code == 0 ? EIO : code, sp == std::string::npos ? raw : raw.substr(sp + 1)};
+// What the sandbox reported over the channel until its runtime's execve
+// (EOF) or its error.
+struct SetupReport {
+  json timings = json::object();
+  UniqueFd notify;   ///< the NOTIFY_SOCKET, bound in the sandbox
+  UniqueFd control;  ///< the control socket, bound in the sandbox
+  std::optional<Record> error;
+};
+
+SetupReport read_setup(int channel) {
+  SetupReport out;
+  while (true) {
+    auto m = sys::recv_message(channel, kMaxRecordSize, 2);
+    if (!m) {
+      out.error = Record{Record::Kind::error, Step::start, m.error().code, 0, "the sandbox's report: " + m.error().msg};
+      return out;
+    }
+    if (!*m) return out;  // EOF: the runtime's execve succeeded
+    auto r = decode((*m)->bytes);
+    if (!r) continue;
+    switch (r->kind) {
+      case Record::Kind::timing:
+        out.timings[std::string(to_string(r->step))] = r->usec;
+        break;
+      case Record::Kind::sockets:
+        if ((*m)->fds.size() == 2) {
+          out.notify = std::move((*m)->fds[0]);
+          out.control = std::move((*m)->fds[1]);
+        }
+        break;
+      case Record::Kind::pty:
+        break;
+      case Record::Kind::error:
+        out.error = std::move(*r);
+        break;
+    }
+  }
+}
+
+// Whether pid (a socket peer or a datagram's sender, in our pid namespace)
+// is a process of the sandbox: in its pid namespace. Unknown is no.
+bool in_sandbox(unsigned long sandbox_pidns, const Result<pid_t>& pid) {
+  if (!pid || *pid <= 0 || sandbox_pidns == 0) return false;
+  auto ns = sys::ns_inode(*pid, "pid");
+  return ns && *ns == sandbox_pidns;
 }
 
 // The watchdog of a parent: a small process outside the agent's cgroup
@@ -248,9 +298,6 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
     return failed(e);
   };
 
-  // Per agent and CTX root: two roots may each have a "coder".
-  auto rd = runtime_dir(opts.run_dir_base, instance_name(plan.name, plan.ctx_root));
-  if (!rd) return fail_launch(rd.error());
   // The agent's cgroup subtree; its destructor kills and removes it on
   // every way out of this function.
   std::optional<cgroup::Placement> placement;
@@ -270,7 +317,7 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
         return fail_launch(Error{EOPNOTSUPP, std::string(limits ? "limits" : "--require-cgroup") +
                                                  ": EOPNOTSUPP: no writable cgroup v2: " + why_not});
       files.log({{"event", "agent.cgroup"}, {"status", "unavailable"}, {"reason", why_not}});
-      warn_once_without_cgroup(rd->first.get(), why_not);
+      warn_once_without_cgroup(opts.marker_dir, why_not);
     }
   }
   // Every return from here on releases the watchdog, if one was started.
@@ -286,24 +333,13 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
     }
   } watchdog_guard{watchdog};
 
-  std::string notify_path = rd->second + "/notify";
-  auto notify = sys::bind_datagram(notify_path);
-  if (!notify) return fail_launch(notify.error());
-  // Anyone inside the sandbox may notify or ask; outside, the 0700
-  // directory keeps everyone but us away.
-  if (auto r = sys::chmod_path(notify_path, 0666); !r) return fail_launch(r.error());
-  std::string control_path = rd->second + "/control";
-  auto control = sys::listen_unix_at(rd->first.get(), "control", control_path);
-  if (!control) return fail_launch(control.error());
-  if (auto r = sys::chmod_path(control_path, 0666); !r) return fail_launch(r.error());
-  if (auto r = sys::set_nonblocking(control->get()); !r) return fail_launch(r.error());
   auto listen = sys::listen_unix_at(agents->get(), plan.name + ".sock", plan.ctx_root + "/agent/" + plan.name + ".sock");
   if (!listen) return fail_launch(listen.error());
 
   auto sync = sys::make_pipe();
-  auto errp = sys::make_pipe();
-  auto rep = sys::make_pipe();
-  if (!sync || !errp || !rep) return fail_launch(Error{EMFILE, "pipe2: EMFILE"});
+  auto chan = sys::make_seqpacket_pair();
+  if (!sync) return fail_launch(sync.error());
+  if (!chan) return fail_launch(chan.error());
 
   std::uint64_t t_clone = sys::now_us();
   auto child = sys::clone_child({plan.clone_flags, placement ? placement->runtime_fd() : -1});
@@ -312,12 +348,11 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
     return fail_launch((plan.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan, e) : e);
   }
   if (child->pid == 0) {
-    SandboxIo io{sync->first.get(), errp->second.get(), rep->second.get(), listen->get(), notify_path, control_path};
+    SandboxIo io{sync->first.get(), chan->second.get(), listen->get()};
     run_sandbox(plan, io);
   }
   sync->first.reset();
-  errp->second.reset();
-  rep->second.reset();
+  chan->second.reset();
   listen->reset();
 
   auto abort_child = [&](const Error& e) {
@@ -338,6 +373,8 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
                          : sys::write_id_maps(child->pid, plan.ids.uid_map, plan.ids.gid_map, plan.ids.deny_setgroups);
     if (!r) return abort_child(with_userns_remedy(plan, r.error().with_context("writing id maps")));
   }
+  // The sandbox's pid namespace: only its processes may use the sockets.
+  const unsigned long sandbox_pidns = sys::ns_inode(child->pid, "pid").value_or(0);
   char go = 1;
   if (auto r = sys::write_all(sync->second.get(), &go, 1); !r) return abort_child(r.error());
   // sync->second stays open until we exit: the sandbox's lifeline.
@@ -351,12 +388,16 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
   files.log({{"event", "agent.start"}, {"session", plan.session}, {"argv", plan.argv}});
   files.event({{"type", "agent.start"}, {"object", "agent/" + plan.name}, {"status", "ok"}});
 
-  // Setup ends with the runtime's exec (EOF on the error pipe) or an error.
-  auto reports = sys::read_to_eof(rep->first.get(), 1 << 16);
-  auto child_err = sys::read_to_eof(errp->first.get(), 1 << 16);
+  // Setup ends with the runtime's exec (EOF on the channel) or an error.
+  SetupReport setup = read_setup(chan->first.get());
   std::uint64_t t_exec = sys::now_us();
-  if (child_err && !child_err->empty()) {
-    Error e = parse_child_error(*child_err);
+  if (!setup.error && (!setup.notify.valid() || !setup.control.valid()))
+    setup.error = Record{Record::Kind::error, Step::run_ctx, EPROTO, 0, "the sandbox did not hand over its sockets"};
+  if (!setup.error)
+    if (auto r = sys::set_nonblocking(setup.control.get()); !r)
+      setup.error = Record{Record::Kind::error, Step::run_ctx, r.error().code, 0, r.error().msg};
+  if (setup.error) {
+    Error e{setup.error->code == 0 ? EIO : setup.error->code, setup.error->detail};
     auto st = sys::wait_pid(child->pid);
     int code = st ? exit_code_of(*st) : kExitLaunchFailed;
     (void)sys::remove_at(agents->get(), plan.name + ".sock");
@@ -368,27 +409,12 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
       error = e;
       return code;
     }
-    if (e.msg.rfind("making mounts private", 0) == 0) e = with_userns_remedy(plan, e);
+    if (setup.error->step == Step::private_mounts) e = with_userns_remedy(plan, e);
     return fail_launch(e);
   }
-
-  json timings = json::object();
+  json timings = setup.timings;
   timings["prepare"] = t_clone - t0;
-  if (reports)
-    for (std::size_t pos = 0; pos < reports->size();) {
-      std::size_t nl = reports->find('\n', pos);
-      std::string line = reports->substr(pos, nl - pos);
-      pos = nl == std::string::npos ? reports->size() : nl + 1;
-      char name[64];
-      unsigned long long us = 0;
-      if (std::sscanf(line.c_str(), "step %63s %llu", name, &us) == 2) timings[name] = us;
-    }
   timings["total"] = t_exec - t0;
-  // The sandbox holds both sockets through its binds now: their host
-  // names go, so no other process of the same uid (another agent's
-  // sandbox that shows /tmp, say) can reach this supervisor.
-  (void)sys::remove_at(rd->first.get(), "notify");
-  (void)sys::remove_at(rd->first.get(), "control");
   files.log({{"event", "agent.exec"}, {"pid", child->pid}, {"setup_us", t_exec - t0}});
   if (opts.json_status_fd >= 0) {
     json j{{"event", "started"}, {"agent", plan.name}, {"pid", child->pid}, {"supervisor_pid", ::getpid()},
@@ -420,7 +446,8 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
                                             placement ? &*placement : nullptr, opts.cancel_grace_ms));
     return {};
   };
-  Children children(std::move(cc), std::move(*control));
+  cc.peer_allowed = [&](int conn) { return in_sandbox(sandbox_pidns, sys::peer_pid(conn)); };
+  Children children(std::move(cc), std::move(setup.control));
 
   // Supervision: signals, sd_notify messages, the control socket, owned
   // children, the runtime's exit; and the cancellation sequence of seed
@@ -444,10 +471,27 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
     (void)sys::signal_pidfd(child->pidfd.get(), SIGTERM);
     kill_at = sys::now_us() + static_cast<std::uint64_t>(opts.cancel_grace_ms) * 1000;
   };
+  // sd_notify: only from processes of the sandbox, and at a bounded rate.
+  NotifyLimiter limiter(kNotifyBurst, kNotifyPerSecond);
+  auto read_notify = [&] {
+    for (int i = 0; i < 64; ++i) {
+      auto d = sys::recv_datagram_from(setup.notify.get());
+      if (!d || !*d) break;
+      if (!in_sandbox(sandbox_pidns, (*d)->pid) || !limiter.take(sys::now_us())) continue;
+      if (auto n = limiter.dropped_since_last(); n > 0) files.log({{"event", "agent.notify"}, {"dropped", n}});
+      NotifyEffect e = apply_notify((*d)->bytes, state);
+      if (e.ready && !opts.parent_notify_socket.empty()) (void)sys::send_datagram(opts.parent_notify_socket, "READY=1");
+      if (e.state != state && !cancelled) {
+        state = e.state;
+        files.status(state.c_str());
+        files.log({{"event", "agent.status"}, {"status", state}});
+      }
+    }
+  };
   // The parent may have died between our start and now.
   if (opts.owned_by != 0 && ::getppid() != opts.owned_by) cancel("parent_dead");
   while (running) {
-    std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {child->pidfd.get(), POLLIN, 0}, {notify->get(), POLLIN, 0}};
+    std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {child->pidfd.get(), POLLIN, 0}, {setup.notify.get(), POLLIN, 0}};
     children.add_poll_fds(fds);
     int timeout = -1;
     if (cancelled && !killed) {
@@ -463,35 +507,7 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
       if (placement) (void)placement->kill_runtime();
       (void)sys::signal_pidfd(child->pidfd.get(), SIGKILL);
     }
-    if (fds[2].revents & POLLIN) {
-      while (true) {
-        auto msg = sys::recv_datagram(notify->get());
-        if (!msg || msg->empty()) break;
-        std::string next = state;
-        for (std::size_t pos = 0; pos < msg->size();) {
-          std::size_t nl = msg->find('\n', pos);
-          std::string line = msg->substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-          pos = nl == std::string::npos ? msg->size() : nl + 1;
-          if (line == "READY=1") {
-            next = "ready";
-            if (!opts.parent_notify_socket.empty()) (void)sys::send_datagram(opts.parent_notify_socket, "READY=1");
-          } else if (line == "STOPPING=1") {
-            next = "stopping";
-          } else if (line == "CTX_STATE=busy" || line == "BUSY=1") {
-            next = "busy";
-          } else if (line == "CTX_STATE=idle" || line == "IDLE=1") {
-            next = "idle";
-          } else if (line == "CTX_STATE=ready") {
-            next = "ready";
-          }
-        }
-        if (next != state && !cancelled) {
-          state = next;
-          files.status(state.c_str());
-          files.log({{"event", "agent.status"}, {"status", state}});
-        }
-      }
-    }
+    if (fds[2].revents & POLLIN) read_notify();
     if (fds[0].revents & POLLIN) {
       auto sig = sys::read_signalfd(sigfd->get());
       if (sig && *sig == parent_dead_signal()) {

@@ -19,7 +19,10 @@ namespace ctx::launcher {
 /// Options of one supervised launch.
 struct SuperviseOptions {
   int json_status_fd = -1;  ///< >= 0: write the launch report here as JSON
-  std::string run_dir_base;  ///< where the private runtime dir is made
+  /// A private directory of the caller's that lasts until reboot (its
+  /// XDG_RUNTIME_DIR, verified, or /run for root), for the once-per-boot
+  /// warning's marker; "" for none (the warning is said every time).
+  std::string marker_dir;
   /// The NOTIFY_SOCKET of our own caller (systemd Type=notify), if any.
   std::string parent_notify_socket;
   /// --cgroup-base: the delegated cgroup to build the agent's subtree in.

@@ -161,6 +161,12 @@ Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int n
   return {};
 }
 
+Result<void> rename_at(int olddirfd, const std::string& oldname, int newdirfd, const std::string& newname) {
+  if (::renameat(olddirfd, oldname.c_str(), newdirfd, newname.c_str()) < 0)
+    return fail_errno("renameat " + oldname + " " + newname);
+  return {};
+}
+
 Result<void> chown_at(int dirfd, const std::string& name, Ownership owner) {
   int flags = AT_SYMLINK_NOFOLLOW | (name.empty() ? AT_EMPTY_PATH : 0);
   if (::fchownat(dirfd, name.c_str(), owner.uid, owner.gid, flags) < 0)
@@ -213,8 +219,14 @@ Result<bool> on_noexec_mount(int fd) {
   return (v.f_flag & ST_NOEXEC) != 0;
 }
 
-Result<void> chmod_path(const std::string& path, mode_t mode) {
-  if (::chmod(path.c_str(), mode) < 0) return fail_errno("chmod " + path);
+bool is_private_dir(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || path[0] != '/' || ::lstat(path.c_str(), &st) < 0) return false;
+  return S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0;
+}
+
+Result<void> chmod_at(int dirfd, const std::string& name, mode_t mode) {
+  if (::fchmodat(dirfd, name.c_str(), mode, 0) < 0) return fail_errno("chmod " + name);
   return {};
 }
 

@@ -80,6 +80,9 @@ Result<std::string> make_temp_dir_at(int dirfd, const std::string& prefix, mode_
 Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int newdirfd,
                                  const std::string& newname);
 
+/// renameat(2): moves olddirfd/oldname over newdirfd/newname in one step.
+Result<void> rename_at(int olddirfd, const std::string& oldname, int newdirfd, const std::string& newname);
+
 /// fchownat(2) of dirfd/name, never following a symlink; "" changes dirfd
 /// itself (AT_EMPTY_PATH).
 Result<void> chown_at(int dirfd, const std::string& name, Ownership owner);
@@ -105,8 +108,13 @@ bool executable_at(int dirfd, const std::string& name);
 /// True if the file system holding fd is mounted noexec (fstatvfs).
 Result<bool> on_noexec_mount(int fd);
 
-/// chmod(2).
-Result<void> chmod_path(const std::string& path, mode_t mode);
+/// Whether path is a directory (not a symlink to one) owned by the
+/// caller's effective uid with no access for group or other.
+bool is_private_dir(const std::string& path);
+
+/// fchmodat(2) of dirfd/name (it follows a symlink: use it on names only
+/// the caller can have made, such as a socket it just bound).
+Result<void> chmod_at(int dirfd, const std::string& name, mode_t mode);
 
 /// The content of dir/name (read_small_file, at most 1 MiB), or "" when it
 /// is missing or unreadable: for best-effort reads of /proc and /etc.

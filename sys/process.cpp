@@ -9,6 +9,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -315,6 +316,12 @@ std::uint64_t now_us() {
   struct timespec ts {};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
+}
+
+Result<void> set_process_limit(std::uint64_t n) {
+  rlimit rl{n, n};
+  if (::setrlimit(RLIMIT_NPROC, &rl) < 0) return fail_errno("setrlimit RLIMIT_NPROC");
+  return {};
 }
 
 }  // namespace ctx::sys

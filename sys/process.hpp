@@ -149,6 +149,10 @@ Result<void> set_hostname(const std::string& name);
 /// The inode number of /proc/<pid>/ns/<ns> (the namespace's id).
 Result<unsigned long> ns_inode(pid_t pid, const std::string& ns);
 
+/// setrlimit(RLIMIT_NPROC) to n, soft and hard (the hard limit too, so
+/// the runtime cannot raise it again).
+Result<void> set_process_limit(std::uint64_t n);
+
 /// Monotonic clock in microseconds.
 std::uint64_t now_us();
 

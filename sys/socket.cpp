@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <algorithm>
 #include <cstring>
 
 #include "sys/error.hpp"
@@ -25,18 +26,14 @@ Result<sockaddr_un> make_addr(const std::string& path) {
   return a;
 }
 
-}  // namespace
-
-Result<UniqueFd> listen_unix_at(int dirfd, const std::string& name, const std::string& display_path) {
+// Binds fd at dirfd/name (a stale socket file there is removed first).
+Result<void> bind_at(int fd, int dirfd, const std::string& name, const std::string& display_path) {
   struct stat st {};
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISSOCK(st.st_mode))
       return fail(Error{EEXIST, display_path + ": EEXIST: exists and is not a socket; remove it"});
     if (::unlinkat(dirfd, name.c_str(), 0) < 0) return fail_errno("unlinkat " + display_path);
   }
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return fail_errno("socket");
-  UniqueFd s(fd);
   // bind(2) takes a path; /proc/self/fd/<dirfd>/<name> would follow the
   // dirfd, but sun_path is short, so bind relative to the directory by
   // changing into it in a way that cannot race: fchdir is process-wide,
@@ -50,8 +47,130 @@ Result<UniqueFd> listen_unix_at(int dirfd, const std::string& name, const std::s
   int err = errno;
   if (::fchdir(cwd) < 0) return fail_errno("fchdir back");
   if (rc < 0) return fail(sys_error("bind " + display_path, err));
+  return {};
+}
+
+}  // namespace
+
+Result<UniqueFd> listen_unix_at(int dirfd, const std::string& name, const std::string& display_path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail_errno("socket");
+  UniqueFd s(fd);
+  CTX_TRY(bind_at(fd, dirfd, name, display_path));
   if (::listen(fd, 64) < 0) return fail_errno("listen " + display_path);
   return s;
+}
+
+Result<UniqueFd> bind_datagram_at(int dirfd, const std::string& name, const std::string& display_path) {
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return fail_errno("socket");
+  UniqueFd s(fd);
+  CTX_TRY(bind_at(fd, dirfd, name, display_path));
+  // Every datagram carries its sender's credentials (SCM_CREDENTIALS).
+  int one = 1;
+  if (::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0) return fail_errno("setsockopt SO_PASSCRED");
+  return s;
+}
+
+Result<std::pair<UniqueFd, UniqueFd>> make_seqpacket_pair() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return fail_errno("socketpair");
+  return std::pair<UniqueFd, UniqueFd>(UniqueFd(sv[0]), UniqueFd(sv[1]));
+}
+
+Result<void> send_message(int sock, std::string_view bytes, const std::vector<int>& fds) {
+  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+  if (!fds.empty()) {
+    m.msg_control = control.data();
+    m.msg_controllen = control.size();
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  while (true) {
+    ssize_t n = ::sendmsg(sock, &m, MSG_NOSIGNAL);
+    if (n >= 0) return {};
+    if (errno != EINTR) return fail_errno("sendmsg");
+  }
+}
+
+Result<std::optional<Message>> recv_message(int sock, std::size_t max_bytes, std::size_t max_fds) {
+  Message out;
+  out.bytes.resize(max_bytes);
+  iovec iov{out.bytes.data(), max_bytes};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * std::max<std::size_t>(max_fds, 1)));
+  m.msg_control = control.data();
+  m.msg_controllen = control.size();
+  ssize_t n;
+  do {
+    n = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return fail_errno("recvmsg");
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      out.fds.emplace_back(fd);  // owned, so closed even when refused below
+    }
+  }
+  if ((m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0) return fail(Error{EMSGSIZE, "recvmsg: EMSGSIZE: message truncated"});
+  if (out.fds.size() > max_fds) return fail(Error{EMSGSIZE, "recvmsg: EMSGSIZE: too many descriptors"});
+  if (n == 0 && out.fds.empty()) return std::optional<Message>();
+  out.bytes.resize(static_cast<std::size_t>(n));
+  return std::optional<Message>(std::move(out));
+}
+
+Result<pid_t> peer_pid(int conn) {
+  ucred cr{};
+  socklen_t len = sizeof cr;
+  if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) return fail_errno("getsockopt SO_PEERCRED");
+  return cr.pid;
+}
+
+Result<std::optional<Datagram>> recv_datagram_from(int fd) {
+  char buf[4096];
+  iovec iov{buf, sizeof buf};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  ssize_t n = ::recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return std::optional<Datagram>();
+    return fail_errno("recvmsg");
+  }
+  Datagram d;
+  d.bytes.assign(buf, static_cast<std::size_t>(n));
+  d.truncated = (m.msg_flags & MSG_TRUNC) != 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+      ucred cr{};
+      std::memcpy(&cr, CMSG_DATA(c), sizeof cr);
+      d.pid = cr.pid;
+    } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      // Descriptors nobody asked for are closed at once.
+      std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < count; ++i) {
+        int x;
+        std::memcpy(&x, CMSG_DATA(c) + i * sizeof(int), sizeof x);
+        UniqueFd drop(x);
+      }
+    }
+  }
+  return std::optional<Datagram>(std::move(d));
 }
 
 Result<UniqueFd> connect_stream(const std::string& path) {

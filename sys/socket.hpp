@@ -3,10 +3,13 @@
 #pragma once
 
 #include <poll.h>
+#include <sys/types.h>
 
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.hpp"
@@ -17,6 +20,46 @@ namespace ctx::sys {
 /// A listening SOCK_STREAM unix socket bound at dirfd/name (any stale
 /// socket file there is removed first; anything else there is an error).
 Result<UniqueFd> listen_unix_at(int dirfd, const std::string& name, const std::string& display_path);
+
+/// A non-blocking SOCK_DGRAM unix socket bound at dirfd/name with
+/// SO_PASSCRED, so each datagram carries its sender's pid (the sandbox's
+/// NOTIFY_SOCKET).
+Result<UniqueFd> bind_datagram_at(int dirfd, const std::string& name, const std::string& display_path);
+
+/// A SOCK_SEQPACKET socketpair, close-on-exec: one record per message,
+/// descriptors passed with SCM_RIGHTS, EOF once every peer copy is closed.
+Result<std::pair<UniqueFd, UniqueFd>> make_seqpacket_pair();
+
+/// Sends one message with the descriptors fds (SCM_RIGHTS).
+Result<void> send_message(int sock, std::string_view bytes, const std::vector<int>& fds);
+
+/// One received message and the descriptors that came with it (owned,
+/// close-on-exec).
+struct Message {
+  std::string bytes;
+  std::vector<UniqueFd> fds;
+};
+
+/// Receives one message (blocking): nullopt at EOF. A message longer than
+/// max_bytes or with more than max_fds descriptors is EMSGSIZE, and the
+/// descriptors that came with it are closed.
+Result<std::optional<Message>> recv_message(int sock, std::size_t max_bytes, std::size_t max_fds);
+
+/// The pid of a connected unix socket's peer as it was at connect(2)
+/// (SO_PEERCRED), in the caller's pid namespace; 0 when the peer's pid is
+/// not visible from it.
+Result<pid_t> peer_pid(int conn);
+
+/// One datagram with its sender's pid (SCM_CREDENTIALS; needs
+/// SO_PASSCRED on the socket; 0 when none came).
+struct Datagram {
+  std::string bytes;
+  pid_t pid = 0;
+  bool truncated = false;  ///< longer than 4096 bytes: the rest was lost
+};
+
+/// Receives one datagram without blocking; nullopt when none is waiting.
+Result<std::optional<Datagram>> recv_datagram_from(int fd);
 
 /// A SOCK_DGRAM unix socket bound at path, for NOTIFY_SOCKET messages.
 Result<UniqueFd> bind_datagram(const std::string& path);

@@ -13,7 +13,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -406,7 +408,8 @@ TEST_CASE("--json-status-fd reports pid, namespaces, timings and exit status", "
     INFO(ns);
     CHECK(started["namespaces"][ns].get<unsigned long>() > 0);
   }
-  for (const char* step : {"prepare", "id_maps", "root", "binds", "proc_dev", "pivot_root", "identity", "total"}) {
+  for (const char* step : {"prepare", "id_maps", "private_mounts", "owner_ids", "root", "binds", "masks", "tool_views", "proc",
+                           "dev", "run_ctx", "network", "pivot_root", "cwd", "identity", "total"}) {
     INFO(step);
     CHECK(started["timings_us"].contains(step));
   }
@@ -735,4 +738,177 @@ TEST_CASE("a root launch refuses ids the owner is not entitled to", "[root]") {
   json j = probe(run_probe(t, m, "coder", {"ids", "read:/hostetc/shadow"}));
   CHECK(j["ids"]["uid"] == json{0, 0, 0});
   CHECK(j["read:/hostetc/shadow"] == "ok");
+}
+
+namespace {
+
+// The unix sockets a process holds, as "path" (empty for unnamed) by
+// inode, from its own network namespace's /proc/<pid>/net/unix.
+std::vector<std::string> named_sockets_of(int pid) {
+  std::set<std::string> inodes;
+  for (const auto& fd : ctx::test::names_in("/proc/" + std::to_string(pid) + "/fd")) {
+    char buf[64];
+    ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/fd/" + fd).c_str(), buf, sizeof buf - 1);
+    if (n <= 0) continue;
+    std::string l(buf, static_cast<std::size_t>(n));
+    if (l.rfind("socket:[", 0) == 0) inodes.insert(l.substr(8, l.size() - 9));
+  }
+  std::vector<std::string> out;
+  std::istringstream in(ctx::test::read_file("/proc/" + std::to_string(pid) + "/net/unix"));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string num, refs, proto, flags, type, st, inode, path;
+    f >> num >> refs >> proto >> flags >> type >> st >> inode >> path;
+    if (inodes.count(inode) != 0 && !path.empty()) out.push_back(path);
+  }
+  return out;
+}
+
+int supervisor_pid(const CtxTree& t) {
+  return std::stoi(ctx::test::read_file(t.root() + "/agent/coder.d/pid"));
+}
+
+}  // namespace
+
+// The supervisor's notify and control sockets are bound inside the
+// sandbox and handed over: no name of theirs ever exists on the host,
+// where another agent of the same uid could connect in the launch window.
+TEST_CASE("the supervisor's sockets never have a host name", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  std::string token = "sleep:28." + std::to_string(::getpid());
+  auto sp = t.spawn({"coder", "--", "/probe", "notify:READY=1", "exists:/run/ctx/supervisor", token}, m.as);
+  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
+  // The supervisor holds no named socket (the agent socket went to the
+  // sandbox as fd 3).
+  CHECK(named_sockets_of(supervisor_pid(t)).empty());
+  // Nothing under the places a runtime directory used to be.
+  CHECK_FALSE(std::filesystem::exists("/tmp/ctx-agent-run-" + std::to_string(m.as.uid) + "/" + "coder"));
+  ::kill(sp.pid, SIGTERM);
+  RunResult r = ctx::test::wait_command(sp, 30);
+  CHECK(r.exit_code == 128 + SIGTERM);
+}
+
+// Root can still reach a sandbox's sockets through /proc/<pid>/root: the
+// supervisor answers only peers in the sandbox.
+TEST_CASE("a peer outside the sandbox is not served by the supervisor", "[root]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  for (const TestUser& as : {TestUser{0, 0, "root"}, *u}) {
+    INFO("launched by " << as.name);
+    CtxTree t(*u);
+    t.agent("coder", {{"policy", "allow coder_t agent:x create\n"}});
+    auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "--json-status-fd",
+                                        "1", "coder", "--", "/probe", "sleep:30"},
+                                       as);
+    std::string first;
+    char c;
+    while (::read(sp.out_fd, &c, 1) == 1 && c != '\n') first += c;
+    int init = json::parse(first)["pid"];
+    std::string run_ctx = "/proc/" + std::to_string(init) + "/root/run/ctx/";
+    // The control socket: connected, then closed unanswered.
+    int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(s >= 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::string path = run_ctx + "supervisor";
+    REQUIRE(path.size() < sizeof a.sun_path);
+    std::memcpy(a.sun_path, path.c_str(), path.size());
+    REQUIRE(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    std::string req = "{\"op\":\"create\",\"name\":\"x\"}\n";
+    (void)::send(s, req.data(), req.size(), MSG_NOSIGNAL);
+    timeval tv{5, 0};
+    ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[256];
+    CHECK(::read(s, buf, sizeof buf) == 0);  // EOF, no answer
+    ::close(s);
+    CHECK_FALSE(std::filesystem::exists(t.root() + "/agent/x.d"));
+    // NOTIFY_SOCKET: READY=1 from outside changes nothing.
+    int d = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    path = run_ctx + "notify";
+    std::memset(a.sun_path, 0, sizeof a.sun_path);
+    std::memcpy(a.sun_path, path.c_str(), path.size());
+    CHECK(::sendto(d, "READY=1", 7, 0, reinterpret_cast<sockaddr*>(&a), sizeof a) == 7);
+    ::close(d);
+    ::usleep(300000);
+    CHECK(t.dir().read("ctx/agent/coder.d/status") == "start\n");
+    ::kill(sp.pid, SIGTERM);
+    ctx::test::wait_command(sp, 30);
+  }
+}
+
+// A runtime directory another user planted (the old /tmp location, or an
+// XDG_RUNTIME_DIR that is not the caller's) neither blocks nor is used.
+TEST_CASE("a planted runtime directory does not block a launch", "[root]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  ctx::test::TempDir planted;
+  REQUIRE(::chmod(planted.path().c_str(), 0777) == 0);
+  std::string tmp = "/tmp/ctx-agent-run-" + std::to_string(u->uid);
+  bool made = ::mkdir(tmp.c_str(), 0777) == 0;
+  if (made) ::chmod(tmp.c_str(), 0777);
+  CtxTree t(*u);
+  t.agent("coder");
+  RunResult r = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
+                                        "/probe", "ids"},
+                                       *u, 60, {"XDG_RUNTIME_DIR=" + planted.path()});
+  CHECK(r.exit_code == 0);
+  CHECK(ctx::test::names_in(planted.path()).empty());
+  if (made) ::rmdir(tmp.c_str());
+}
+
+// Bounds that hold without cgroup controllers.
+TEST_CASE("/dev/shm has a size and processes a bound; limits raise them", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  json j = probe(run_probe(t, m, "coder", {"statvfs:/dev/shm"}));
+  CHECK(j["statvfs:/dev/shm"]["bytes"] == 64ull << 20);
+  RunResult u = t.launch({"coder", "--", "/bin/sh", "-c", "ulimit -p"}, m.as);
+  INFO(u.err);
+  CHECK(u.out == "1024\n");
+  t.agent("coder", {{"limits", "shm.max=8M\nnproc.max=40\n"}});
+  j = probe(run_probe(t, m, "coder", {"statvfs:/dev/shm"}));
+  CHECK(j["statvfs:/dev/shm"]["bytes"] == 8ull << 20);
+  // 60 sleepers against a bound of 40: the shell's forks start failing
+  // (dash gives up at the first); with a bound of 100 they all start.
+  const std::vector<std::string> sleepers{"coder", "--", "/bin/sh", "-c", "for i in $(seq 60); do sleep 2 & done; echo all"};
+  RunResult f = t.launch(sleepers, m.as);
+  CHECK(f.exit_code != 0);
+  CHECK(f.err.find("Cannot fork") != std::string::npos);
+  t.agent("coder", {{"limits", "shm.max=8M\nnproc.max=100\n"}});
+  RunResult ok = t.launch(sleepers, m.as);
+  INFO(ok.err);
+  CHECK(ok.out == "all\n");
+  // A write past the size is ENOSPC, the host's memory untouched.
+  RunResult w = t.launch({"coder", "--", "/bin/sh", "-c", "head -c 16M /dev/zero > /dev/shm/x; echo $?"}, m.as);
+  CHECK(w.out == "1\n");
+  CHECK(w.err.find("No space left on device") != std::string::npos);
+}
+
+// A flood of sd_notify messages is rate-limited, and the log is capped.
+TEST_CASE("notify floods are dropped and the log rotates at its cap", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"mount", t.base_mounts() + "/etc\t/etc\tro\trbind\n"}});
+  const std::string flood =
+      "import os,socket\n"
+      "s=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\n"
+      "for i in range(20000): s.sendto(b'BUSY=1' if i%2 else b'IDLE=1', os.environ['NOTIFY_SOCKET'])\n";
+  RunResult r = t.launch({"coder", "--", "/usr/bin/python3", "-c", flood}, m.as);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::string log = t.dir().read("ctx/agent/coder.d/log");
+  std::size_t lines = static_cast<std::size_t>(std::count(log.begin(), log.end(), '\n'));
+  CHECK(lines < 400);  // 20000 without the limit
+  CHECK(log.find("\"dropped\"") != std::string::npos);
+  // A log at its cap becomes log.1; the new log starts with this launch.
+  t.write("ctx/agent/coder.d/log", std::string((1 << 20) - 10, 'x') + "\n");
+  probe(run_probe(t, m, "coder", {"ids"}));
+  CHECK(t.dir().read("ctx/agent/coder.d/log.1").size() == (1 << 20) - 9);
+  std::string fresh = t.dir().read("ctx/agent/coder.d/log");
+  CHECK(fresh.size() < 4096);
+  CHECK(fresh.find("agent.start") != std::string::npos);
 }

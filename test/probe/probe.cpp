@@ -203,7 +203,8 @@ json check(const std::string& c) {
     struct statvfs v {};
     if (statvfs(arg.c_str(), &v) < 0) return err_name(errno);
     return {{"rdonly", (v.f_flag & ST_RDONLY) != 0}, {"nosuid", (v.f_flag & ST_NOSUID) != 0},
-            {"nodev", (v.f_flag & ST_NODEV) != 0}, {"noexec", (v.f_flag & ST_NOEXEC) != 0}};
+            {"nodev", (v.f_flag & ST_NODEV) != 0}, {"noexec", (v.f_flag & ST_NOEXEC) != 0},
+            {"bytes", static_cast<unsigned long long>(v.f_blocks) * v.f_frsize}};
   }
   if (what == "remount") {
     // Try to make a read-only bind writable again: must fail.

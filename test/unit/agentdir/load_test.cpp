@@ -76,7 +76,7 @@ TEST_CASE("a complete agent reads into a plain spec", "[unit]") {
   f["parent"] = "agent:coder session:default run:01H-x\n";
   f["env"] = "LANG=C.UTF-8\nGREETING=hello $USER; `id`\nEMPTY=\n";
   f["label"] = "user_u:agent_r:coder_t:s0:c0.c1023\n";
-  f["limits"] = "memory.max=1G\npids.max=max\ncpu.max=50000 100000\n";
+  f["limits"] = "memory.max=1G\npids.max=max\ncpu.max=50000 100000\nshm.max=256M\nnproc.max=500\n";
   auto s = build(f);
   REQUIRE(s);
   CHECK(s->name == "coder");
@@ -96,7 +96,7 @@ TEST_CASE("a complete agent reads into a plain spec", "[unit]") {
   CHECK(s->models == std::vector<std::string>{"debug/echo"});
   CHECK(s->mounts.size() == 1);
   CHECK(s->policy.rules().size() == 1);
-  CHECK(*s->limits == Limits{"1G", "max", "50000 100000"});
+  CHECK(*s->limits == Limits{"1G", "max", "50000 100000", "256M", "500"});
 }
 
 TEST_CASE("defaults: uid is the owner, gid the owner's primary group, root in the home tier", "[unit]") {
@@ -171,7 +171,15 @@ TEST_CASE("load reads the .d directory strictly from disk", "[fs]") {
   auto s = load(t.path(), "coder");
   REQUIRE(s);
   CHECK(s->ctx_root == t.path());
-  CHECK(*s == *build_spec("coder", t.path(), base_files(), gid_1000));
+  // Who wrote the identity files: uid and groups are absent (the defaults
+  // are the owner's own), gid is the runner's.
+  CHECK(s->id_source.uid_by_root);
+  CHECK(s->id_source.groups_by_root);
+  CHECK(s->id_source.gid_by_root == (::geteuid() == 0));
+  AgentSpec want = *build_spec("coder", t.path(), base_files(), gid_1000);
+  CHECK_FALSE(want.id_source.gid_by_root);  // build_spec cannot know
+  want.id_source = s->id_source;
+  CHECK(*s == want);
 
   SECTION("a symlinked control file is refused") {
     t.write("elsewhere", "1000\n");

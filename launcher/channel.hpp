@@ -1,0 +1,63 @@
+// What the sandbox half tells its supervisor: typed records, one per
+// message of a SOCK_SEQPACKET socketpair (sys/socket.hpp), never text the
+// supervisor has to match. The sandbox's end is close-on-exec, so EOF
+// means the runtime's execve succeeded (or everything in the sandbox is
+// gone).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ctx::launcher {
+
+/// The steps of the sandbox's setup, in order (docs/launcher.md).
+enum class Step : std::uint8_t {
+  start,           ///< before the supervisor released the sandbox
+  id_maps,         ///< waiting for the id maps
+  private_mounts,  ///< making the copied mounts private
+  owner_ids,       ///< taking the owner's file-system ids
+  root,            ///< the new root
+  binds,           ///< the mount table
+  masks,           ///< hidden shared spaces and sessions
+  tool_views,      ///< tool tier projections
+  proc,            ///< a fresh /proc
+  dev,             ///< the minimal /dev
+  run_ctx,         ///< /run/ctx and the supervisor's sockets in it
+  network,         ///< loopback
+  pivot_root,      ///< switching root
+  cwd,             ///< entering cwd
+  identity,        ///< ids, user namespace, capabilities, no_new_privs
+  terminal,        ///< the sandbox's own pty
+  exec,            ///< filters and execve of the runtime
+};
+
+/// The step's name as printed in timings and logs ("binds").
+std::string_view to_string(Step s);
+
+/// One record.
+struct Record {
+  enum class Kind : std::uint8_t {
+    timing,   ///< `step` took `usec`
+    sockets,  ///< carries the NOTIFY_SOCKET and control sockets (2 fds)
+    pty,      ///< carries the master of the runtime's pty (1 fd)
+    error,    ///< `step` failed with `code` (errno); `detail` says what, for people
+  };
+  Kind kind = Kind::timing;
+  Step step = Step::start;
+  int code = 0;
+  std::uint32_t usec = 0;
+  std::string detail;
+};
+
+/// The bytes of one message.
+std::string encode(const Record& r);
+
+/// The record of one message; nullopt for bytes no sandbox sends.
+std::optional<Record> decode(std::string_view bytes);
+
+/// Largest message a sandbox sends.
+inline constexpr std::size_t kMaxRecordSize = 8192;
+
+}  // namespace ctx::launcher
