@@ -512,6 +512,15 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
   return out;
 }
 
+IdentitySource identity_source(const DirListing& d) {
+  // An absent file means the default, which is the owner's own id.
+  auto by_root = [&](const char* f) {
+    auto it = d.stats.find(f);
+    return it == d.stats.end() || it->second.uid == 0;
+  };
+  return IdentitySource{by_root("uid"), by_root("gid"), by_root("groups")};
+}
+
 std::vector<Error> trust_errors(std::string_view name, const DirListing& d, std::uint32_t owner) {
   std::vector<Error> out;
   auto check = [&](const std::string& what, const sys::FileStat& st) {
@@ -550,14 +559,7 @@ Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const L
   CTX_TRY_ASSIGN(DirListing d, read_control_files(ctx_root, name, all));
   std::vector<Error> errors;
   auto spec = build_spec(name, ctx_root, d.files, passwd_primary_gid(), &errors);
-  if (spec) {
-    // An absent file means the default, which is the owner's own id.
-    auto by_root = [&](const char* f) {
-      auto it = d.stats.find(f);
-      return it == d.stats.end() || it->second.uid == 0;
-    };
-    spec->id_source = IdentitySource{by_root("uid"), by_root("gid"), by_root("groups")};
-  }
+  if (spec) spec->id_source = identity_source(d);
   if (opts.require_trusted_files) {
     std::uint32_t owner = 0;
     if (spec) {

@@ -56,6 +56,9 @@ struct DirListing {
 Result<DirListing> read_control_files(std::string_view ctx_root, std::string_view name,
                                       std::vector<Error>* all = nullptr);
 
+/// Which identity files root decided (absent, or owned by root).
+IdentitySource identity_source(const DirListing& d);
+
 /// The refusals of a privileged launch: `<name>.d` or a control file not
 /// owned by root or the owner, or writable by group or other (EPERM).
 std::vector<Error> trust_errors(std::string_view name, const DirListing& d, std::uint32_t owner);

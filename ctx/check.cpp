@@ -1,12 +1,14 @@
 #include "ctx/check.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <set>
 
+#include "agentdir/entitlement.hpp"
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
@@ -126,6 +128,17 @@ std::vector<Finding> check_agent(const std::string& ctx_root, const std::string&
   auto spec = agentdir::build_spec(name, ctx_root, listing->files, agentdir::passwd_primary_gid(), &errors);
   for (const auto& e : errors) error(e);
   if (!spec) return out;
+  // Run as root, the check refuses what a root launch refuses: files it
+  // does not trust, and ids the owner is not entitled to.
+  if (::geteuid() == 0) {
+    for (const auto& e : agentdir::trust_errors(name, *listing, spec->owner)) error(e);
+    spec->id_source = agentdir::identity_source(*listing);
+    if (auto owner = agentdir::read_owner_ids(spec->owner); !owner) {
+      error(owner.error());
+    } else {
+      for (const auto& e : agentdir::entitlement_errors(*spec, *owner)) error(e);
+    }
+  }
   const std::string subject = spec->subject();
   std::set<std::string> seen;
   for (const auto& r : spec->policy.rules()) {

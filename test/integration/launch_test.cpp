@@ -912,3 +912,24 @@ TEST_CASE("notify floods are dropped and the log rotates at its cap", "[root][us
   CHECK(fresh.size() < 4096);
   CHECK(fresh.find("agent.start") != std::string::npos);
 }
+
+TEST_CASE("ctx check run as root reports what a root launch refuses", "[root]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"groups", "0\n"}});
+  RunResult c = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t.root(), "coder"});
+  CHECK(c.exit_code != 0);
+  CHECK(c.out.find("coder.d/groups: EPERM: gid 0 is not the owner's primary group") != std::string::npos);
+  // The launch refuses it with the same sentence.
+  RunResult l = run_probe(t, m, "coder", {"ids"});
+  CHECK(l.exit_code == 125);
+  CHECK(l.err.find("coder.d/groups: EPERM: gid 0 is not the owner's primary group") != std::string::npos);
+  REQUIRE(::chown((t.root() + "/agent/coder.d/groups").c_str(), 0, 0) == 0);
+  RunResult ok = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t.root(), "coder"});
+  INFO(ok.out << ok.err);
+  CHECK(ok.exit_code == 0);
+  ::chmod((t.root() + "/agent/coder.d/mount").c_str(), 0666);
+  RunResult trust = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t.root(), "coder"});
+  CHECK(trust.exit_code != 0);
+  CHECK(trust.out.find("coder.d/mount: EPERM: writable by group or other (mode 0666); chmod go-w it") != std::string::npos);
+}
