@@ -14,6 +14,7 @@
 #include "base/path.hpp"
 #include "base/timestamp.hpp"
 #include "cgroup/placement.hpp"
+#include "launcher/agent_files.hpp"
 #include "launcher/channel.hpp"
 #include "launcher/children.hpp"
 #include "launcher/notify.hpp"
@@ -28,112 +29,6 @@ namespace ctx::launcher {
 namespace {
 
 using nlohmann::json;
-
-/// The cap of <name>.d/log (and of log.1, the previous one).
-constexpr std::uint64_t kMaxLogBytes = 1 << 20;
-
-
-// The agent's files on the host: <name>.d (status, pid, log) and the
-// session directory (events.jsonl). Writes are best effort once the
-// launch is under way: a full disk must not kill a running agent, but is
-// reported on stderr.
-class AgentFiles {
- public:
-  AgentFiles(const LaunchPlan& plan, int ddir) : plan_(plan), ddir_(ddir) {}
-
-  void status(const char* s) { warn(sys::atomic_replace(ddir_, "status", std::string(s) + "\n"), "status"); }
-  void pid(pid_t p) { warn(sys::atomic_replace(ddir_, "pid", std::to_string(p) + "\n"), "pid"); }
-
-  /// Appends a line to <name>.d/log. The log is capped: once a line would
-  /// take it past kMaxLogBytes it becomes log.1 (replacing the older one)
-  /// and a new log begins, so the newest lines are always kept and the
-  /// two never hold more than twice the cap.
-  void log(json j) {
-    j["ts"] = timestamp_now();
-    j["agent"] = plan_.name;
-    std::string line = j.dump() + "\n";
-    if (log_size_ == kUnknownSize) {
-      auto st = sys::stat_at(ddir_, "log");
-      log_size_ = st && *st ? (*st)->size : 0;
-    }
-    if (log_size_ + line.size() > kMaxLogBytes && log_size_ > 0) {
-      warn(sys::rename_at(ddir_, "log", ddir_, "log.1"), "log");
-      log_size_ = 0;
-    }
-    auto r = sys::append_file(ddir_, "log", line, 0644);
-    if (r) log_size_ += line.size();
-    warn(r, "log");
-  }
-
-  void event(json j) {
-    if (!open_session()) return;
-    json out;
-    out["ts"] = timestamp_now();
-    for (auto& [k, v] : j.items()) out[k] = v;
-    out["agent"] = plan_.name;
-    out["session"] = plan_.session;
-    warn(sys::append_file(session_.get(), "events.jsonl", out.dump() + "\n", 0644, owner()), "events.jsonl");
-  }
-
-  /// The session's `state` file (seed 003: an owned child's session ends
-  /// "cancelled" when its parent dies).
-  void session_state(const std::string& s) {
-    if (open_session()) warn(sys::atomic_replace(session_.get(), "state", s + "\n"), "state");
-  }
-
-  /// An event in another agent's session stream (the parent's, for
-  /// agent.child.cancel), stamped with that agent and session.
-  void event_of(const std::string& agent, const std::string& session, json j) {
-    auto home = sys::open_dir(plan_.ctx_root + "/home", true);
-    if (!home) return;
-    // Never through a symlink: the parent's agent may have planted one in
-    // its own home, and this supervisor may be root.
-    auto dir = sys::open_dir_beneath(home->get(), std::to_string(plan_.owner) + "/agent/" + agent + "/session/" + session);
-    if (!dir) return warn(fail(dir.error()), "the parent's events.jsonl");
-    json out;
-    out["ts"] = timestamp_now();
-    for (auto& [k, v] : j.items()) out[k] = v;
-    out["agent"] = agent;
-    out["session"] = session;
-    warn(sys::append_file(dir->get(), "events.jsonl", out.dump() + "\n", 0644, owner()), "the parent's events.jsonl");
-  }
-
-  /// `status` of the coordination directory in the parent's session.
-  void context_status(const std::string& dir, const std::string& s) {
-    if (dir.empty() || !path_is_at_or_under(dir, plan_.ctx_root)) return;
-    auto root = sys::open_dir(plan_.ctx_root);
-    if (!root) return;
-    auto d = sys::open_dir_beneath(root->get(), std::string(path_suffix(dir, plan_.ctx_root)));
-    if (!d) return warn(fail(d.error()), "context status");
-    warn(sys::atomic_replace(d->get(), "status", s + "\n"), "context status");
-  }
-
- private:
-  bool open_session() {
-    if (session_.valid()) return true;
-    auto home = sys::open_dir(plan_.ctx_root + "/home", true);
-    if (!home) return warn(fail(home.error()), "events.jsonl"), false;
-    std::string rel = std::to_string(plan_.owner) + "/agent/" + plan_.name + "/session/" + plan_.session;
-    auto dir = sys::open_or_make_dirs(home->get(), rel, 0755, owner());
-    if (!dir) return warn(fail(dir.error()), "events.jsonl"), false;
-    session_ = std::move(*dir);
-    return true;
-  }
-  // A root supervisor gives what it creates in the owner's home tier to
-  // the agent's host ids, so the agent's own tools can append events.
-  std::optional<sys::Ownership> owner() const {
-    if (!plan_.ids.privileged) return std::nullopt;
-    return sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
-  }
-  void warn(const Result<void>& r, const char* what) {
-    if (!r) std::fprintf(stderr, "ctx-agent-run: warning: %s.d/%s: %s\n", plan_.name.c_str(), what, r.error().msg.c_str());
-  }
-  static constexpr std::uint64_t kUnknownSize = ~std::uint64_t{0};
-  const LaunchPlan& plan_;
-  int ddir_;
-  UniqueFd session_;
-  std::uint64_t log_size_ = kUnknownSize;
-};
 
 // Adds the remedy to errors that mean the kernel will not give this
 // unprivileged caller a user namespace (disabled, limited to zero, or
@@ -237,13 +132,13 @@ Result<std::pair<UniqueFd, pid_t>> start_watchdog(const LaunchPlan& plan, int ag
   auto r = sys::read_byte(pipe.first.get(), c);
   if (r && *r && c == 'c') _exit(0);
   AgentFiles files(plan, ddir);
-  files.status("stopping");
+  files.status(AgentState::stopping);
   if (placement != nullptr) {
     (void)placement->wait_children_gone(grace_ms + 3000);
     (void)placement->remove();
   }
   (void)sys::remove_at(agents, plan.name + ".sock");
-  files.status("dead");
+  files.status(AgentState::dead);
   files.log({{"event", "agent.stop"}, {"reason", "supervisor_killed"}});
   files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"reason", "supervisor_killed"}});
   _exit(0);
@@ -258,70 +153,369 @@ std::string new_run_id() {
 
 }  // namespace
 
-int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const SuperviseOptions& opts,
-              std::optional<Error>& error) {
-  auto failed = [&](Error e) {
-    error = std::move(e);
-    return kExitLaunchFailed;
-  };
-  std::uint64_t t0 = sys::now_us();
-  // First, so that an owned child's PR_SET_PDEATHSIG (parent_dead_signal)
-  // waits in the signalfd instead of killing us half-way.
+namespace {
+
+// One supervised launch, in the order of docs/launcher.md: open the
+// agent's files and take the lock, place it in its cgroup, start the
+// sandbox, read its setup report, supervise, tear down. Every member
+// function is one concern; run() is the sequence.
+class Supervisor {
+ public:
+  Supervisor(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const SuperviseOptions& opts,
+             std::optional<Error>& error)
+      : spec_(spec), plan_(plan), opts_(opts), error_(error) {}
+
+  int run();
+
+ private:
+  int failed(Error e);
+  int fail_launch(const Error& e);
+  std::optional<int> open_agent();
+  std::optional<int> place();
+  std::optional<int> start_sandbox();
+  std::optional<int> finish_setup();
+  void report_started();
+  void start_children();
+  void supervise_loop();
+  void read_notify();
+  void on_signal(int sig);
+  void cancel(const char* reason);
+  void set_state(AgentState s);
+  int teardown();
+
+  const agentdir::AgentSpec& spec_;
+  const LaunchPlan& plan_;
+  const SuperviseOptions& opts_;
+  std::optional<Error>& error_;
+
+  std::uint64_t t0_ = sys::now_us(), t_clone_ = 0, t_exec_ = 0;
+  UniqueFd sigfd_, agents_, ddir_;
+  std::optional<AgentFiles> files_;
+  std::optional<cgroup::Placement> placement_;
+  std::optional<std::pair<UniqueFd, pid_t>> watchdog_;
+  std::optional<sys::Child> child_;
+  UniqueFd lifeline_, channel_;
+  unsigned long sandbox_pidns_ = 0;  ///< only its processes may use the sockets
+  json namespaces_ = json::object();
+  SetupReport setup_;
+  std::optional<Children> children_;
+  NotifyLimiter limiter_{kNotifyBurst, kNotifyPerSecond};
+
+  AgentState state_ = AgentState::start;
+  int exit_code_ = kExitLaunchFailed;
+  bool cancelled_ = false, killed_ = false;
+  std::string cancel_reason_;  // parent_dead or stopped
+  std::uint64_t kill_at_ = 0;
+};
+
+int Supervisor::failed(Error e) {
+  error_ = std::move(e);
+  return kExitLaunchFailed;
+}
+
+int Supervisor::fail_launch(const Error& e) {
+  files_->status(AgentState::dead);
+  files_->log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}});
+  files_->event({{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", "error"},
+                 {"exit_status", kExitLaunchFailed}, {"error", e.msg}});
+  files_->context_status(opts_.handoff_dir, "failed");
+  return failed(e);
+}
+
+// Signals first, so that an owned child's PR_SET_PDEATHSIG
+// (parent_dead_signal) waits in the signalfd instead of killing us
+// half-way; then <name>.d and the one-instance lock, which lives as long
+// as this process.
+std::optional<int> Supervisor::open_agent() {
   const std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, parent_dead_signal(),
                                  stop_signal()};
   auto sigfd = sys::block_into_signalfd(watched);
   if (!sigfd) return failed(sigfd.error());
-  auto agents = sys::open_dir(plan.ctx_root + "/agent");
+  sigfd_ = std::move(*sigfd);
+  auto agents = sys::open_dir(plan_.ctx_root + "/agent");
   if (!agents) return failed(agents.error());
-  auto ddir = sys::open_dir_at(agents->get(), plan.name + ".d");
-  if (!ddir) return failed(ddir.error().with_context(plan.name + ".d"));
-
-  // One instance per agent: the lock lives as long as this process.
-  auto locked = sys::try_lock(ddir->get());
+  agents_ = std::move(*agents);
+  auto ddir = sys::open_dir_at(agents_.get(), plan_.name + ".d");
+  if (!ddir) return failed(ddir.error().with_context(plan_.name + ".d"));
+  ddir_ = std::move(*ddir);
+  auto locked = sys::try_lock(ddir_.get());
   if (!locked) return failed(locked.error());
   if (!*locked) {
     std::string pid = "?";
-    if (auto f = sys::read_small_file(ddir->get(), "pid", 64); f && *f) pid = (*f)->data.substr(0, (*f)->data.find('\n'));
-    return failed(Error{EBUSY, plan.name + ": EBUSY: already running (supervisor pid " + pid + "); stop it first"});
+    if (auto f = sys::read_small_file(ddir_.get(), "pid", 64); f && *f) pid = (*f)->data.substr(0, (*f)->data.find('\n'));
+    return failed(Error{EBUSY, plan_.name + ": EBUSY: already running (supervisor pid " + pid + "); stop it first"});
   }
+  files_.emplace(plan_, ddir_.get());
+  if (auto prev = sys::read_small_file(ddir_.get(), "status", 64); prev && *prev && (*prev)->data != "dead\n")
+    files_->log({{"event", "agent.reap"}, {"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}});
+  return std::nullopt;
+}
 
-  AgentFiles files(plan, ddir->get());
-  if (auto prev = sys::read_small_file(ddir->get(), "status", 64); prev && *prev && (*prev)->data != "dead\n")
-    files.log({{"event", "agent.reap"}, {"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}});
+// The agent's cgroup subtree; its destructor kills and removes it on every
+// way out.
+std::optional<int> Supervisor::place() {
+  std::string why_not;
+  bool reaped = false;
+  cgroup::PlacementOptions po{plan_.name, plan_.ctx_root, plan_.owner, plan_.ids.privileged, opts_.cgroup_base,
+                              plan_.limits, opts_.cgroup_leaf};
+  auto pl = cgroup::Placement::create(po, why_not, reaped);
+  if (!pl) return fail_launch(pl.error());
+  if (reaped) files_->log({{"event", "agent.reap"}, {"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}});
+  if (*pl) {
+    placement_ = std::move(**pl);
+    return std::nullopt;
+  }
+  bool limits = plan_.limits && (plan_.limits->memory_max || plan_.limits->pids_max || plan_.limits->cpu_max);
+  if (opts_.require_cgroup || limits)
+    return fail_launch(Error{EOPNOTSUPP, std::string(limits ? "limits" : "--require-cgroup") +
+                                             ": EOPNOTSUPP: no writable cgroup v2: " + why_not});
+  files_->log({{"event", "agent.cgroup"}, {"status", "unavailable"}, {"reason", why_not}});
+  warn_once_without_cgroup(opts_.marker_dir, why_not);
+  return std::nullopt;
+}
 
-  auto fail_launch = [&](const Error& e) {
-    files.status("dead");
-    files.log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}});
-    files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"exit_status", kExitLaunchFailed},
-                 {"error", e.msg}});
-    files.context_status(opts.handoff_dir, "failed");
-    return failed(e);
+// The agent socket, the lifeline and the channel, clone3 into the
+// namespaces (and the cgroup), the id maps; then the sandbox is released.
+std::optional<int> Supervisor::start_sandbox() {
+  auto listen = sys::listen_unix_at(agents_.get(), plan_.name + ".sock", plan_.ctx_root + "/agent/" + plan_.name + ".sock");
+  if (!listen) return fail_launch(listen.error());
+  auto sync = sys::make_pipe();
+  if (!sync) return fail_launch(sync.error());
+  auto chan = sys::make_seqpacket_pair();
+  if (!chan) return fail_launch(chan.error());
+  t_clone_ = sys::now_us();
+  auto child = sys::clone_child({plan_.clone_flags, placement_ ? placement_->runtime_fd() : -1});
+  if (!child) {
+    Error e = child.error().with_context("creating namespaces");
+    return fail_launch((plan_.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan_, e) : e);
+  }
+  if (child->pid == 0) run_sandbox(plan_, SandboxIo{sync->first.get(), chan->second.get(), listen->get()});
+  child_ = std::move(*child);
+  lifeline_ = std::move(sync->second);  // open until we exit: the sandbox's lifeline
+  channel_ = std::move(chan->first);
+  auto abort_child = [&](const Error& e) {
+    (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
+    (void)sys::wait_pid(child_->pid);
+    (void)sys::remove_at(agents_.get(), plan_.name + ".sock");
+    return fail_launch(e);
   };
+  // Namespace ids are read while the child is held at the sync pipe: a
+  // runtime that exits at once would take them with it.
+  if (opts_.json_status_fd >= 0)
+    for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
+      if (auto ino = sys::ns_inode(child_->pid, n)) namespaces_[n] = *ino;
+  sandbox_pidns_ = sys::ns_inode(child_->pid, "pid").value_or(0);
+  const IdPlan& ids = plan_.ids;
+  if (ids.user_ns && !ids.user_ns_after_mounts) {
+    Result<void> r = ids.map_via_helpers ? sys::run_id_map_helpers(child_->pid, ids.uid_map, ids.gid_map)
+                                         : sys::write_id_maps(child_->pid, ids.uid_map, ids.gid_map, ids.deny_setgroups);
+    if (!r) return abort_child(with_userns_remedy(plan_, r.error().with_context("writing id maps")));
+  }
+  char go = 1;
+  if (auto r = sys::write_all(lifeline_.get(), &go, 1); !r) return abort_child(r.error());
+  return std::nullopt;
+}
 
-  // The agent's cgroup subtree; its destructor kills and removes it on
-  // every way out of this function.
-  std::optional<cgroup::Placement> placement;
-  {
-    std::string why_not;
-    bool reaped = false;
-    cgroup::PlacementOptions po{plan.name, plan.ctx_root, plan.owner, plan.ids.privileged, opts.cgroup_base, plan.limits,
-                                opts.cgroup_leaf};
-    auto pl = cgroup::Placement::create(po, why_not, reaped);
-    if (!pl) return fail_launch(pl.error());
-    if (reaped) files.log({{"event", "agent.reap"}, {"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}});
-    if (*pl) {
-      placement = std::move(**pl);
-    } else {
-      bool limits = plan.limits && (plan.limits->memory_max || plan.limits->pids_max || plan.limits->cpu_max);
-      if (opts.require_cgroup || limits)
-        return fail_launch(Error{EOPNOTSUPP, std::string(limits ? "limits" : "--require-cgroup") +
-                                                 ": EOPNOTSUPP: no writable cgroup v2: " + why_not});
-      files.log({{"event", "agent.cgroup"}, {"status", "unavailable"}, {"reason", why_not}});
-      warn_once_without_cgroup(opts.marker_dir, why_not);
+// Setup ends with the runtime's exec (EOF on the channel) or an error.
+// The start records are written while the sandbox sets itself up on the
+// other CPU: they cost as much as the namespace setup, and nothing reads
+// the runtime's notifications before they are done.
+std::optional<int> Supervisor::finish_setup() {
+  files_->status(AgentState::start);
+  files_->pid(::getpid());
+  files_->log({{"event", "agent.start"}, {"session", plan_.session}, {"argv", plan_.argv}});
+  files_->event({{"type", "agent.start"}, {"object", "agent/" + plan_.name}, {"status", "ok"}});
+  setup_ = read_setup(channel_.get());
+  t_exec_ = sys::now_us();
+  if (!setup_.error && (!setup_.notify.valid() || !setup_.control.valid()))
+    setup_.error = Record{Record::Kind::error, Step::run_ctx, EPROTO, 0, "the sandbox did not hand over its sockets"};
+  if (!setup_.error)
+    if (auto r = sys::set_nonblocking(setup_.control.get()); !r)
+      setup_.error = Record{Record::Kind::error, Step::run_ctx, r.error().code, 0, r.error().msg};
+  if (!setup_.error) return std::nullopt;
+  Error e{setup_.error->code == 0 ? EIO : setup_.error->code, setup_.error->detail};
+  auto st = sys::wait_pid(child_->pid);
+  int code = st ? exit_code_of(*st) : kExitLaunchFailed;
+  (void)sys::remove_at(agents_.get(), plan_.name + ".sock");
+  if (code != kExitNotFound && code != kExitNotExecutable) {
+    if (setup_.error->step == Step::private_mounts) e = with_userns_remedy(plan_, e);
+    return fail_launch(e);
+  }
+  files_->status(AgentState::dead);
+  files_->log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}, {"exit_status", code}});
+  files_->event({{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", "error"}, {"exit_status", code}});
+  files_->context_status(opts_.handoff_dir, "failed");
+  error_ = e;
+  return code;
+}
+
+void Supervisor::report_started() {
+  json timings = setup_.timings;
+  timings["prepare"] = t_clone_ - t0_;
+  timings["total"] = t_exec_ - t0_;
+  files_->log({{"event", "agent.exec"}, {"pid", child_->pid}, {"setup_us", t_exec_ - t0_}});
+  if (opts_.json_status_fd >= 0) {
+    json j{{"event", "started"}, {"agent", plan_.name}, {"pid", child_->pid}, {"supervisor_pid", ::getpid()},
+           {"namespaces", namespaces_}, {"timings_us", timings},
+           {"cgroup", placement_ ? json(placement_->agent_dir() + "/runtime") : json(nullptr)}};
+    std::string s = j.dump() + "\n";
+    (void)sys::write_all(opts_.json_status_fd, s.data(), s.size());
+  }
+  if (spec_.parent && !opts_.handoff_dir.empty()) {
+    files_->context_status(opts_.handoff_dir, "running");
+    files_->session_state("running");
+  }
+}
+
+// The control socket's requests: owned children (launcher/children.hpp).
+void Supervisor::start_children() {
+  ChildrenConfig cc;
+  cc.parent = &spec_;
+  cc.session = plan_.session;
+  cc.run = new_run_id();
+  cc.self_exe = opts_.self_exe;
+  cc.agent_cgroup = placement_ ? placement_->agent_dir() : std::string();
+  cc.require_cgroup = opts_.require_cgroup;
+  cc.cancel_grace_ms = opts_.cancel_grace_ms;
+  cc.env = opts_.child_env;
+  if (plan_.ids.privileged) cc.owner = sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
+  cc.event = [this](json j) { files_->event(j); };
+  cc.before_first_child = [this]() -> Result<void> {
+    if (watchdog_) return {};
+    CTX_TRY_ASSIGN(watchdog_, start_watchdog(plan_, agents_.get(), ddir_.get(), placement_ ? &*placement_ : nullptr,
+                                             opts_.cancel_grace_ms));
+    return {};
+  };
+  cc.peer_allowed = [this](int conn) { return in_sandbox(sandbox_pidns_, sys::peer_pid(conn)); };
+  children_.emplace(std::move(cc), std::move(setup_.control));
+}
+
+void Supervisor::set_state(AgentState s) {
+  if (s == state_) return;
+  state_ = s;
+  files_->status(s);
+}
+
+// sd_notify: only from processes of the sandbox, and at a bounded rate.
+void Supervisor::read_notify() {
+  for (int i = 0; i < 64; ++i) {
+    auto d = sys::recv_datagram_from(setup_.notify.get());
+    if (!d || !*d) break;
+    if (!in_sandbox(sandbox_pidns_, (*d)->pid) || !limiter_.take(sys::now_us())) continue;
+    if (auto n = limiter_.dropped_since_last(); n > 0) files_->log({{"event", "agent.notify"}, {"dropped", n}});
+    NotifyEffect e = apply_notify((*d)->bytes, to_string(state_));
+    if (e.ready && !opts_.parent_notify_socket.empty()) (void)sys::send_datagram(opts_.parent_notify_socket, "READY=1");
+    auto next = agent_state_of(e.state);
+    if (next && *next != state_ && !cancelled_) {
+      set_state(*next);
+      files_->log({{"event", "agent.status"}, {"status", e.state}});
     }
   }
+}
+
+// The cancellation sequence of seed 003 (our parent died, or `ctx agent
+// stop`): stopping, no new connections, the children cancelled, SIGTERM
+// to the runtime, SIGKILL after the grace period (supervise_loop).
+void Supervisor::cancel(const char* reason) {
+  if (cancelled_) return;
+  cancelled_ = true;
+  cancel_reason_ = reason;
+  set_state(AgentState::stopping);
+  files_->log({{"event", "agent.cancel"}, {"reason", cancel_reason_}});
+  (void)sys::remove_at(agents_.get(), plan_.name + ".sock");
+  children_->close_control();
+  children_->cancel_all();
+  (void)sys::signal_pidfd(child_->pidfd.get(), SIGTERM);
+  kill_at_ = sys::now_us() + static_cast<std::uint64_t>(opts_.cancel_grace_ms) * 1000;
+}
+
+void Supervisor::on_signal(int sig) {
+  if (sig == parent_dead_signal()) return cancel("parent_dead");
+  if (sig == stop_signal()) return cancel("stopped");
+  if (sig == SIGCHLD) return;
+  set_state(AgentState::stopping);
+  files_->log({{"event", "agent.signal"}, {"signal", sig}});
+  (void)sys::signal_pidfd(child_->pidfd.get(), sig);
+}
+
+// Signals, sd_notify messages, the control socket, owned children, and the
+// runtime's exit.
+void Supervisor::supervise_loop() {
+  // The parent may have died between our start and now.
+  if (opts_.owned_by != 0 && ::getppid() != opts_.owned_by) cancel("parent_dead");
+  while (true) {
+    std::vector<struct pollfd> fds{{sigfd_.get(), POLLIN, 0}, {child_->pidfd.get(), POLLIN, 0},
+                                   {setup_.notify.get(), POLLIN, 0}};
+    children_->add_poll_fds(fds);
+    int timeout = -1;
+    if (cancelled_ && !killed_) {
+      std::uint64_t now = sys::now_us();
+      timeout = now >= kill_at_ ? 0 : static_cast<int>((kill_at_ - now + 999) / 1000);
+    }
+    if (!sys::poll_fds(fds, timeout)) return;
+    if (cancelled_ && !killed_ && sys::now_us() >= kill_at_) {
+      // The grace period is over: SIGKILL to everything in runtime/ (or,
+      // without a cgroup, to the sandbox's init, whose end kills the pid
+      // namespace).
+      killed_ = true;
+      if (placement_) (void)placement_->kill_runtime();
+      (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
+    }
+    if (fds[2].revents & POLLIN) read_notify();
+    if (fds[0].revents & POLLIN)
+      if (auto sig = sys::read_signalfd(sigfd_.get())) on_signal(*sig);
+    children_->handle(fds);
+    if (fds[1].revents & POLLIN) {
+      auto st = sys::wait_pid(child_->pid);
+      exit_code_ = st ? exit_code_of(*st) : kExitLaunchFailed;
+      return;
+    }
+  }
+}
+
+// Our runtime is gone: so is the parent of our children (seed 003, "Parent
+// Death"). Each child cancels itself (SIGTERM, grace, cgroup.kill) and
+// records it; once the grace period is over, one cgroup.kill of our
+// subtree ends whatever runtime is left below us at once. Then the
+// records of the end.
+int Supervisor::teardown() {
+  (void)sys::remove_at(agents_.get(), plan_.name + ".sock");
+  if (children_->running() > 0) {
+    set_state(AgentState::stopping);
+    children_->close_control();
+    children_->cancel_all();
+    children_->wait_all(opts_.cancel_grace_ms, false);
+    if (placement_) (void)placement_->kill_subtree();
+    children_->wait_all(3000, true);
+  }
+  if (placement_)
+    if (auto r = placement_->remove(); !r) files_->log({{"event", "agent.error"}, {"error", r.error().msg}});
+  files_->status(AgentState::dead);
+  files_->log({{"event", "agent.stop"}, {"exit_status", exit_code_}});
+  // A parent's stop ends in "stopped", the parent's death in "cancelled".
+  const bool stopped = cancelled_ && cancel_reason_ == "stopped";
+  const char* outcome = stopped ? "stopped" : cancelled_ ? "cancelled" : exit_code_ == 0 ? "ok" : "error";
+  files_->event({{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", outcome}, {"exit_status", exit_code_}});
+  if (spec_.parent && !opts_.handoff_dir.empty()) {
+    const char* s = stopped ? "stopped" : cancelled_ ? "cancelled" : exit_code_ == 0 ? "done" : "failed";
+    files_->session_state(s);
+    files_->context_status(opts_.handoff_dir, s);
+  }
+  if (cancelled_ && !stopped && spec_.parent)
+    files_->event_of(spec_.parent->agent, spec_.parent->session.empty() ? "default" : spec_.parent->session,
+                     {{"type", "agent.child.cancel"}, {"parent", spec_.parent->agent}, {"child", plan_.name},
+                      {"reason", "parent_dead"}, {"object", "agent/" + plan_.name}});
+  if (opts_.json_status_fd >= 0) {
+    std::string s = json{{"event", "exited"}, {"agent", plan_.name}, {"exit_status", exit_code_}}.dump() + "\n";
+    (void)sys::write_all(opts_.json_status_fd, s.data(), s.size());
+  }
+  return exit_code_;
+}
+
+int Supervisor::run() {
+  if (auto code = open_agent()) return *code;
+  if (auto code = place()) return *code;
   // Every return from here on releases the watchdog, if one was started.
-  std::optional<std::pair<UniqueFd, pid_t>> watchdog;
   struct WatchdogGuard {
     std::optional<std::pair<UniqueFd, pid_t>>& w;
     ~WatchdogGuard() {
@@ -331,244 +525,20 @@ int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const Sup
       w->first.reset();
       (void)sys::wait_pid(w->second);
     }
-  } watchdog_guard{watchdog};
+  } watchdog_guard{watchdog_};
+  if (auto code = start_sandbox()) return *code;
+  if (auto code = finish_setup()) return *code;
+  report_started();
+  start_children();
+  supervise_loop();
+  return teardown();
+}
 
-  auto listen = sys::listen_unix_at(agents->get(), plan.name + ".sock", plan.ctx_root + "/agent/" + plan.name + ".sock");
-  if (!listen) return fail_launch(listen.error());
+}  // namespace
 
-  auto sync = sys::make_pipe();
-  auto chan = sys::make_seqpacket_pair();
-  if (!sync) return fail_launch(sync.error());
-  if (!chan) return fail_launch(chan.error());
-
-  std::uint64_t t_clone = sys::now_us();
-  auto child = sys::clone_child({plan.clone_flags, placement ? placement->runtime_fd() : -1});
-  if (!child) {
-    Error e = child.error().with_context("creating namespaces");
-    return fail_launch((plan.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan, e) : e);
-  }
-  if (child->pid == 0) {
-    SandboxIo io{sync->first.get(), chan->second.get(), listen->get()};
-    run_sandbox(plan, io);
-  }
-  sync->first.reset();
-  chan->second.reset();
-  listen->reset();
-
-  auto abort_child = [&](const Error& e) {
-    (void)sys::signal_pidfd(child->pidfd.get(), SIGKILL);
-    (void)sys::wait_pid(child->pid);
-    (void)sys::remove_at(agents->get(), plan.name + ".sock");
-    return fail_launch(e);
-  };
-  // Namespace ids are read while the child is held at the sync pipe: a
-  // runtime that exits at once would take them with it.
-  json ns = json::object();
-  if (opts.json_status_fd >= 0)
-    for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
-      if (auto ino = sys::ns_inode(child->pid, n)) ns[n] = *ino;
-  if (plan.ids.user_ns && !plan.ids.user_ns_after_mounts) {
-    Result<void> r = plan.ids.map_via_helpers
-                         ? sys::run_id_map_helpers(child->pid, plan.ids.uid_map, plan.ids.gid_map)
-                         : sys::write_id_maps(child->pid, plan.ids.uid_map, plan.ids.gid_map, plan.ids.deny_setgroups);
-    if (!r) return abort_child(with_userns_remedy(plan, r.error().with_context("writing id maps")));
-  }
-  // The sandbox's pid namespace: only its processes may use the sockets.
-  const unsigned long sandbox_pidns = sys::ns_inode(child->pid, "pid").value_or(0);
-  char go = 1;
-  if (auto r = sys::write_all(sync->second.get(), &go, 1); !r) return abort_child(r.error());
-  // sync->second stays open until we exit: the sandbox's lifeline.
-
-  // Written while the sandbox sets itself up on the other CPU: these file
-  // writes cost as much as the whole namespace setup. Nothing reads the
-  // runtime's notifications before they are done, so status still goes
-  // start -> ready.
-  files.status("start");
-  files.pid(::getpid());
-  files.log({{"event", "agent.start"}, {"session", plan.session}, {"argv", plan.argv}});
-  files.event({{"type", "agent.start"}, {"object", "agent/" + plan.name}, {"status", "ok"}});
-
-  // Setup ends with the runtime's exec (EOF on the channel) or an error.
-  SetupReport setup = read_setup(chan->first.get());
-  std::uint64_t t_exec = sys::now_us();
-  if (!setup.error && (!setup.notify.valid() || !setup.control.valid()))
-    setup.error = Record{Record::Kind::error, Step::run_ctx, EPROTO, 0, "the sandbox did not hand over its sockets"};
-  if (!setup.error)
-    if (auto r = sys::set_nonblocking(setup.control.get()); !r)
-      setup.error = Record{Record::Kind::error, Step::run_ctx, r.error().code, 0, r.error().msg};
-  if (setup.error) {
-    Error e{setup.error->code == 0 ? EIO : setup.error->code, setup.error->detail};
-    auto st = sys::wait_pid(child->pid);
-    int code = st ? exit_code_of(*st) : kExitLaunchFailed;
-    (void)sys::remove_at(agents->get(), plan.name + ".sock");
-    if (code == kExitNotFound || code == kExitNotExecutable) {
-      files.status("dead");
-      files.log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}, {"exit_status", code}});
-      files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"exit_status", code}});
-      files.context_status(opts.handoff_dir, "failed");
-      error = e;
-      return code;
-    }
-    if (setup.error->step == Step::private_mounts) e = with_userns_remedy(plan, e);
-    return fail_launch(e);
-  }
-  json timings = setup.timings;
-  timings["prepare"] = t_clone - t0;
-  timings["total"] = t_exec - t0;
-  files.log({{"event", "agent.exec"}, {"pid", child->pid}, {"setup_us", t_exec - t0}});
-  if (opts.json_status_fd >= 0) {
-    json j{{"event", "started"}, {"agent", plan.name}, {"pid", child->pid}, {"supervisor_pid", ::getpid()},
-           {"namespaces", ns}, {"timings_us", timings},
-           {"cgroup", placement ? json(placement->agent_dir() + "/runtime") : json(nullptr)}};
-    std::string s = j.dump() + "\n";
-    (void)sys::write_all(opts.json_status_fd, s.data(), s.size());
-  }
-  const bool owned = spec.parent.has_value() && !opts.handoff_dir.empty();
-  if (owned) {
-    files.context_status(opts.handoff_dir, "running");
-    files.session_state("running");
-  }
-
-  ChildrenConfig cc;
-  cc.parent = &spec;
-  cc.session = plan.session;
-  cc.run = new_run_id();
-  cc.self_exe = opts.self_exe;
-  cc.agent_cgroup = placement ? placement->agent_dir() : std::string();
-  cc.require_cgroup = opts.require_cgroup;
-  cc.cancel_grace_ms = opts.cancel_grace_ms;
-  cc.env = opts.child_env;
-  if (plan.ids.privileged) cc.owner = sys::Ownership{plan.ids.host_uid, plan.ids.host_gid};
-  cc.event = [&files](json j) { files.event(std::move(j)); };
-  cc.before_first_child = [&]() -> Result<void> {
-    if (watchdog) return {};
-    CTX_TRY_ASSIGN(watchdog, start_watchdog(plan, agents->get(), ddir->get(),
-                                            placement ? &*placement : nullptr, opts.cancel_grace_ms));
-    return {};
-  };
-  cc.peer_allowed = [&](int conn) { return in_sandbox(sandbox_pidns, sys::peer_pid(conn)); };
-  Children children(std::move(cc), std::move(setup.control));
-
-  // Supervision: signals, sd_notify messages, the control socket, owned
-  // children, the runtime's exit; and the cancellation sequence of seed
-  // 003 when our own parent dies.
-  std::string state = "start";
-  int exit_code = kExitLaunchFailed;
-  bool running = true;
-  bool cancelled = false, killed = false;
-  std::string cancel_reason;  // parent_dead or stopped
-  std::uint64_t kill_at = 0;
-  auto cancel = [&](const char* reason) {
-    if (cancelled) return;
-    cancelled = true;
-    cancel_reason = reason;
-    state = "stopping";
-    files.status("stopping");
-    files.log({{"event", "agent.cancel"}, {"reason", cancel_reason}});
-    (void)sys::remove_at(agents->get(), plan.name + ".sock");  // no new connections
-    children.close_control();
-    children.cancel_all();
-    (void)sys::signal_pidfd(child->pidfd.get(), SIGTERM);
-    kill_at = sys::now_us() + static_cast<std::uint64_t>(opts.cancel_grace_ms) * 1000;
-  };
-  // sd_notify: only from processes of the sandbox, and at a bounded rate.
-  NotifyLimiter limiter(kNotifyBurst, kNotifyPerSecond);
-  auto read_notify = [&] {
-    for (int i = 0; i < 64; ++i) {
-      auto d = sys::recv_datagram_from(setup.notify.get());
-      if (!d || !*d) break;
-      if (!in_sandbox(sandbox_pidns, (*d)->pid) || !limiter.take(sys::now_us())) continue;
-      if (auto n = limiter.dropped_since_last(); n > 0) files.log({{"event", "agent.notify"}, {"dropped", n}});
-      NotifyEffect e = apply_notify((*d)->bytes, state);
-      if (e.ready && !opts.parent_notify_socket.empty()) (void)sys::send_datagram(opts.parent_notify_socket, "READY=1");
-      if (e.state != state && !cancelled) {
-        state = e.state;
-        files.status(state.c_str());
-        files.log({{"event", "agent.status"}, {"status", state}});
-      }
-    }
-  };
-  // The parent may have died between our start and now.
-  if (opts.owned_by != 0 && ::getppid() != opts.owned_by) cancel("parent_dead");
-  while (running) {
-    std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {child->pidfd.get(), POLLIN, 0}, {setup.notify.get(), POLLIN, 0}};
-    children.add_poll_fds(fds);
-    int timeout = -1;
-    if (cancelled && !killed) {
-      std::uint64_t now = sys::now_us();
-      timeout = now >= kill_at ? 0 : static_cast<int>((kill_at - now + 999) / 1000);
-    }
-    if (!sys::poll_fds(fds, timeout)) break;
-    if (cancelled && !killed && sys::now_us() >= kill_at) {
-      // The grace period is over: SIGKILL to everything in runtime/ (or,
-      // without a cgroup, to the sandbox's init, whose end kills the pid
-      // namespace).
-      killed = true;
-      if (placement) (void)placement->kill_runtime();
-      (void)sys::signal_pidfd(child->pidfd.get(), SIGKILL);
-    }
-    if (fds[2].revents & POLLIN) read_notify();
-    if (fds[0].revents & POLLIN) {
-      auto sig = sys::read_signalfd(sigfd->get());
-      if (sig && *sig == parent_dead_signal()) {
-        cancel("parent_dead");
-      } else if (sig && *sig == stop_signal()) {
-        cancel("stopped");
-      } else if (sig && *sig != SIGCHLD) {
-        if (state != "stopping") {
-          state = "stopping";
-          files.status("stopping");
-        }
-        files.log({{"event", "agent.signal"}, {"signal", *sig}});
-        (void)sys::signal_pidfd(child->pidfd.get(), *sig);
-      }
-    }
-    children.handle(fds);
-    if (fds[1].revents & POLLIN) {
-      auto st = sys::wait_pid(child->pid);
-      exit_code = st ? exit_code_of(*st) : kExitLaunchFailed;
-      running = false;
-    }
-  }
-
-  // Our runtime is gone: so is the parent of our children (seed 003,
-  // "Parent Death"). Mark ourselves stopping, then each child cancels
-  // itself (SIGTERM, grace, cgroup.kill) and reports; those that outlast
-  // the grace period by far are SIGKILLed with their subtrees below.
-  (void)sys::remove_at(agents->get(), plan.name + ".sock");
-  if (children.running() > 0) {
-    if (state != "stopping") files.status("stopping");
-    children.close_control();
-    children.cancel_all();
-    // Each child runs its own sequence (SIGTERM, grace, cgroup.kill) and
-    // records it; once the grace period is over, one cgroup.kill of our
-    // subtree ends whatever runtime is left below us at once.
-    children.wait_all(opts.cancel_grace_ms, false);
-    if (placement) (void)placement->kill_subtree();
-    children.wait_all(3000, true);
-  }
-  if (placement)
-    if (auto r = placement->remove(); !r) files.log({{"event", "agent.error"}, {"error", r.error().msg}});
-  files.status("dead");
-  files.log({{"event", "agent.stop"}, {"exit_status", exit_code}});
-  // A parent's stop ends in "stopped", the parent's death in "cancelled".
-  const bool stopped = cancelled && cancel_reason == "stopped";
-  const char* outcome = stopped ? "stopped" : cancelled ? "cancelled" : exit_code == 0 ? "ok" : "error";
-  files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", outcome}, {"exit_status", exit_code}});
-  if (owned) {
-    const char* s = stopped ? "stopped" : cancelled ? "cancelled" : exit_code == 0 ? "done" : "failed";
-    files.session_state(s);
-    files.context_status(opts.handoff_dir, s);
-  }
-  if (cancelled && !stopped && spec.parent)
-    files.event_of(spec.parent->agent, spec.parent->session.empty() ? "default" : spec.parent->session,
-                   {{"type", "agent.child.cancel"}, {"parent", spec.parent->agent}, {"child", plan.name},
-                    {"reason", "parent_dead"}, {"object", "agent/" + plan.name}});
-  if (opts.json_status_fd >= 0) {
-    std::string s = json{{"event", "exited"}, {"agent", plan.name}, {"exit_status", exit_code}}.dump() + "\n";
-    (void)sys::write_all(opts.json_status_fd, s.data(), s.size());
-  }
-  return exit_code;
+int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const SuperviseOptions& opts,
+              std::optional<Error>& error) {
+  return Supervisor(spec, plan, opts, error).run();
 }
 
 }  // namespace ctx::launcher

@@ -1,0 +1,80 @@
+// The agent's files on the host that its supervisor keeps: <name>.d/status,
+// pid and log, the session's events.jsonl and state, and an owned child's
+// coordination status in its parent's session. Writes are best effort once
+// a launch is under way: a full disk must not kill a running agent, but it
+// is reported on stderr.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "base/result.hpp"
+#include "base/unique_fd.hpp"
+#include "launcher/plan.hpp"
+#include "sys/file.hpp"
+
+namespace ctx::launcher {
+
+/// The cap of <name>.d/log (and of log.1, the previous one).
+inline constexpr std::uint64_t kMaxLogBytes = 1 << 20;
+
+/// The lifecycle of seed 000 ("start ready busy idle stopping dead"),
+/// as the supervisor writes it to <name>.d/status.
+enum class AgentState { start, ready, busy, idle, stopping, dead };
+
+/// The word written to `status`.
+std::string_view to_string(AgentState s);
+
+/// The state a status word names (apply_notify's words); nullopt for others.
+std::optional<AgentState> agent_state_of(std::string_view word);
+
+class AgentFiles {
+ public:
+  /// ddir: <ctx>/agent/<name>.d, open for the files' lifetime.
+  AgentFiles(const LaunchPlan& plan, int ddir) : plan_(plan), ddir_(ddir) {}
+
+  /// Replaces <name>.d/status atomically.
+  void status(AgentState s);
+  /// Replaces <name>.d/pid atomically.
+  void pid(pid_t p);
+
+  /// Appends a line (with ts and agent) to <name>.d/log. The log is capped:
+  /// once a line would take it past kMaxLogBytes it becomes log.1
+  /// (replacing the older one) and a new log begins, so the newest lines
+  /// are always kept and the two never hold more than twice the cap.
+  void log(nlohmann::json j);
+
+  /// Appends an event (ts, type..., agent, session) to the session's
+  /// events.jsonl, making the session directory when it is missing.
+  void event(const nlohmann::json& j);
+
+  /// The session's `state` file (seed 003: an owned child's session ends
+  /// "cancelled" when its parent dies).
+  void session_state(const std::string& s);
+
+  /// An event in another agent's session stream (the parent's, for
+  /// agent.child.cancel), stamped with that agent and session; never
+  /// through a symlink.
+  void event_of(const std::string& agent, const std::string& session, const nlohmann::json& j);
+
+  /// `status` of the coordination directory in the parent's session
+  /// (only beneath the CTX root, never through a symlink).
+  void context_status(const std::string& dir, const std::string& s);
+
+ private:
+  bool open_session();
+  std::optional<sys::Ownership> owner() const;
+  void warn(const Result<void>& r, const char* what);
+
+  static constexpr std::uint64_t kUnknownSize = ~std::uint64_t{0};
+  const LaunchPlan& plan_;
+  int ddir_;
+  UniqueFd session_;
+  std::uint64_t log_size_ = kUnknownSize;
+};
+
+}  // namespace ctx::launcher
