@@ -39,6 +39,13 @@ int parent_dead_signal();
 /// SIGRTMIN+3.
 int stop_signal();
 
+/// The default grace between SIGTERM and cgroup.kill when owned children
+/// are cancelled (--cancel-grace-ms).
+inline constexpr int kDefaultCancelGraceMs = 2000;
+/// How long, past the grace period, a parent waits for its children's
+/// supervisors to finish their records before it SIGKILLs them.
+inline constexpr int kChildRecordsMs = 3000;
+
 /// What the registry needs from its supervisor.
 struct ChildrenConfig {
   const agentdir::AgentSpec* parent = nullptr;
@@ -47,7 +54,7 @@ struct ChildrenConfig {
   std::string self_exe;         ///< ctx-agent-run, to start child supervisors
   std::string agent_cgroup;     ///< the agent's cgroup directory, "" without cgroups
   bool require_cgroup = false;
-  int cancel_grace_ms = 2000;
+  int cancel_grace_ms = kDefaultCancelGraceMs;
   std::vector<std::string> env; ///< the child supervisors' environment
   std::optional<sys::Ownership> owner;  ///< a root caller: files go to the agent's host ids
   /// Runs before the first child supervisor is started (the parent's

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   int status_fd = -1;
   std::string cgroup_base;
   bool require_cgroup = false;
-  int cancel_grace_ms = 2000;
+  int cancel_grace_ms = ctx::launcher::kDefaultCancelGraceMs;
   pid_t owned_by = 0;
   std::string cgroup_leaf;
   app.add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");

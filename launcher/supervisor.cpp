@@ -134,7 +134,7 @@ Result<std::pair<UniqueFd, pid_t>> start_watchdog(const LaunchPlan& plan, int ag
   AgentFiles files(plan, ddir);
   files.status(AgentState::stopping);
   if (placement != nullptr) {
-    (void)placement->wait_children_gone(grace_ms + 3000);
+    (void)placement->wait_children_gone(grace_ms + kChildRecordsMs);
     (void)placement->remove();
   }
   (void)sys::remove_at(agents, plan.name + ".sock");
@@ -486,7 +486,7 @@ int Supervisor::teardown() {
     children_->cancel_all();
     children_->wait_all(opts_.cancel_grace_ms, false);
     if (placement_) (void)placement_->kill_subtree();
-    children_->wait_all(3000, true);
+    children_->wait_all(kChildRecordsMs, true);
   }
   if (placement_)
     if (auto r = placement_->remove(); !r) files_->log({{"event", "agent.error"}, {"error", r.error().msg}});

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agentdir/agent_spec.hpp"
+#include "launcher/children.hpp"
 #include "launcher/plan.hpp"
 
 namespace ctx::launcher {
@@ -34,7 +35,7 @@ struct SuperviseOptions {
   /// The environment child supervisors get (ours, without NOTIFY_SOCKET).
   std::vector<std::string> child_env;
   /// Grace between SIGTERM and cgroup.kill when cancelling (seed 003).
-  int cancel_grace_ms = 2000;
+  int cancel_grace_ms = kDefaultCancelGraceMs;
   /// An owned child: the pid of the parent's supervisor, which started us
   /// with PR_SET_PDEATHSIG; 0 otherwise.
   pid_t owned_by = 0;

@@ -63,11 +63,4 @@ Result<void> pivot_to(int new_rootfd) {
   return {};
 }
 
-Result<unsigned long long> mount_id_of(int fd) {
-  struct statx sx {};
-  if (::statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0) return fail_errno("statx");
-  if ((sx.stx_mask & STATX_MNT_ID) == 0) return 0ULL;
-  return static_cast<unsigned long long>(sx.stx_mnt_id);
-}
-
 }  // namespace ctx::sys

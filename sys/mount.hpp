@@ -45,8 +45,4 @@ Result<void> mount_fresh(const std::string& fstype, int targetfd, unsigned long 
 /// the host tree is gone from the namespace, not merely unreachable.
 Result<void> pivot_to(int new_rootfd);
 
-/// The ids of a mount namespace and of the mount holding an fd
-/// (statx STATX_MNT_ID); 0 if the kernel does not say.
-Result<unsigned long long> mount_id_of(int fd);
-
 }  // namespace ctx::sys

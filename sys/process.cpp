@@ -75,13 +75,6 @@ Result<int> wait_pid(pid_t pid) {
   return status;
 }
 
-Result<int> try_wait_pid(pid_t pid) {
-  int status = 0;
-  pid_t r = ::waitpid(pid, &status, WNOHANG);
-  if (r < 0) return fail_errno("waitpid");
-  return r == 0 ? -1 : status;
-}
-
 Result<std::optional<std::pair<pid_t, int>>> reap_any() {
   int status = 0;
   pid_t r = ::waitpid(-1, &status, WNOHANG);
@@ -141,11 +134,6 @@ Result<void> set_parent_death_signal(int sig) {
   return {};
 }
 
-Result<void> set_child_subreaper() {
-  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_CHILD_SUBREAPER");
-  return {};
-}
-
 Result<void> set_dumpable() {
   if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_DUMPABLE");
   return {};
@@ -177,19 +165,6 @@ Result<void> keep_only_fds(const std::vector<int>& keep) {
   unsigned first = 3 + static_cast<unsigned>(keep.size());
   if (::close_range(first, ~0U, 0) < 0) return fail_errno("close_range");
   return {};
-}
-
-Result<int> spawn_and_wait(const std::string& path, const std::vector<std::string>& argv,
-                           const std::vector<std::string>& env) {
-  std::vector<char*> a, e;
-  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-  e.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, path.c_str(), nullptr, nullptr, a.data(), e.data());
-  if (rc != 0) return fail(sys_error("posix_spawn " + path, rc));
-  return wait_pid(pid);
 }
 
 Result<void> close_fds_except(std::vector<int> keep) {
@@ -258,11 +233,6 @@ Result<bool> read_byte(int fd, char& out) {
     if (n == 0) return false;
     if (errno != EINTR) return fail_errno("read");
   }
-}
-
-bool writable_dir(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::access(path.c_str(), W_OK) == 0;
 }
 
 Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {

@@ -47,9 +47,6 @@ Result<pid_t> fork_process();
 /// Waits for a pid and returns the raw wait status.
 Result<int> wait_pid(pid_t pid);
 
-/// waitpid(WNOHANG): the status if the child has exited, else -1.
-Result<int> try_wait_pid(pid_t pid);
-
 /// waitpid(-1, WNOHANG): (pid, status) of one exited child, nullopt if none.
 Result<std::optional<std::pair<pid_t, int>>> reap_any();
 
@@ -78,9 +75,6 @@ void ignore_sigpipe();
 /// thread exits.
 Result<void> set_parent_death_signal(int sig);
 
-/// PR_SET_CHILD_SUBREAPER.
-Result<void> set_child_subreaper();
-
 /// PR_SET_DUMPABLE 1: after a switch away from root the kernel marks the
 /// process non-dumpable, which makes its /proc files root's; the id maps
 /// of a user namespace it creates itself are written there.
@@ -96,12 +90,6 @@ Result<void> new_session();
 /// Moves fds so that `keep[i]` becomes fd 3+i (CLOEXEC cleared) and closes
 /// every other fd above 2 (close_range).
 Result<void> keep_only_fds(const std::vector<int>& keep);
-
-/// posix_spawn(3) (vfork-like, cheaper than fork for a short-lived
-/// helper) of path with argv and env, then waits: the wait status, or the
-/// spawn error.
-Result<int> spawn_and_wait(const std::string& path, const std::vector<std::string>& argv,
-                           const std::vector<std::string>& env);
 
 /// Closes every fd except those listed (close_range over the gaps).
 Result<void> close_fds_except(std::vector<int> keep);
@@ -130,9 +118,6 @@ void close_fd(int fd);
 
 /// Reads exactly one byte; false on EOF.
 Result<bool> read_byte(int fd, char& out);
-
-/// True if path is an existing directory the caller may write to.
-bool writable_dir(const std::string& path);
 
 /// pipe2(O_CLOEXEC).
 Result<std::pair<UniqueFd, UniqueFd>> make_pipe();
