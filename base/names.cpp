@@ -83,4 +83,12 @@ std::string instance_name(std::string_view agent, std::string_view ctx_root) {
   return std::string(agent) + "-" + hex;
 }
 
+std::string sessions_rel(std::uint32_t owner, std::string_view agent) {
+  return std::to_string(owner) + "/agent/" + std::string(agent) + "/session";
+}
+
+std::string session_rel(std::uint32_t owner, std::string_view agent, std::string_view session) {
+  return sessions_rel(owner, agent) + "/" + std::string(session);
+}
+
 }  // namespace ctx

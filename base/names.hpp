@@ -2,6 +2,7 @@
 // spaces, sessions, label types. Pure.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,5 +36,13 @@ std::optional<std::string> type_name_issue(std::string_view n);
 /// of the root's path>". Used where agents of two roots would otherwise
 /// meet: runtime directories and cgroups.
 std::string instance_name(std::string_view agent, std::string_view ctx_root);
+
+/// Where an agent's sessions live, relative to <ctx>/home (seed 000,
+/// "Agent Home"): "<owner>/agent/<agent>/session".
+std::string sessions_rel(std::uint32_t owner, std::string_view agent);
+
+/// One session's directory relative to <ctx>/home:
+/// "<owner>/agent/<agent>/session/<session>".
+std::string session_rel(std::uint32_t owner, std::string_view agent, std::string_view session);
 
 }  // namespace ctx

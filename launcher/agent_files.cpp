@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/timestamp.hpp"
 #include "sys/resolve.hpp"
@@ -71,7 +72,7 @@ void AgentFiles::event_of(const std::string& agent, const std::string& session, 
   if (!home) return;
   // Never through a symlink: the parent's agent may have planted one in
   // its own home, and this supervisor may be root.
-  auto dir = sys::open_dir_beneath(home->get(), std::to_string(plan_.owner) + "/agent/" + agent + "/session/" + session);
+  auto dir = sys::open_dir_beneath(home->get(), session_rel(plan_.owner, agent, session));
   if (!dir) return warn(fail(dir.error()), "the parent's events.jsonl");
   json out;
   out["ts"] = timestamp_now();
@@ -94,7 +95,7 @@ bool AgentFiles::open_session() {
   if (session_.valid()) return true;
   auto home = sys::open_dir(plan_.ctx_root + "/home", true);
   if (!home) return warn(fail(home.error()), "events.jsonl"), false;
-  std::string rel = std::to_string(plan_.owner) + "/agent/" + plan_.name + "/session/" + plan_.session;
+  std::string rel = session_rel(plan_.owner, plan_.name, plan_.session);
   auto dir = sys::open_or_make_dirs(home->get(), rel, 0755, owner());
   if (!dir) return warn(fail(dir.error()), "events.jsonl"), false;
   session_ = std::move(*dir);

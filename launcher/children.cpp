@@ -129,8 +129,8 @@ Result<agentdir::ChildRequest> decode(const json& j) {
 // <ctx>/home/<owner>/agent/<name>/session/default/output.log, for appending.
 Result<UniqueFd> open_output(const agentdir::AgentSpec& child, std::optional<sys::Ownership> owner) {
   CTX_TRY_ASSIGN(UniqueFd home, sys::open_dir(child.ctx_root + "/home", true));
-  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_or_make_dirs(home.get(), std::to_string(child.owner) + "/agent/" + child.name +
-                                                                      "/session/default", 0755, owner));
+  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_or_make_dirs(home.get(), session_rel(child.owner, child.name, "default"), 0755,
+                                                          owner));
   return sys::open_append(dir.get(), "output.log", 0644);
 }
 

@@ -68,7 +68,7 @@ ctx::Result<void> plan_ancestry(ctx::agentdir::AgentSpec& spec, ctx::launcher::P
       std::string dir = ctx::agentdir::child_context_dir(*p, session, spec.name);
       if (auto st = ctx::sys::stat_at(AT_FDCWD, dir); st && *st) po.handoff_dir = dir;
     }
-    po.hidden_dirs.push_back(spec.ctx_root + "/home/" + std::to_string(p->owner) + "/agent/" + p->name + "/session");
+    po.hidden_dirs.push_back(spec.ctx_root + "/home/" + ctx::sessions_rel(p->owner, p->name));
     anc = std::move(*p);
     cur = &*anc;
   }
