@@ -7,6 +7,7 @@
 #include "cgroup/discover.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
+#include "sys/landlock.hpp"
 #include "sys/probe.hpp"
 
 namespace ctx::helper {
@@ -77,8 +78,12 @@ std::vector<Finding> probe_environment() {
                             "/dev/fuse");
   }
 
-  if (auto ll = sys::landlock_abi(); ll) {
-    ok("Landlock ABI " + std::to_string(*ll));
+  if (auto ll = sys::landlock_abi(); ll && *ll >= sys::kLandlockScopeAbi) {
+    ok("Landlock ABI " + std::to_string(*ll) + " (abstract unix sockets and signals scoped to the sandbox)");
+  } else if (ll) {
+    warn("Landlock ABI " + std::to_string(*ll) + ": abstract unix sockets and signals cannot be scoped to the sandbox "
+         "(ABI " + std::to_string(sys::kLandlockScopeAbi) + ", Linux 6.12): a granted network reaches the host's "
+         "abstract sockets; update the kernel");
   } else {
     warn(ll.error().msg + ": Landlock is off: boot with lsm=landlock,... on the kernel command line");
   }

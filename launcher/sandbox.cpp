@@ -12,9 +12,11 @@
 #include "base/path.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
+#include "sys/landlock.hpp"
 #include "sys/mount.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
+#include "sys/seccomp.hpp"
 #include "sys/socket.hpp"
 #include "launcher/channel.hpp"
 
@@ -343,6 +345,12 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
   (void)sys::set_cloexec(err.fd());
   // A bound on processes that holds without a pids controller.
   if (auto r = sys::set_process_limit(plan.nproc); !r) die(err, r.error());
+  // Last, with no_new_privs already set (prepare): Landlock keeps abstract
+  // sockets and signals inside the sandbox where the kernel can (older
+  // kernels: the supervisor said so), then the seccomp deny-list
+  // (docs/seccomp.md). Both hold for everything the runtime starts.
+  if (auto r = sys::landlock_scope_ipc(); !r) die(err, r.error().with_context("Landlock"));
+  if (auto r = sys::apply_seccomp_filter(); !r) die(err, r.error());
   std::vector<std::string> env = plan.env;
   env.push_back("LISTEN_PID=" + std::to_string(::getpid()));
   std::vector<std::string> candidates;

@@ -20,6 +20,8 @@
 #include "launcher/notify.hpp"
 #include "launcher/sandbox.hpp"
 #include "sys/file.hpp"
+#include "sys/landlock.hpp"
+#include "sys/probe.hpp"
 #include "sys/resolve.hpp"
 #include "sys/process.hpp"
 #include "sys/socket.hpp"
@@ -514,6 +516,10 @@ int Supervisor::teardown() {
 
 int Supervisor::run() {
   if (auto code = open_agent()) return *code;
+  if (int abi = sys::landlock_abi().value_or(0); abi < sys::kLandlockScopeAbi)
+    std::fprintf(stderr, "ctx-agent-run: notice: this kernel's Landlock (ABI %d) cannot scope abstract unix sockets and "
+                 "signals (ABI %d, Linux 6.12): a granted network reaches the host's abstract sockets\n",
+                 abi, sys::kLandlockScopeAbi);
   if (auto code = place()) return *code;
   // Every return from here on releases the watchdog, if one was started.
   struct WatchdogGuard {

@@ -4,21 +4,28 @@
 //   ids caps fds sid env pids mounts cwd net hostname
 //   write:PATH read:PATH exec:PATH statvfs:PATH exists:PATH remount:PATH
 //   connect:HOST:PORT notify:MESSAGE sleep:SECONDS
+//   denied (each call of the seccomp deny-list, its errno name or "ok")
+//   abstract:NAME (connect to an abstract unix socket) kill:PID (signal 0)
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -52,6 +59,42 @@ std::vector<std::string> list(const std::string& dir) {
     if (n != "." && n != "..") out.push_back(n);
   }
   closedir(d);
+  return out;
+}
+
+// Each call the sandbox's seccomp filter must refuse, made with arguments
+// that would otherwise succeed or fail differently.
+json denied_calls() {
+  auto r = [](long rc) { return rc >= 0 ? std::string("ok") : err_name(errno); };
+  json out;
+  out["keyctl"] = r(syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3 /* session */, 0));
+  out["add_key"] = r(syscall(SYS_add_key, "user", "probe", "x", 1, -3));
+  out["request_key"] = r(syscall(SYS_request_key, "user", "probe", nullptr, 0));
+  char params[120] = {};
+  out["io_uring_setup"] = r(syscall(SYS_io_uring_setup, 1, params));
+  char attr[128] = {};
+  out["perf_event_open"] = r(syscall(SYS_perf_event_open, attr, 0, -1, -1, 0));
+  out["bpf"] = r(syscall(SYS_bpf, 0, attr, sizeof attr));
+  out["userfaultfd"] = r(syscall(SYS_userfaultfd, 0));
+  out["unshare_user"] = r(syscall(SYS_unshare, CLONE_NEWUSER));
+  out["unshare_none"] = r(syscall(SYS_unshare, 0));
+  out["setns"] = r(syscall(SYS_setns, 0, 0));
+  out["clone3"] = r(syscall(SYS_clone3, nullptr, 0));
+  char c = 'x';
+  out["tiocsti"] = r(ioctl(0, TIOCSTI, &c));
+  out["open_by_handle_at"] = r(syscall(SYS_open_by_handle_at, AT_FDCWD, nullptr, 0));
+  out["acct"] = r(syscall(SYS_acct, nullptr));
+  out["reboot"] = r(syscall(SYS_reboot, 0, 0, 0, nullptr));
+  out["personality_query"] = r(syscall(SYS_personality, 0xffffffffUL));
+  out["personality_rie"] = r(syscall(SYS_personality, 0x0400000UL /* READ_IMPLIES_EXEC */));
+  long st = 0;
+  // int 0x80: the i386 table (getpid is 20 there).
+  asm volatile("int $0x80" : "=a"(st) : "a"(20) : "memory");
+  out["i386_getpid"] = st >= 0 ? std::string("ok") : err_name(static_cast<int>(-st));
+  out["x32_getpid"] = r(syscall(39 | 0x40000000));
+  std::string status = slurp("/proc/self/status");
+  auto p = status.find("Seccomp:");
+  out["Seccomp"] = p == std::string::npos ? "" : status.substr(p + 9, status.find('\n', p) - p - 9);
   return out;
 }
 
@@ -211,6 +254,19 @@ json check(const std::string& c) {
     if (mount(nullptr, arg.c_str(), nullptr, MS_REMOUNT | MS_BIND, nullptr) < 0) return err_name(errno);
     return "ok";
   }
+  if (what == "denied") return denied_calls();
+  if (what == "abstract") {
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a {};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path + 1, arg.data(), std::min(arg.size(), sizeof a.sun_path - 2));
+    socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + arg.size());
+    int r = connect(s, reinterpret_cast<sockaddr*>(&a), len);
+    int e = errno;
+    close(s);
+    return r == 0 ? "ok" : err_name(e);
+  }
+  if (what == "kill") return kill(std::stoi(arg), 0) == 0 ? "ok" : err_name(errno);
   if (what == "connect") {
     auto sep = arg.rfind(':');
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

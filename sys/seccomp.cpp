@@ -1,0 +1,115 @@
+#include "sys/seccomp.hpp"
+
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <memory>
+#include <string>
+
+#include "sys/error.hpp"
+
+namespace ctx::sys {
+
+namespace {
+
+constexpr std::uint64_t kPersonalityQuery = 0xffffffff;
+
+struct FilterFree {
+  void operator()(void* ctx) const { seccomp_release(ctx); }
+};
+
+Error seccomp_error(const std::string& what, int rc) {
+  return sys_error("seccomp: " + what, rc < 0 ? -rc : EINVAL);
+}
+
+// Adds one table entry; returns the libseccomp result (0 on success).
+int add_rule(scmp_filter_ctx ctx, const SeccompRule& r, int nr) {
+  const std::uint32_t action = SCMP_ACT_ERRNO(static_cast<std::uint32_t>(r.error));
+  switch (r.when) {
+    case SeccompWhen::always:
+      return seccomp_rule_add(ctx, action, nr, 0);
+    case SeccompWhen::arg_has_bits:
+      return seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(r.arg, SCMP_CMP_MASKED_EQ, r.value, r.value));
+    case SeccompWhen::arg_low32_is:
+      return seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(r.arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, r.value));
+    case SeccompWhen::arg_not_query: {
+      // libseccomp takes one comparison per argument and rule. A 32-bit
+      // value other than 0 and 0xffffffff has two neighbouring bits that
+      // differ, so 62 masked comparisons name exactly the values refused;
+      // one more refuses anything above 32 bits.
+      int rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(r.arg, SCMP_CMP_GT, kPersonalityQuery));
+      for (unsigned bit = 0; rc == 0 && bit < 31; ++bit) {
+        const std::uint64_t pair = 3ULL << bit;
+        rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(r.arg, SCMP_CMP_MASKED_EQ, pair, 1ULL << bit));
+        if (rc == 0) rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(r.arg, SCMP_CMP_MASKED_EQ, pair, 2ULL << bit));
+      }
+      return rc;
+    }
+  }
+  return -EINVAL;
+}
+
+}  // namespace
+
+const std::vector<SeccompRule>& seccomp_rules() {
+  static const std::vector<SeccompRule> rules{
+      {"keyctl", SeccompWhen::always, 0, 0, EPERM,
+       "kernel keyrings are per user, not per sandbox: the agent would read or plant its owner's keys"},
+      {"add_key", SeccompWhen::always, 0, 0, EPERM, "as keyctl"},
+      {"request_key", SeccompWhen::always, 0, 0, EPERM, "as keyctl"},
+      {"io_uring_setup", SeccompWhen::always, 0, 0, EPERM,
+       "io_uring runs operations the filter never sees, and has been a steady source of kernel exploits"},
+      {"io_uring_enter", SeccompWhen::always, 0, 0, EPERM, "as io_uring_setup"},
+      {"io_uring_register", SeccompWhen::always, 0, 0, EPERM, "as io_uring_setup"},
+      {"perf_event_open", SeccompWhen::always, 0, 0, EPERM,
+       "performance counters observe other processes and the kernel; a frequent exploit vector"},
+      {"bpf", SeccompWhen::always, 0, 0, EPERM, "loading programs into the kernel; unprivileged eBPF has a long exploit history"},
+      {"userfaultfd", SeccompWhen::always, 0, 0, EPERM, "lets user space stall kernel page faults, which makes kernel races reliable"},
+      {"kexec_load", SeccompWhen::always, 0, 0, EPERM, "replaces the running kernel"},
+      {"kexec_file_load", SeccompWhen::always, 0, 0, EPERM, "as kexec_load"},
+      {"init_module", SeccompWhen::always, 0, 0, EPERM, "loads kernel code"},
+      {"finit_module", SeccompWhen::always, 0, 0, EPERM, "as init_module"},
+      {"delete_module", SeccompWhen::always, 0, 0, EPERM, "unloads kernel code"},
+      {"unshare", SeccompWhen::arg_has_bits, 0, CLONE_NEWUSER, EPERM,
+       "a user namespace of its own would give the agent every capability over new namespaces, the door to most "
+       "kernel attack surface; the agent's children are created by its supervisor, outside"},
+      {"clone", SeccompWhen::arg_has_bits, 0, CLONE_NEWUSER, EPERM, "as unshare (flags are clone's first argument)"},
+      {"clone3", SeccompWhen::always, 0, 0, ENOSYS,
+       "its flags are in memory a filter cannot read; ENOSYS makes the C library fall back to clone, which is filtered"},
+      {"setns", SeccompWhen::always, 0, 0, EPERM, "joining another namespace; an agent never needs it"},
+      {"ioctl", SeccompWhen::arg_low32_is, 1, TIOCSTI, EPERM,
+       "pushes input into a terminal: keystrokes typed into whatever shell holds it"},
+      {"ioctl", SeccompWhen::arg_low32_is, 1, TIOCLINUX, EPERM, "the console's own input injection and selection"},
+      {"open_by_handle_at", SeccompWhen::always, 0, 0, EPERM,
+       "opens files by handle, around the mount table (needs CAP_DAC_READ_SEARCH; denied for clarity)"},
+      {"acct", SeccompWhen::always, 0, 0, EPERM, "process accounting of the whole system"},
+      {"swapon", SeccompWhen::always, 0, 0, EPERM, "the host's swap"},
+      {"swapoff", SeccompWhen::always, 0, 0, EPERM, "the host's swap"},
+      {"reboot", SeccompWhen::always, 0, 0, EPERM, "the host, or the pid namespace's init"},
+      {"personality", SeccompWhen::arg_not_query, 0, 0, EPERM,
+       "execution domains such as READ_IMPLIES_EXEC or ADDR_NO_RANDOMIZE weaken the agent's own exploit mitigations; "
+       "PER_LINUX and the query (0xffffffff) stay allowed"},
+  };
+  return rules;
+}
+
+Result<void> apply_seccomp_filter() {
+  std::unique_ptr<void, FilterFree> ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return fail(Error{ENOMEM, "seccomp: seccomp_init: ENOMEM"});
+  // Only the native architecture is in the filter: a call made through
+  // another one (int 0x80 on x86_64, the x32 ABI) is refused whole, so no
+  // rule can be bypassed through a second syscall table.
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(EPERM)); rc != 0)
+    return fail(seccomp_error("bad architecture action", rc));
+  for (const auto& r : seccomp_rules()) {
+    int nr = seccomp_syscall_resolve_name(r.syscall);
+    if (nr == __NR_SCMP_ERROR || nr < 0) continue;  // not a call of this architecture
+    if (int rc = add_rule(ctx.get(), r, nr); rc != 0) return fail(seccomp_error(r.syscall, rc));
+  }
+  if (int rc = seccomp_load(ctx.get()); rc != 0) return fail(seccomp_error("load", rc));
+  return {};
+}
+
+}  // namespace ctx::sys

@@ -1,0 +1,43 @@
+// The seccomp deny-list applied to an agent's runtime just before execve
+// (and so to everything it starts: tools, shells, helpers). One table,
+// each entry with its reason (docs/seccomp.md prints the same table).
+// Denied calls return an errno; nothing is killed, so a program that
+// probes for a facility sees it missing and goes on.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace ctx::sys {
+
+/// When a rule applies.
+enum class SeccompWhen {
+  always,          ///< every call
+  arg_has_bits,    ///< (argument & value) != 0
+  arg_low32_is,    ///< (argument & 0xffffffff) == value (ioctl requests)
+  arg_not_query,   ///< personality: anything but PER_LINUX (0) or the query (0xffffffff)
+};
+
+/// One entry of the deny-list.
+struct SeccompRule {
+  const char* syscall;   ///< the name libseccomp resolves
+  SeccompWhen when = SeccompWhen::always;
+  unsigned arg = 0;      ///< which argument (0-based)
+  std::uint64_t value = 0;
+  int error = 0;         ///< the errno returned
+  const char* reason;    ///< why, for docs/seccomp.md
+};
+
+/// The deny-list, in the order it is documented.
+const std::vector<SeccompRule>& seccomp_rules();
+
+/// Loads the filter (default: allow; the rules above; every other
+/// architecture than the native one (i386, x32 on x86_64): EPERM) into
+/// the calling thread. Needs no_new_privs (or CAP_SYS_ADMIN). A syscall
+/// this libseccomp does not know on this architecture is skipped: it
+/// cannot be called by that name here.
+Result<void> apply_seccomp_filter();
+
+}  // namespace ctx::sys
