@@ -32,6 +32,14 @@ bool sensitive_rw(const std::string& source, const std::string& ctx_root) {
          source == "/root" || (path_is_at_or_under(source, "/home") && path_depth(source) == 2);
 }
 
+// Sources that bring the host's processes and kernel state: /proc and /sys
+// (debugfs, tracefs, securityfs and cgroup live below it), or an rbind of
+// the whole tree, which carries them along.
+bool pseudo_fs_source(const mountspec::Entry& m) {
+  return path_is_at_or_under(m.source, "/proc") || path_is_at_or_under(m.source, "/sys") ||
+         (m.source == "/" && m.kind == mountspec::Kind::rbind);
+}
+
 }  // namespace
 
 std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec) {
@@ -57,7 +65,10 @@ std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec) {
     Grant g;
     g.what = std::string(rw ? "rw" : "ro") + " mount " + m.source + " -> " + m.target;
     g.where = spec.name + ".d/mount:" + std::to_string(m.line);
-    if (container_socket(m.source) || (rw && sensitive_rw(m.source, spec.ctx_root))) {
+    if (pseudo_fs_source(m)) {
+      g.risk = Risk::high;
+      g.what += " (a pseudo file system: the host's processes and kernel state; a root launch refuses it)";
+    } else if (container_socket(m.source) || (rw && sensitive_rw(m.source, spec.ctx_root))) {
       g.risk = Risk::high;
     } else if (rw) {
       g.risk = Risk::medium;

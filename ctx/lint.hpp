@@ -20,7 +20,9 @@ struct Grant {
 /// Every grant of the agent (its own policy rules and its mounts), highest
 /// risk first, in file order within a tier. High: shell.exec, the network,
 /// creating agents, rw mounts of the ctx root, a home directory or /etc,
-/// any mount of a container engine socket. Medium: fs.write, writing a
+/// any mount of a container engine socket, any mount of /proc or /sys (or
+/// below) and an rbind of / (pseudo file systems, refused by a root
+/// launch). Medium: fs.write, writing a
 /// shared space, other rw mounts. Low: the rest (reads, model use, other
 /// tools).
 std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec);

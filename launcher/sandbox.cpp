@@ -10,15 +10,17 @@
 #include <csignal>
 
 #include "base/path.hpp"
+#include "launcher/channel.hpp"
+#include "mountspec/pseudo_fs.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
 #include "sys/landlock.hpp"
 #include "sys/mount.hpp"
+#include "sys/mountinfo.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "sys/seccomp.hpp"
 #include "sys/socket.hpp"
-#include "launcher/channel.hpp"
 
 namespace ctx::launcher {
 
@@ -102,11 +104,17 @@ Result<UniqueFd> open_source(const BindStep& b) {
   return src;
 }
 
-Result<void> bind_one(int rootfd, const BindStep& b) {
+// host_mounts: the mount table the sources are seen in, for a privileged
+// launch (nullptr otherwise), which never binds a pseudo file system.
+Result<void> bind_one(int rootfd, const BindStep& b, const std::vector<sys::MountEntry>* host_mounts) {
   // The source is opened with the owner's credentials (the caller's, or
   // the fs ids set for a privileged launch), so it must be reachable by
   // the owner; reading (and for rw, writing) it must be allowed too.
   CTX_TRY_ASSIGN(UniqueFd src, open_source(b));
+  if (host_mounts != nullptr) {
+    CTX_TRY_ASSIGN(std::string real, sys::fd_path(src.get()));
+    if (auto issue = mountspec::pseudo_fs_issue(real, b.recursive, *host_mounts)) return fail(Error{EACCES, *issue});
+  }
   CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src.get()));
   bool dir = S_ISDIR(st.mode);
   int need = R_OK | (dir ? X_OK : 0) | (b.need_write ? W_OK : 0);
@@ -281,8 +289,12 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   CTX_TRY_CTX(sys::attach_tree(root.get(), root_dir.get()), "root " + plan.root);
 
   rep.enter(Step::binds);
+  std::optional<std::vector<sys::MountEntry>> host_mounts;
+  if (ids.privileged && !plan.binds.empty()) {
+    CTX_TRY_ASSIGN(host_mounts, sys::read_mountinfo());
+  }
   for (const BindStep& b : plan.binds) {
-    auto r = bind_one(root.get(), b);
+    auto r = bind_one(root.get(), b, host_mounts ? &*host_mounts : nullptr);
     if (!r) return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(b.line) + ": " + b.source + " -> " + b.target));
   }
   rep.enter(Step::masks);

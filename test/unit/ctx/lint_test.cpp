@@ -34,3 +34,20 @@ TEST_CASE("grants are ordered by risk", "[unit]") {
                  });  // the other_t rule is inert: no grant
   CHECK(g[0].where == "coder.d/policy:3");
 }
+
+TEST_CASE("mounts of pseudo file systems are high risk, ro or rw", "[unit]") {
+  ctx::agentdir::AgentSpec s;
+  s.name = "coder";
+  s.mounts = *ctx::mountspec::parse("m", "/proc\t/p\tro\tbind\n/sys/kernel/debug\t/d\tro\tbind\n/\t/host\tro\trbind\n"
+                                         "/\t/top\tro\tbind\n/srv\t/srv\tro\tbind\n");
+  std::vector<std::string> order;
+  for (const auto& x : grants_by_risk(s)) order.push_back(std::string(to_string(x.risk)) + " " + x.what);
+  const std::string why = " (a pseudo file system: the host's processes and kernel state; a root launch refuses it)";
+  CHECK(order == std::vector<std::string>{
+                     "high ro mount /proc -> /p" + why,
+                     "high ro mount /sys/kernel/debug -> /d" + why,
+                     "high ro mount / -> /host" + why,
+                     "low ro mount / -> /top",
+                     "low ro mount /srv -> /srv",
+                 });
+}
