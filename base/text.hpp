@@ -37,8 +37,13 @@ std::vector<Line> list_items(const std::vector<Line>& lines);
 /// leading or trailing blanks.
 Result<Line> single_value(std::string_view file, std::string_view content);
 
-/// The text as it may appear inside a message: control bytes become \xNN
-/// so that a hostile name cannot forge a second line or move the cursor.
+/// The text as it may appear inside a message or on a terminal, so that
+/// hostile control-file or request text cannot forge a line, move the
+/// cursor, ring the bell or reorder what a person reads: C0 controls and
+/// DEL become \xNN, bytes that are not UTF-8 become \xNN each, and the C1
+/// controls (U+0080..U+009F) and the bidirectional formatting characters
+/// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) become \u{XXXX}.
+/// Other UTF-8 text is kept as it is.
 std::string printable(std::string_view s);
 
 /// Returns the 1-based column of the first byte of `part` inside `line`,

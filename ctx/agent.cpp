@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.hpp"
+#include "base/text.hpp"
 #include "sys/process.hpp"
 #include "sys/socket.hpp"
 
@@ -17,7 +18,7 @@ using nlohmann::json;
 int refuse(const std::string& op, int code, const std::string& reason, const std::string& sentence) {
   json j{{"type", "error"}, {"code", errno_name(code)}, {"op", op}, {"message", sentence}};
   if (!reason.empty()) j["reason"] = reason;
-  std::fprintf(stderr, "%s\nctx agent %s: %s\n", j.dump().c_str(), op.c_str(), sentence.c_str());
+  std::fprintf(stderr, "%s\nctx agent %s: %s\n", j.dump(-1, ' ', true).c_str(), op.c_str(), printable(sentence).c_str());
   return code;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agentdir/load.hpp"
+#include "base/text.hpp"
 #include "ctx/agent.hpp"
 #include "ctx/check.hpp"
 #include "ctx/env_probe.hpp"
@@ -64,7 +65,7 @@ int print_json(const std::vector<std::pair<std::string, std::vector<ctx::helper:
   }
   doc["errors"] = errors;
   doc["warnings"] = warnings;
-  std::printf("%s\n", doc.dump(2).c_str());
+  std::printf("%s\n", doc.dump(2, ' ', true).c_str());
   return errors > 0 ? 1 : 0;
 }
 
@@ -75,7 +76,7 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all, bo
   } else if (all) {
     names = ctx::helper::agent_names(ctx_root);
     if (names.empty()) {
-      std::fprintf(stderr, "ctx check: no agents in %s/agent\n", ctx_root.c_str());
+      std::fprintf(stderr, "ctx check: no agents in %s/agent\n", ctx::printable(ctx_root).c_str());
       return 1;
     }
   } else {
@@ -91,11 +92,11 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all, bo
     for (const auto& f : findings) {
       switch (f.level) {
         case ctx::helper::Finding::Level::error:
-          std::printf("%s\n", f.text.c_str());
+          std::printf("%s\n", ctx::printable(f.text).c_str());
           ++e;
           break;
         case ctx::helper::Finding::Level::warning:
-          std::printf("warning: %s\n", f.text.c_str());
+          std::printf("warning: %s\n", ctx::printable(f.text).c_str());
           ++warnings;
           break;
         case ctx::helper::Finding::Level::note:
@@ -103,7 +104,7 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all, bo
           if (f.tier == "low") {
             ++low;
           } else {
-            std::printf("%s\n", f.text.c_str());
+            std::printf("%s\n", ctx::printable(f.text).c_str());
           }
           break;
       }
@@ -121,18 +122,19 @@ int run_explain(const std::string& ctx_root, const std::string& agent, const std
                 const std::string& perm) {
   auto req = ctx::policy::parse_request(class_object, perm);
   if (!req) {
-    std::fprintf(stderr, "ctx explain: %s\n", req.error().msg.c_str());
+    std::fprintf(stderr, "ctx explain: %s\n", ctx::printable(req.error().msg).c_str());
     return 2;
   }
   auto spec = ctx::agentdir::load(ctx_root, agent);
   if (!spec) {
-    std::fprintf(stderr, "ctx explain: %s\n", spec.error().msg.c_str());
+    std::fprintf(stderr, "ctx explain: %s\n", ctx::printable(spec.error().msg).c_str());
     return 2;
   }
   auto layers = ctx::helper::explain_layers(*spec, *req);
   bool allowed = std::all_of(layers.begin(), layers.end(), [](const auto& l) { return l.allows; });
-  std::printf("%s %s %s: %s\n", agent.c_str(), class_object.c_str(), perm.c_str(), allowed ? "allowed" : "denied");
-  for (const auto& l : layers) std::printf("  %s: %s\n", l.name.c_str(), l.text.c_str());
+  std::printf("%s %s %s: %s\n", ctx::printable(agent).c_str(), ctx::printable(class_object).c_str(),
+              ctx::printable(perm).c_str(), allowed ? "allowed" : "denied");
+  for (const auto& l : layers) std::printf("  %s: %s\n", l.name.c_str(), ctx::printable(l.text).c_str());
   return allowed ? 0 : 1;
 }
 
@@ -220,7 +222,7 @@ int main(int argc, char** argv) {
     std::string error;
     auto s = ctx::helper::root_status(ctx_root, error);
     if (!s) {
-      std::fprintf(stderr, "ctx status: %s\n", error.c_str());
+      std::fprintf(stderr, "ctx status: %s\n", ctx::printable(error).c_str());
       return 1;
     }
     std::fputs(s->c_str(), stdout);

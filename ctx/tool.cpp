@@ -47,9 +47,9 @@ void record(const ToolCaller& c, const std::string& tool, const std::string& sta
   if (home) {
     auto dir = sys::open_dir_beneath(home->get(), rel);
     if (!dir) dir = sys::open_or_make_dirs(home->get(), rel, 0755);
-    r = dir ? sys::append_file(dir->get(), "events.jsonl", e.dump() + "\n", 0644) : fail(dir.error());
+    r = dir ? sys::append_file(dir->get(), "events.jsonl", e.dump(-1, ' ', true) + "\n", 0644) : fail(dir.error());
   }
-  if (!r) std::fprintf(stderr, "ctx tool: warning: events.jsonl not written: %s\n", r.error().msg.c_str());
+  if (!r) std::fprintf(stderr, "ctx tool: warning: events.jsonl not written: %s\n", printable(r.error().msg).c_str());
 }
 
 // The error protocol: one JSON line, then one sentence for people.
@@ -57,8 +57,8 @@ int refuse(const ToolCaller& c, const std::string& tool, int code, const std::st
            const char* status) {
   json j{{"type", "error"}, {"code", errno_name(code)}, {"reason", reason}, {"tool", tool}, {"agent", c.agent},
          {"message", sentence}};
-  std::fprintf(stderr, "%s\nctx tool: %s: %s: %s\n", j.dump().c_str(), tool.c_str(), errno_name(code).c_str(),
-               sentence.c_str());
+  std::fprintf(stderr, "%s\nctx tool: %s: %s: %s\n", j.dump(-1, ' ', true).c_str(), printable(tool).c_str(),
+               errno_name(code).c_str(), printable(sentence).c_str());
   record(c, tool, status, reason);
   return code;
 }
@@ -197,7 +197,7 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::vector<st
   record(c, name, "ok", "");
   Error e = sys::exec(argv[0], argv, env);
   record(c, name, "error", "exec");
-  std::fprintf(stderr, "ctx tool: %s\n", e.msg.c_str());
+  std::fprintf(stderr, "ctx tool: %s\n", printable(e.msg).c_str());
   return e.code == ENOENT ? 127 : 126;
 }
 

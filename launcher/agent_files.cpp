@@ -4,6 +4,7 @@
 
 #include "base/names.hpp"
 #include "base/path.hpp"
+#include "base/text.hpp"
 #include "base/timestamp.hpp"
 #include "sys/resolve.hpp"
 
@@ -39,7 +40,7 @@ void AgentFiles::pid(pid_t p) { warn(sys::atomic_replace(ddir_, "pid", std::to_s
 void AgentFiles::log(json j) {
   j["ts"] = timestamp_now();
   j["agent"] = plan_.name;
-  std::string line = j.dump() + "\n";
+  std::string line = j.dump(-1, ' ', true) + "\n";
   if (log_size_ == kUnknownSize) {
     auto st = sys::stat_at(ddir_, "log");
     log_size_ = st && *st ? (*st)->size : 0;
@@ -60,7 +61,7 @@ void AgentFiles::event(const json& j) {
   for (auto& [k, v] : j.items()) out[k] = v;
   out["agent"] = plan_.name;
   out["session"] = plan_.session;
-  warn(sys::append_file(session_.get(), "events.jsonl", out.dump() + "\n", 0644, owner()), "events.jsonl");
+  warn(sys::append_file(session_.get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()), "events.jsonl");
 }
 
 void AgentFiles::session_state(const std::string& s) {
@@ -79,7 +80,7 @@ void AgentFiles::event_of(const std::string& agent, const std::string& session, 
   for (auto& [k, v] : j.items()) out[k] = v;
   out["agent"] = agent;
   out["session"] = session;
-  warn(sys::append_file(dir->get(), "events.jsonl", out.dump() + "\n", 0644, owner()), "the parent's events.jsonl");
+  warn(sys::append_file(dir->get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()), "the parent's events.jsonl");
 }
 
 void AgentFiles::context_status(const std::string& dir, const std::string& s) {
@@ -110,7 +111,8 @@ std::optional<sys::Ownership> AgentFiles::owner() const {
 }
 
 void AgentFiles::warn(const Result<void>& r, const char* what) {
-  if (!r) std::fprintf(stderr, "ctx-agent-run: warning: %s.d/%s: %s\n", plan_.name.c_str(), what, r.error().msg.c_str());
+  if (!r)
+    std::fprintf(stderr, "ctx-agent-run: warning: %s.d/%s: %s\n", plan_.name.c_str(), what, printable(r.error().msg).c_str());
 }
 
 }  // namespace ctx::launcher

@@ -18,6 +18,7 @@
 #include "agentdir/child.hpp"
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
+#include "base/text.hpp"
 #include "launcher/caller.hpp"
 #include "launcher/plan.hpp"
 #include "launcher/plan_json.hpp"
@@ -28,7 +29,7 @@
 namespace {
 
 int report(const ctx::Error& e, int code) {
-  std::fprintf(stderr, "ctx-agent-run: %s\n", e.msg.c_str());
+  std::fprintf(stderr, "ctx-agent-run: %s\n", ctx::printable(e.msg).c_str());
   return code;
 }
 
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
     ctx::launcher::plan_tool_views(*spec, ctx::launcher::list_tool_dirs(tiers), *plan, helper);
   }
   if (dry_run) {
-    std::cout << ctx::launcher::plan_to_json(*plan).dump(2) << "\n";
+    std::cout << ctx::launcher::plan_to_json(*plan).dump(2, ' ', true) << "\n";
     return 0;
   }
 

@@ -410,3 +410,46 @@ TEST_CASE("ctx check --json gives the same findings as one document", "[fs]") {
   CHECK(coder["risk"][1]["tier"] == "low");
   CHECK(coder["risk"][2] == nlohmann::json{{"tier", "low"}, {"grant", "ro mount /usr -> /usr"}, {"where", "coder.d/mount:1"}});
 }
+
+// Control-file text with ESC, BEL and U+202E (RIGHT-TO-LEFT OVERRIDE) is
+// never echoed raw by ctx check or the launcher. The parsers refuse the
+// control characters without quoting them; a bidi override passes them
+// and is quoted, escaped.
+TEST_CASE("hostile control-file text is escaped in every message", "[fs]") {
+  ctx::test::TempDir t;
+  for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
+  const std::string rlo = "\xe2\x80\xae";
+  auto raw = [&](const std::string& s) {
+    return s.find('\x1b') != std::string::npos || s.find('\x07') != std::string::npos || s.find(rlo) != std::string::npos;
+  };
+  std::string ctx = ctx::test::built("ctx/ctx");
+  std::string run = ctx::test::built("launcher/ctx-agent-run");
+  // ESC and BEL: refused, never echoed.
+  t.write("ctx/agent/coder.d/mount", "/srv/\x1b[2J\x07\t/x\tro\tbind\n");
+  t.write("ctx/agent/coder.d/label", "coder_t\x1b[2J\n");
+  auto check = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "coder"});
+  INFO(check.out);
+  CHECK(check.exit_code == 1);
+  CHECK_FALSE(raw(check.out + check.err));
+  auto launch = ctx::test::run_command({run, "--ctx-root", t / "ctx", "coder"});
+  CHECK(launch.exit_code == 125);
+  CHECK_FALSE(raw(launch.out + launch.err));
+  // U+202E in a mount source: quoted by the lint and by the launch, escaped.
+  t.write("ctx/agent/coder.d/label", "coder_t\n");
+  t.write("ctx/agent/coder.d/mount", "/srv/evil" + rlo + "txt.sh\t/x\tro\tbind\n");
+  check = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "coder"});
+  INFO(check.out);
+  CHECK_FALSE(raw(check.out + check.err));
+  CHECK(check.out.find("source /srv/evil\\u{202e}txt.sh does not exist") != std::string::npos);
+  auto json_out = ctx::test::run_command({ctx, "check", "--json", "--ctx-root", t / "ctx", "coder"});
+  CHECK_FALSE(raw(json_out.out + json_out.err));
+  CHECK(json_out.out.find("\\u202e") != std::string::npos);
+  // The launcher prints every error through the same escaping.
+  launch = ctx::test::run_command({run, "--ctx-root", t / "ctx", "--session", "s" + rlo, "coder"});
+  INFO(launch.err);
+  CHECK(launch.exit_code == 2);
+  CHECK_FALSE(raw(launch.out + launch.err));
+  CHECK(launch.err.find("--session s\\u{202e}: ") != std::string::npos);
+  auto dry = ctx::test::run_command({run, "--dry-run", "--ctx-root", t / "ctx", "coder"});
+  CHECK_FALSE(raw(dry.out + dry.err));
+}

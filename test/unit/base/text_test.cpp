@@ -51,3 +51,22 @@ TEST_CASE("list_items drops blank and comment lines", "[unit]") {
   CHECK(items[1].text == " b");
   CHECK(items[1].number == 4);
 }
+
+TEST_CASE("printable escapes what could forge, hide or reorder text on a terminal", "[unit]") {
+  using ctx::printable;
+  CHECK(printable("plain path/é ü 日本") == "plain path/é ü 日本");
+  CHECK(printable("a\x1b[31mred\x07") == "a\\x1b[31mred\\x07");
+  CHECK(printable("line\nforged\r") == "line\\x0aforged\\x0d");
+  CHECK(printable("del\x7f") == "del\\x7f");
+  // C1 controls (U+0080..U+009F, e.g. the single-byte CSI U+009B).
+  CHECK(printable("c1\xc2\x9b" "31m") == "c1\\u{9b}31m");
+  // Bidirectional overrides and isolates, and the marks.
+  CHECK(printable("evil\xe2\x80\xaetxt.exe") == "evil\\u{202e}txt.exe");
+  CHECK(printable("\xe2\x81\xa6x\xe2\x81\xa9") == "\\u{2066}x\\u{2069}");
+  CHECK(printable("\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c") == "\\u{200e}\\u{200f}\\u{61c}");
+  // Bytes that are not UTF-8: each escaped (overlong, surrogate, truncated).
+  CHECK(printable("\xff") == "\\xff");
+  CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+  CHECK(printable("\xe2\x80") == "\\xe2\\x80");
+}
