@@ -25,6 +25,7 @@
 #include "launcher/sandbox.hpp"
 #include "launcher/supervisor.hpp"
 #include "sys/process.hpp"
+#include "sys/pty.hpp"
 
 namespace {
 
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
   po.session = session;
   po.command = command;
   po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
+  po.terminal = ctx::sys::is_terminal(0) || ctx::sys::is_terminal(1) || ctx::sys::is_terminal(2);
   if (spec->parent)
     if (auto r = plan_ancestry(*spec, po); !r) return report(r.error(), ctx::launcher::kExitLaunchFailed);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);

@@ -311,6 +311,7 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   if (!opts.handoff_dir.empty()) set_env(env, "CTX_HANDOFF", kHandoffDir);
   plan.env = std::move(env);
   plan.notify_target = kNotifyPath;
+  plan.terminal = opts.terminal;
   plan.limits = spec.limits;
   plan.shm_size = spec.limits && spec.limits->shm_max ? *spec.limits->shm_max : kDefaultShmSize;
   plan.nproc = spec.limits && spec.limits->nproc_max ? std::stoull(*spec.limits->nproc_max) : kDefaultNproc;

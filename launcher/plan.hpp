@@ -130,6 +130,9 @@ struct LaunchPlan {
   std::vector<std::string> env;   ///< KEY=VALUE, exactly this, in order
   std::vector<std::string> argv;  ///< argv[0] is the path inside the sandbox
   std::string notify_target;      ///< NOTIFY_SOCKET path inside the sandbox
+  /// An interactive launch (a terminal among the caller's 0-2): the
+  /// runtime gets a pty of the sandbox's own instead (launcher/pty_relay.hpp).
+  bool terminal = false;
   std::optional<agentdir::Limits> limits;  ///< cgroup limits of the `limits` file
   /// Bounds that hold without cgroup controllers: the size of /dev/shm
   /// (a tmpfs size: bytes with an optional K/M/G/T suffix) and
@@ -158,6 +161,8 @@ struct PlanOptions {
   /// An owned child's parent's mount table (host sources), to tie binds
   /// derived from the parent's non-recursive binds to their mount.
   mountspec::Table parent_mounts;
+  /// A terminal among the caller's 0-2 (LaunchPlan::terminal).
+  bool terminal = false;
 };
 
 /// Fixed paths inside every sandbox.

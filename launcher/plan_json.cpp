@@ -78,6 +78,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
       {"env", p.env},
       {"argv", p.argv},
       {"notify_socket", p.notify_target},
+      {"terminal", p.terminal ? json("a pty of the sandbox's own devpts, relayed by the supervisor") : json(nullptr)},
       {"limits", p.limits ? json{{"memory.max", p.limits->memory_max.value_or("")},
                                  {"pids.max", p.limits->pids_max.value_or("")},
                                  {"cpu.max", p.limits->cpu_max.value_or("")}}

@@ -18,6 +18,7 @@
 #include "sys/mount.hpp"
 #include "sys/mountinfo.hpp"
 #include "sys/process.hpp"
+#include "sys/pty.hpp"
 #include "sys/resolve.hpp"
 #include "sys/seccomp.hpp"
 #include "sys/socket.hpp"
@@ -55,6 +56,13 @@ class Reporter {
   rep.send({Record::Kind::error, rep.current(), e.code, 0, e.msg}, {});
   _exit(code);
 }
+
+// The runtime's pty in an interactive launch: its peer, and which of 0-2
+// were the caller's terminal (those get the peer).
+struct Terminal {
+  UniqueFd peer;
+  std::vector<int> fds;
+};
 
 std::string rel_of(const std::string& inner) { return inner == "/" ? std::string() : inner.substr(1); }
 
@@ -345,9 +353,18 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
 
 // The runtime process: fds, signals, LISTEN_PID, exec. PATH lookup uses the
 // sandbox's PATH, never the launcher's.
-[[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io, Reporter rep) {
+[[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io, Reporter rep, Terminal& term) {
   rep.enter(Step::exec);
   sys::reset_signals();
+  // An interactive launch: the sandbox's pty in place of the caller's
+  // terminal, and a process group of its own, the pty's foreground one
+  // (the init sets that too: whichever runs first).
+  if (term.peer.valid()) {
+    if (auto r = sys::set_process_group(0, 0); !r) die(rep, r.error());
+    for (int fd : term.fds)
+      if (auto r = sys::dup_to(term.peer.get(), fd); !r) die(rep, r.error());
+    term.peer.reset();
+  }
   std::vector<int> keep;
   if (io.listen_fd >= 0) keep.push_back(io.listen_fd);
   keep.push_back(io.channel);  // lifted last; CLOEXEC again below
@@ -398,19 +415,81 @@ int exit_code_of(int status) {
   return kExitLaunchFailed;
 }
 
+namespace {
+
+// An interactive launch: a pty of the sandbox's own devpts (mounted at
+// /dev/pts, newinstance), whose master goes to the supervisor. The init
+// lets go of the caller's terminal: each of its 0-2 that is a terminal
+// becomes /dev/null, and the runtime gets the pty there instead.
+Result<Terminal> open_terminal(const Reporter& rep) {
+  Terminal t;
+  for (int fd = 0; fd < 3; ++fd)
+    if (sys::is_terminal(fd)) t.fds.push_back(fd);
+  CTX_TRY_ASSIGN(UniqueFd master, sys::open_pty_master("/dev/pts/ptmx"));
+  CTX_TRY_ASSIGN(t.peer, sys::open_pty_peer(master.get()));
+  // The pty is the controlling terminal of the init's session, and the
+  // runtime gets a process group of its own in it: a group whose parent is
+  // in the same session is not orphaned, so ^Z (SIGTSTP from the pty)
+  // really stops the runtime, which the kernel skips for orphaned groups.
+  CTX_TRY(sys::set_controlling_tty(t.peer.get()));
+  CTX_TRY_ASSIGN(UniqueFd null, sys::open_path("/dev/null", O_RDWR));
+  for (int fd : t.fds) CTX_TRY(sys::dup_to(null.get(), fd));
+  rep.send({Record::Kind::pty, Step::terminal, 0, 0, {}}, {master.get()});
+  return t;
+}
+
+// The init's life after the fork: forward signals, reap, end with the
+// runtime. Over the lifeline it tells the supervisor when the runtime
+// stops ('S', job control of an interactive launch) and takes 'c' to
+// continue it; EOF there means the supervisor is gone.
+[[noreturn]] void be_init(pid_t runtime, int sigfd, int lifeline, bool terminal) {
+  while (true) {
+    std::vector<struct pollfd> fds{{sigfd, POLLIN, 0}, {lifeline, POLLIN, 0}};
+    if (!sys::poll_fds(fds, -1)) _exit(kExitLaunchFailed);
+    if (fds[1].revents != 0) {
+      char c = 0;
+      auto got = sys::read_byte(lifeline, c);
+      if (!got || !*got) {
+        // The supervisor died (even by SIGKILL): end the sandbox. With
+        // pid 1 gone the kernel kills everything else in it.
+        (void)sys::signal_pid(runtime, SIGKILL);
+        _exit(128 + SIGKILL);
+      }
+      if (c == 'c') (void)sys::signal_pid(-runtime, SIGCONT);
+    }
+    if ((fds[0].revents & POLLIN) == 0) continue;
+    auto sig = sys::read_signalfd(sigfd);
+    if (!sig) _exit(kExitLaunchFailed);
+    if (*sig != SIGCHLD) {
+      (void)sys::signal_pid(runtime, *sig);
+      continue;
+    }
+    if (terminal)
+      if (auto st = sys::stopped_or_continued(runtime); st && *st) (void)sys::write_all(lifeline, **st ? "S" : "C", 1);
+    // Reap every child (orphans are reparented to us); the runtime's exit
+    // ends the sandbox, and with pid 1 gone the kernel kills the rest.
+    while (true) {
+      auto done = sys::reap_any();
+      if (!done || !*done) break;
+      if ((*done)->first == runtime) _exit(exit_code_of((*done)->second));
+    }
+  }
+}
+
+}  // namespace
+
 void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // Nothing of the supervisor's but what this half needs: above all not
-  // its directory fds (host paths outside the new root) nor its end of the
-  // lifeline pipe.
+  // its directory fds (host paths outside the new root).
   Reporter rep(io.channel);
-  if (auto r = sys::close_fds_except({0, 1, 2, io.sync_read, io.channel, io.listen_fd}); !r) die(rep, r.error());
+  if (auto r = sys::close_fds_except({0, 1, 2, io.lifeline, io.channel, io.listen_fd}); !r) die(rep, r.error());
   // The sandbox dies with its supervisor; a supervisor that died before
-  // this line is caught by the sync read below (EOF).
+  // this line is caught by the read below (EOF).
   if (auto r = sys::set_parent_death_signal(SIGKILL); !r) die(rep, r.error());
   char go = 0;
-  if (auto got = sys::read_byte(io.sync_read, go); !got || !*got) _exit(kExitLaunchFailed);
-  // The supervisor keeps the pipe's other end open for its whole life, so
-  // EOF here later means it is gone. That lifeline, unlike PDEATHSIG,
+  if (auto got = sys::read_byte(io.lifeline, go); !got || !*got) _exit(kExitLaunchFailed);
+  // The supervisor keeps the lifeline's other end open for its whole
+  // life, so EOF here later means it is gone. That, unlike PDEATHSIG,
   // survives the credential changes below (which clear PDEATHSIG).
 
   // Signals the init forwards are blocked before the runtime exists so
@@ -420,6 +499,13 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   if (!sigfd) die(rep, sigfd.error());
 
   if (auto r = prepare(plan, rep); !r) die(rep, r.error());
+  Terminal term;
+  if (plan.terminal) {
+    rep.enter(Step::terminal);
+    auto t = open_terminal(rep);
+    if (!t) die(rep, t.error());
+    term = std::move(*t);
+  }
   // The runtime shares our ids: this process is off limits to it (ptrace,
   // /proc/1/fd) from before the runtime exists, so the lifeline, the
   // channel and the signalfd stay ours. The runtime's execve makes it
@@ -427,36 +513,20 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   if (auto r = sys::set_not_dumpable(); !r) die(rep, r.error());
   auto pid = sys::fork_process();
   if (!pid) die(rep, pid.error());
-  if (*pid == 0) exec_runtime(plan, io, rep);
+  if (*pid == 0) exec_runtime(plan, io, rep, term);
 
   // The init: the runtime's exec closes its copy of the channel; ours is
-  // closed now so that the supervisor sees EOF exactly then.
+  // closed now so that the supervisor sees EOF exactly then. The pty's
+  // peer is the runtime's alone after the runtime's group is in front, so
+  // the master sees its end.
   sys::close_fd(io.channel);
   sys::close_fd(io.listen_fd);
-  while (true) {
-    std::vector<struct pollfd> fds{{sigfd->get(), POLLIN, 0}, {io.sync_read, POLLIN, 0}};
-    if (!sys::poll_fds(fds, -1)) _exit(kExitLaunchFailed);
-    if (fds[1].revents != 0) {
-      // The supervisor died (even by SIGKILL): end the sandbox. With pid 1
-      // gone the kernel kills everything else in it.
-      (void)sys::signal_pid(*pid, SIGKILL);
-      _exit(128 + SIGKILL);
-    }
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    auto sig = sys::read_signalfd(sigfd->get());
-    if (!sig) _exit(kExitLaunchFailed);
-    if (*sig != SIGCHLD) {
-      (void)sys::signal_pid(*pid, *sig);
-      continue;
-    }
-    // Reap every child (orphans are reparented to us); the runtime's exit
-    // ends the sandbox, and with pid 1 gone the kernel kills the rest.
-    while (true) {
-      auto done = sys::reap_any();
-      if (!done || !*done) break;
-      if ((*done)->first == *pid) _exit(exit_code_of((*done)->second));
-    }
+  if (term.peer.valid()) {
+    (void)sys::set_process_group(*pid, *pid);
+    (void)sys::set_foreground(term.peer.get(), *pid);
+    term.peer.reset();
   }
+  be_init(*pid, sigfd->get(), io.lifeline, plan.terminal);
 }
 
 }  // namespace ctx::launcher

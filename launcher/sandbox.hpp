@@ -10,7 +10,10 @@ namespace ctx::launcher {
 
 /// The descriptors the child needs from the supervisor.
 struct SandboxIo {
-  int sync_read = -1;  ///< one byte once the id maps are written; EOF when the supervisor dies
+  /// The lifeline, a socketpair: one byte once the id maps are written,
+  /// EOF when the supervisor dies; in an interactive launch the init
+  /// writes 'S' when the runtime stopped and takes 'c' to continue it.
+  int lifeline = -1;
   /// The sandbox's end of the SOCK_SEQPACKET channel (channel.hpp):
   /// step timings, the sockets of /run/ctx, the pty master, or the error
   /// that ended the setup; EOF once the runtime's execve succeeded.

@@ -18,12 +18,14 @@
 #include "launcher/channel.hpp"
 #include "launcher/children.hpp"
 #include "launcher/notify.hpp"
+#include "launcher/pty_relay.hpp"
 #include "launcher/sandbox.hpp"
 #include "sys/file.hpp"
 #include "sys/landlock.hpp"
 #include "sys/probe.hpp"
 #include "sys/resolve.hpp"
 #include "sys/process.hpp"
+#include "sys/pty.hpp"
 #include "sys/socket.hpp"
 
 namespace ctx::launcher {
@@ -68,6 +70,7 @@ struct SetupReport {
   json timings = json::object();
   UniqueFd notify;   ///< the NOTIFY_SOCKET, bound in the sandbox
   UniqueFd control;  ///< the control socket, bound in the sandbox
+  UniqueFd master;   ///< the runtime's pty (an interactive launch)
   std::optional<Record> error;
 };
 
@@ -93,6 +96,7 @@ SetupReport read_setup(int channel) {
         }
         break;
       case Record::Kind::pty:
+        if ((*m)->fds.size() == 1) out.master = std::move((*m)->fds[0]);
         break;
       case Record::Kind::error:
         out.error = std::move(*r);
@@ -161,6 +165,10 @@ namespace {
 // agent's files and take the lock, place it in its cgroup, start the
 // sandbox, read its setup report, supervise, tear down. Every member
 // function is one concern; run() is the sequence.
+// What the runtime's pty still holds when the runtime ended is passed on
+// for at most this long.
+constexpr int kDrainMs = 500;
+
 class Supervisor {
  public:
   Supervisor(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const SuperviseOptions& opts,
@@ -179,6 +187,7 @@ class Supervisor {
   void report_started();
   void start_children();
   void supervise_loop();
+  void read_lifeline();
   void read_notify();
   void on_signal(int sig);
   void cancel(const char* reason);
@@ -202,6 +211,7 @@ class Supervisor {
   SetupReport setup_;
   std::optional<Children> children_;
   NotifyLimiter limiter_{kNotifyBurst, kNotifyPerSecond};
+  std::optional<PtyRelay> relay_;
 
   AgentState state_ = AgentState::start;
   int exit_code_ = kExitLaunchFailed;
@@ -229,8 +239,8 @@ int Supervisor::fail_launch(const Error& e) {
 // half-way; then <name>.d and the one-instance lock, which lives as long
 // as this process.
 std::optional<int> Supervisor::open_agent() {
-  const std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, parent_dead_signal(),
-                                 stop_signal()};
+  std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, parent_dead_signal(), stop_signal()};
+  if (plan_.terminal) watched.push_back(SIGWINCH);
   auto sigfd = sys::block_into_signalfd(watched);
   if (!sigfd) return failed(sigfd.error());
   sigfd_ = std::move(*sigfd);
@@ -281,7 +291,7 @@ std::optional<int> Supervisor::place() {
 std::optional<int> Supervisor::start_sandbox() {
   auto listen = sys::listen_unix_at(agents_.get(), plan_.name + ".sock", plan_.ctx_root + "/agent/" + plan_.name + ".sock");
   if (!listen) return fail_launch(listen.error());
-  auto sync = sys::make_pipe();
+  auto sync = sys::make_seqpacket_pair();
   if (!sync) return fail_launch(sync.error());
   auto chan = sys::make_seqpacket_pair();
   if (!chan) return fail_launch(chan.error());
@@ -334,6 +344,16 @@ std::optional<int> Supervisor::finish_setup() {
   if (!setup_.error)
     if (auto r = sys::set_nonblocking(setup_.control.get()); !r)
       setup_.error = Record{Record::Kind::error, Step::run_ctx, r.error().code, 0, r.error().msg};
+  if (!setup_.error && plan_.terminal) {
+    // Output goes to the caller's terminal; to stdout when that is not one
+    // (the runtime's stdout stays whatever the caller gave it then).
+    int out = sys::is_terminal(1) ? 1 : sys::is_terminal(2) ? 2 : 1;
+    if (auto r = PtyRelay::start(0, out, std::move(setup_.master)); r) {
+      relay_.emplace(std::move(*r));
+    } else {
+      setup_.error = Record{Record::Kind::error, Step::terminal, r.error().code, 0, r.error().with_context("terminal").msg};
+    }
+  }
   if (!setup_.error) return std::nullopt;
   Error e{setup_.error->code == 0 ? EIO : setup_.error->code, setup_.error->detail};
   auto st = sys::wait_pid(child_->pid);
@@ -435,6 +455,10 @@ void Supervisor::on_signal(int sig) {
   if (sig == parent_dead_signal()) return cancel("parent_dead");
   if (sig == stop_signal()) return cancel("stopped");
   if (sig == SIGCHLD) return;
+  if (sig == SIGWINCH) {
+    if (relay_) relay_->window_changed();
+    return;
+  }
   set_state(AgentState::stopping);
   files_->log({{"event", "agent.signal"}, {"signal", sig}});
   (void)sys::signal_pidfd(child_->pidfd.get(), sig);
@@ -448,6 +472,8 @@ void Supervisor::supervise_loop() {
   while (true) {
     std::vector<struct pollfd> fds{{sigfd_.get(), POLLIN, 0}, {child_->pidfd.get(), POLLIN, 0},
                                    {setup_.notify.get(), POLLIN, 0}};
+    fds.push_back({lifeline_.get(), POLLIN, 0});  // fds[3]
+    if (relay_) relay_->add_poll_fds(fds);
     children_->add_poll_fds(fds);
     int timeout = -1;
     if (cancelled_ && !killed_) {
@@ -464,6 +490,8 @@ void Supervisor::supervise_loop() {
       (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
     }
     if (fds[2].revents & POLLIN) read_notify();
+    if (fds[3].revents & POLLIN) read_lifeline();
+    if (relay_) relay_->handle(fds);
     if (fds[0].revents & POLLIN)
       if (auto sig = sys::read_signalfd(sigfd_.get())) on_signal(*sig);
     children_->handle(fds);
@@ -475,12 +503,32 @@ void Supervisor::supervise_loop() {
   }
 }
 
+// Job control of an interactive launch: the runtime stopped (^Z on its
+// terminal, or a SIGSTOP), so the agent stops as a whole the way a
+// foreground program does: the caller's terminal goes back to its own
+// mode and the supervisor stops itself, which gives the shell the
+// terminal. Once continued (fg), raw mode again and the runtime goes on.
+// Nothing typed meanwhile reaches the sandbox: nobody reads the terminal.
+void Supervisor::read_lifeline() {
+  char c = 0;
+  auto got = sys::read_byte(lifeline_.get(), c);
+  if (!got || !*got || c != 'S' || !relay_) return;
+  relay_->suspend();
+  sys::stop_self();
+  relay_->resume();
+  (void)sys::write_all(lifeline_.get(), "c", 1);
+}
+
 // Our runtime is gone: so is the parent of our children (seed 003, "Parent
 // Death"). Each child cancels itself (SIGTERM, grace, cgroup.kill) and
 // records it; once the grace period is over, one cgroup.kill of our
 // subtree ends whatever runtime is left below us at once. Then the
 // records of the end.
 int Supervisor::teardown() {
+  if (relay_) {
+    relay_->drain(kDrainMs);
+    relay_.reset();  // the caller's terminal as it was
+  }
   (void)sys::remove_at(agents_.get(), plan_.name + ".sock");
   if (children_->running() > 0) {
     set_state(AgentState::stopping);

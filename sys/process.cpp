@@ -75,6 +75,25 @@ Result<int> wait_pid(pid_t pid) {
   return status;
 }
 
+Result<std::optional<bool>> stopped_or_continued(pid_t pid) {
+  siginfo_t info{};
+  // WNOWAIT: an exit stays to be reaped by reap_any.
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WNOHANG | WSTOPPED | WCONTINUED | WEXITED | WNOWAIT) < 0)
+    return fail_errno("waitid");
+  if (info.si_pid == 0 || info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED)
+    return std::optional<bool>();
+  // Consume the stop or continue report.
+  (void)::waitid(P_PID, static_cast<id_t>(pid), &info, WNOHANG | WSTOPPED | WCONTINUED);
+  return std::optional<bool>(info.si_code == CLD_STOPPED || info.si_code == CLD_TRAPPED);
+}
+
+void stop_self() { (void)::raise(SIGTSTP); }
+
+Result<void> dup_to(int fd, int target) {
+  if (::dup2(fd, target) < 0) return fail_errno("dup2");
+  return {};
+}
+
 Result<std::optional<std::pair<pid_t, int>>> reap_any() {
   int status = 0;
   pid_t r = ::waitpid(-1, &status, WNOHANG);

@@ -47,6 +47,19 @@ Result<pid_t> fork_process();
 /// Waits for a pid and returns the raw wait status.
 Result<int> wait_pid(pid_t pid);
 
+/// waitpid(pid, WNOHANG|WUNTRACED|WCONTINUED) for a stop or a continue
+/// only: true (stopped), false (continued), nullopt (neither; an exit is
+/// left for reap_any, since waitpid with WUNTRACED would reap it).
+Result<std::optional<bool>> stopped_or_continued(pid_t pid);
+
+/// Stops the caller as ^Z would (SIGTSTP to itself; the default action,
+/// which the kernel skips for an orphaned process group). Returns once
+/// the caller was continued.
+void stop_self();
+
+/// dup2(2): fd becomes target too (close-on-exec cleared on target).
+Result<void> dup_to(int fd, int target);
+
 /// waitpid(-1, WNOHANG): (pid, status) of one exited child, nullopt if none.
 Result<std::optional<std::pair<pid_t, int>>> reap_any();
 

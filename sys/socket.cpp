@@ -206,6 +206,16 @@ Result<std::optional<std::string>> read_available(int fd, std::size_t max) {
   }
 }
 
+Result<std::size_t> write_some(int fd, std::string_view data) {
+  while (true) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return std::size_t{0};
+    return fail_errno("write");
+  }
+}
+
 Result<void> set_nonblocking(int fd) {
   int fl = ::fcntl(fd, F_GETFL);
   if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return fail_errno("fcntl O_NONBLOCK");

@@ -82,6 +82,10 @@ Result<std::optional<UniqueFd>> accept_nonblock(int listen_fd);
 /// "" at EOF, nullopt when nothing is waiting (EAGAIN).
 Result<std::optional<std::string>> read_available(int fd, std::size_t max);
 
+/// write(2) once: how many bytes went (0 when a non-blocking fd would
+/// block); EINTR retried.
+Result<std::size_t> write_some(int fd, std::string_view data);
+
 /// Makes fd non-blocking (fcntl O_NONBLOCK).
 Result<void> set_nonblocking(int fd);
 

@@ -281,7 +281,7 @@ TEST_CASE("from_rules refuses what parse refuses, naming the rule", "[unit]") {
        "rule"},
       {rule("a_t", Class::mount, "/caf\xe9", "read"),
        {},
-       "rule 1: allow a_t mount:/caf\xe9 read: EINVAL: mount object: invalid UTF-8"},
+       "rule 1: allow a_t mount:/caf\\xe9 read: EINVAL: mount object: invalid UTF-8"},
       {rule("a_t", Class::mount, "/a\nallow b_t tool:x", "read"),
        {},
        "rule 1: allow a_t mount:/a\\x0aallow b_t tool:x read: EINVAL: mount object: newline in path"},

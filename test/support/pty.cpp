@@ -1,0 +1,103 @@
+#include "test/support/pty.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+namespace ctx::test {
+
+PtySession::PtySession(const std::vector<std::string>& argv, std::optional<TestUser> as,
+                       const std::vector<std::string>& env, int rows, int cols) {
+  master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0) return;
+  slave_path_ = ::ptsname(master_);
+  winsize w{static_cast<unsigned short>(rows), static_cast<unsigned short>(cols), 0, 0};
+  ::ioctl(master_, TIOCSWINSZ, &w);
+  if (as) ::chown(slave_path_.c_str(), as->uid, static_cast<gid_t>(-1));
+  // Held open by the test too: a master whose slave nobody has open reads
+  // EIO, which would end the session before the child opened it.
+  held_slave_ = ::open(slave_path_.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  pid_ = ::fork();
+  if (pid_ != 0) return;
+  ::setsid();
+  int s = ::open(slave_path_.c_str(), O_RDWR);
+  if (s < 0 || ::ioctl(s, TIOCSCTTY, 0) != 0) ::_exit(120);
+  for (int fd = 0; fd < 3; ++fd) ::dup2(s, fd);
+  if (s > 2) ::close(s);
+  if (as) {
+    if (::setgroups(0, nullptr) != 0 || ::setgid(as->gid) != 0 || ::setuid(as->uid) != 0) ::_exit(121);
+  }
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  ::execve(args[0], args.data(), envp.data());
+  ::_exit(127);
+}
+
+PtySession::~PtySession() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+  }
+  if (master_ >= 0) ::close(master_);
+  if (held_slave_ >= 0) ::close(held_slave_);
+}
+
+void PtySession::type(const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(master_, text.data() + done, text.size() - done);
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void PtySession::pump(int timeout_ms) {
+  pollfd p{master_, POLLIN, 0};
+  if (closed_ || ::poll(&p, 1, timeout_ms) <= 0) return;
+  char buf[4096];
+  ssize_t n = ::read(master_, buf, sizeof buf);
+  if (n <= 0) {
+    closed_ = true;  // EIO: every holder of the slave closed it
+    return;
+  }
+  out_.append(buf, static_cast<std::size_t>(n));
+}
+
+bool PtySession::wait_for(const std::string& text, int timeout_ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (out_.find(text, from_) == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
+    if (left <= 0 || closed_) return false;
+    pump(static_cast<int>(left));
+  }
+  return true;
+}
+
+int PtySession::wait_exit(int timeout_ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < end) {
+    int st = 0;
+    pid_t r = ::waitpid(pid_, &st, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    pump(20);
+  }
+  return -1;
+}
+
+}  // namespace ctx::test

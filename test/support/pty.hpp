@@ -1,0 +1,52 @@
+// A command run in a fresh pty, as a person at a terminal would run it:
+// the test types into the master and reads what the terminal shows.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "test/support/launch.hpp"
+
+namespace ctx::test {
+
+class PtySession {
+ public:
+  /// Runs argv as the session leader of a new pty (its controlling
+  /// terminal, 0-2), optionally as `as`, with env, at rows x cols.
+  PtySession(const std::vector<std::string>& argv, std::optional<TestUser> as, const std::vector<std::string>& env,
+             int rows = 24, int cols = 80);
+  ~PtySession();
+  PtySession(const PtySession&) = delete;
+  PtySession& operator=(const PtySession&) = delete;
+
+  /// Types text.
+  void type(const std::string& text);
+  /// Reads until `text` has appeared after the mark (see mark()); false on
+  /// timeout or when the terminal closed first.
+  bool wait_for(const std::string& text, int timeout_ms = 10000);
+  /// Forgets what was read so far for wait_for.
+  void mark() { from_ = out_.size(); }
+  /// Everything the terminal showed.
+  const std::string& output() const { return out_; }
+  /// The session leader's exit code (128+signal), waiting up to timeout_ms;
+  /// -1 on timeout.
+  int wait_exit(int timeout_ms = 20000);
+  /// The pty's slave path, for looking at the terminal from outside.
+  const std::string& slave() const { return slave_path_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  void pump(int timeout_ms);
+  int master_ = -1;
+  int held_slave_ = -1;
+  pid_t pid_ = -1;
+  std::string slave_path_;
+  std::string out_;
+  std::size_t from_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace ctx::test
