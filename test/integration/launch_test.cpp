@@ -826,7 +826,12 @@ TEST_CASE("a peer outside the sandbox is not served by the supervisor", "[root]"
     timeval tv{5, 0};
     ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char buf[256];
-    CHECK(::read(s, buf, sizeof buf) == 0);  // EOF, no answer
+    ssize_t got = ::read(s, buf, sizeof buf);
+    int err = errno;
+    INFO("read " << got << " errno " << err << " " << std::string(buf, got > 0 ? static_cast<std::size_t>(got) : 0));
+    // Closed unanswered: EOF, or ECONNRESET when the request was still
+    // unread in the supervisor's queue as it closed.
+    CHECK((got == 0 || (got < 0 && err == ECONNRESET)));
     ::close(s);
     CHECK_FALSE(std::filesystem::exists(t.root() + "/agent/x.d"));
     // NOTIFY_SOCKET: READY=1 from outside changes nothing.
