@@ -19,6 +19,7 @@
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "base/text.hpp"
+#include "launcher/ancestry.hpp"
 #include "launcher/caller.hpp"
 #include "launcher/plan.hpp"
 #include "launcher/plan_json.hpp"
@@ -37,45 +38,6 @@ int report(const ctx::Error& e, int code) {
 std::string env_or(const char* key, const char* dflt) {
   const char* v = std::getenv(key);
   return v != nullptr && *v != '\0' ? v : dflt;
-}
-
-// An owned child's place in its ancestry: the coordination directory in
-// its parent's session (when it exists) and every ancestor's session
-// tree, which the child must not see.
-// Fails closed when the parent cannot be read: a child's mounts are
-// checked against its parent's.
-// A child's identity files count as root's decision only where every
-// ancestor's do too: a root supervisor writes its children's files, but
-// from ids an owner may have chosen.
-ctx::Result<void> plan_ancestry(ctx::agentdir::AgentSpec& spec, ctx::launcher::PlanOptions& po) {
-  const ctx::agentdir::AgentSpec* cur = &spec;
-  std::optional<ctx::agentdir::AgentSpec> anc;
-  for (int depth = 0; depth < 16 && cur->parent; ++depth) {
-    auto p = ctx::agentdir::load(spec.ctx_root, cur->parent->agent);
-    if (!p && depth == 0)
-      return ctx::fail(p.error().code,
-                       spec.name + ": its parent " + cur->parent->agent + " cannot be read (" + p.error().msg +
-                           "): a child runs only while its parent's files say what it may see; remove " + spec.name +
-                           ".d/parent to run it as an agent of its own");
-    if (!p) {
-      spec.id_source = {};  // an ancestor nobody can vouch for decided nothing
-      return {};
-    }
-    spec.id_source.uid_by_root = spec.id_source.uid_by_root && p->id_source.uid_by_root;
-    spec.id_source.gid_by_root = spec.id_source.gid_by_root && p->id_source.gid_by_root;
-    spec.id_source.groups_by_root = spec.id_source.groups_by_root && p->id_source.groups_by_root;
-    std::string session = cur->parent->session.empty() ? "default" : cur->parent->session;
-    if (depth == 0) {
-      po.parent_mounts = p->mounts;
-      std::string dir = ctx::agentdir::child_context_dir(*p, session, spec.name);
-      if (auto st = ctx::sys::stat_at(AT_FDCWD, dir); st && *st) po.handoff_dir = dir;
-    }
-    po.hidden_dirs.push_back(spec.ctx_root + "/home/" + ctx::sessions_rel(p->owner, p->name));
-    anc = std::move(*p);
-    cur = &*anc;
-  }
-  if (cur->parent) spec.id_source = {};
-  return {};
 }
 
 }  // namespace
@@ -139,7 +101,9 @@ int main(int argc, char** argv) {
   po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
   po.terminal = ctx::sys::is_terminal(0) || ctx::sys::is_terminal(1) || ctx::sys::is_terminal(2);
   if (spec->parent)
-    if (auto r = plan_ancestry(*spec, po); !r) return report(r.error(), ctx::launcher::kExitLaunchFailed);
+    if (auto r = ctx::launcher::plan_ancestry(*spec, po, [&](const std::string& n) { return ctx::agentdir::load(ctx_root, n); });
+        !r)
+      return report(r.error(), ctx::launcher::kExitLaunchFailed);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
   if (auto tiers = ctx::launcher::ctx_path_host_dirs(*plan); !tiers.empty()) {

@@ -1,0 +1,28 @@
+// An owned child's place in its ancestry, for its plan.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "agentdir/agent_spec.hpp"
+#include "base/result.hpp"
+#include "launcher/plan.hpp"
+
+namespace ctx::launcher {
+
+/// Reads an agent of the same CTX root by name (agentdir::load).
+using AgentLoader = std::function<Result<agentdir::AgentSpec>(const std::string& name)>;
+
+/// For an agent with a parent: the parent's mount table (its binds derive
+/// from them) and the coordination directory in the parent's session when
+/// it exists (po.parent_mounts, po.handoff_dir), and every ancestor's
+/// session tree, which the child must not see (po.hidden_dirs). The
+/// child's identity files count as root's decision only where every
+/// ancestor's do too (spec.id_source): a root supervisor writes its
+/// children's files, but from ids an owner may have chosen; an ancestor
+/// that cannot be read, or a chain longer than 16, decided nothing.
+/// Fails closed when the parent itself cannot be read: a child's mounts
+/// are checked against its parent's.
+Result<void> plan_ancestry(agentdir::AgentSpec& spec, PlanOptions& po, const AgentLoader& load);
+
+}  // namespace ctx::launcher
