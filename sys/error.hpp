@@ -14,10 +14,11 @@ inline Error sys_error(std::string_view call, int err) {
   return Error{err, std::string(call) + ": " + errno_name(err)};
 }
 
-/// Same, reading errno now. Call it right after the failing call.
-inline Unexpected<Error> fail_errno(std::string_view call) {
-  int err = errno;
-  return fail(sys_error(call, err));
-}
+/// The failure of the call that just set errno: errno is read first, then
+/// the message is built, so nothing the message's construction does (an
+/// allocation, a conversion) can change the errno reported. Use as
+/// `return CTX_FAIL_ERRNO("open " + path);`.
+#define CTX_FAIL_ERRNO(what) \
+  ([&, ctx_saved_errno_ = errno]() { return ::ctx::fail(::ctx::sys::sys_error((what), ctx_saved_errno_)); }())
 
 }  // namespace ctx::sys

@@ -27,7 +27,7 @@ Result<void> write_all(int fd, std::string_view data, const char* what) {
     ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return fail_errno(what);
+      return CTX_FAIL_ERRNO(what);
     }
     data.remove_prefix(static_cast<std::size_t>(n));
   }
@@ -44,19 +44,19 @@ std::uint64_t random_u64() {
 Result<UniqueFd> open_dir(const std::string& path, bool nofollow) {
   int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
   int fd = ::open(path.c_str(), flags);
-  if (fd < 0) return fail_errno("open " + path);
+  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
   return UniqueFd(fd);
 }
 
 Result<UniqueFd> open_dir_at(int dirfd, const std::string& name) {
   int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return fail_errno("openat " + name);
+  if (fd < 0) return CTX_FAIL_ERRNO("openat " + name);
   return UniqueFd(fd);
 }
 
 Result<FileStat> stat_fd(int fd) {
   struct stat s {};
-  if (::fstat(fd, &s) < 0) return fail_errno("fstat");
+  if (::fstat(fd, &s) < 0) return CTX_FAIL_ERRNO("fstat");
   return from_stat(s);
 }
 
@@ -64,7 +64,7 @@ Result<std::optional<FileStat>> stat_at(int dirfd, const std::string& name) {
   struct stat s {};
   if (::fstatat(dirfd, name.c_str(), &s, AT_SYMLINK_NOFOLLOW) < 0) {
     if (errno == ENOENT) return std::optional<FileStat>();
-    return fail_errno("fstatat " + name);
+    return CTX_FAIL_ERRNO("fstatat " + name);
   }
   return std::optional<FileStat>(from_stat(s));
 }
@@ -98,7 +98,7 @@ Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string&
     ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return fail_errno("read");
+      return CTX_FAIL_ERRNO("read");
     }
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
@@ -111,7 +111,7 @@ Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string&
 
 Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode, std::optional<Ownership> owner) {
   int raw = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (raw < 0) return fail_errno("openat .");
+  if (raw < 0) return CTX_FAIL_ERRNO("openat .");
   UniqueFd cur(raw);
   std::size_t start = 0;
   while (start < rel.size()) {
@@ -119,9 +119,9 @@ Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mod
     std::string comp = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (!comp.empty()) {
       bool made = ::mkdirat(cur.get(), comp.c_str(), mode) == 0;
-      if (!made && errno != EEXIST) return fail_errno("mkdirat " + comp);
+      if (!made && errno != EEXIST) return CTX_FAIL_ERRNO("mkdirat " + comp);
       CTX_TRY_ASSIGN(UniqueFd next, open_dir_at(cur.get(), comp));
-      if (made && owner && ::fchown(next.get(), owner->uid, owner->gid) < 0) return fail_errno("fchown " + comp);
+      if (made && owner && ::fchown(next.get(), owner->uid, owner->gid) < 0) return CTX_FAIL_ERRNO("fchown " + comp);
       cur = std::move(next);
     }
     if (slash == std::string::npos) break;
@@ -135,7 +135,7 @@ Result<bool> make_dir_if_missing_at(int dirfd, const std::string& name, mode_t m
   int err = errno;
   if (err != EEXIST) return fail(sys_error("mkdirat " + name, err));
   struct stat st {};
-  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return fail_errno("fstatat " + name);
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return CTX_FAIL_ERRNO("fstatat " + name);
   if (S_ISDIR(st.st_mode)) return false;
   if (S_ISLNK(st.st_mode)) return fail(Error{ELOOP, "mkdirat " + name + ": ELOOP: is a symbolic link"});
   return fail(Error{ENOTDIR, "mkdirat " + name + ": ENOTDIR: exists and is not a directory"});
@@ -149,7 +149,7 @@ Result<std::string> make_temp_dir_at(int dirfd, const std::string& prefix, mode_
     std::string name = prefix;
     for (int i = 0; i < 10; ++i, r /= kChars.size()) name += kChars[r % kChars.size()];
     if (::mkdirat(dirfd, name.c_str(), mode) == 0) return name;
-    if (errno != EEXIST) return fail_errno("mkdirat " + name);
+    if (errno != EEXIST) return CTX_FAIL_ERRNO("mkdirat " + name);
   }
   return fail(Error{EEXIST, "mkdirat " + prefix + "*: EEXIST: no free temporary name after 100 attempts"});
 }
@@ -157,20 +157,20 @@ Result<std::string> make_temp_dir_at(int dirfd, const std::string& prefix, mode_
 Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int newdirfd,
                                  const std::string& newname) {
   if (::renameat2(olddirfd, oldname.c_str(), newdirfd, newname.c_str(), RENAME_NOREPLACE) < 0)
-    return fail_errno("renameat2 " + oldname + " " + newname);
+    return CTX_FAIL_ERRNO("renameat2 " + oldname + " " + newname);
   return {};
 }
 
 Result<void> rename_at(int olddirfd, const std::string& oldname, int newdirfd, const std::string& newname) {
   if (::renameat(olddirfd, oldname.c_str(), newdirfd, newname.c_str()) < 0)
-    return fail_errno("renameat " + oldname + " " + newname);
+    return CTX_FAIL_ERRNO("renameat " + oldname + " " + newname);
   return {};
 }
 
 Result<void> chown_at(int dirfd, const std::string& name, Ownership owner) {
   int flags = AT_SYMLINK_NOFOLLOW | (name.empty() ? AT_EMPTY_PATH : 0);
   if (::fchownat(dirfd, name.c_str(), owner.uid, owner.gid, flags) < 0)
-    return fail_errno("fchownat " + (name.empty() ? std::string(".") : name));
+    return CTX_FAIL_ERRNO("fchownat " + (name.empty() ? std::string(".") : name));
   return {};
 }
 
@@ -178,7 +178,7 @@ Result<std::string> read_link_at(int dirfd, const std::string& name) {
   std::string buf(256, '\0');
   while (true) {
     ssize_t n = ::readlinkat(dirfd, name.c_str(), buf.data(), buf.size());
-    if (n < 0) return fail_errno("readlinkat " + name);
+    if (n < 0) return CTX_FAIL_ERRNO("readlinkat " + name);
     // A full buffer may mean a truncated target: grow and read again.
     if (static_cast<std::size_t>(n) < buf.size()) {
       buf.resize(static_cast<std::size_t>(n));
@@ -191,16 +191,16 @@ Result<std::string> read_link_at(int dirfd, const std::string& name) {
 
 Result<UniqueFd> open_o_path(const std::string& path) {
   int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
-  if (fd < 0) return fail_errno("open " + path);
+  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
   return UniqueFd(fd);
 }
 
 Result<void> write_existing_at(int dirfd, const std::string& name, std::string_view data) {
   int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (raw < 0) return fail_errno("openat " + name);
+  if (raw < 0) return CTX_FAIL_ERRNO("openat " + name);
   UniqueFd fd(raw);
   ssize_t n = ::write(fd.get(), data.data(), data.size());
-  if (n < 0) return fail_errno("write " + name);
+  if (n < 0) return CTX_FAIL_ERRNO("write " + name);
   if (static_cast<std::size_t>(n) != data.size()) return fail(Error{EIO, "write " + name + ": short write"});
   return {};
 }
@@ -215,7 +215,7 @@ bool executable_at(int dirfd, const std::string& name) {
 
 Result<bool> on_noexec_mount(int fd) {
   struct statvfs v {};
-  if (::fstatvfs(fd, &v) < 0) return fail_errno("fstatvfs");
+  if (::fstatvfs(fd, &v) < 0) return CTX_FAIL_ERRNO("fstatvfs");
   return (v.f_flag & ST_NOEXEC) != 0;
 }
 
@@ -226,7 +226,7 @@ bool is_private_dir(const std::string& path) {
 }
 
 Result<void> chmod_at(int dirfd, const std::string& name, mode_t mode) {
-  if (::fchmodat(dirfd, name.c_str(), mode, 0) < 0) return fail_errno("chmod " + name);
+  if (::fchmodat(dirfd, name.c_str(), mode, 0) < 0) return CTX_FAIL_ERRNO("chmod " + name);
   return {};
 }
 
@@ -240,7 +240,7 @@ std::string read_or_empty(const std::string& dir, const std::string& name) {
 
 Result<std::vector<std::string>> list_dir(int dirfd) {
   int raw = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (raw < 0) return fail_errno("openat .");
+  if (raw < 0) return CTX_FAIL_ERRNO("openat .");
   DIR* d = ::fdopendir(raw);
   if (d == nullptr) {
     int err = errno;
@@ -265,7 +265,7 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
                             std::optional<Ownership> owner) {
   std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(random_u64() % 1000000007ULL);
   int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (raw < 0) return fail_errno("openat " + tmp);
+  if (raw < 0) return CTX_FAIL_ERRNO("openat " + tmp);
   UniqueFd fd(raw);
   auto cleanup = [&] { ::unlinkat(dirfd, tmp.c_str(), 0); };
   if (auto r = write_all(fd.get(), data, "write"); !r) {
@@ -294,7 +294,7 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
 
 Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode) {
   int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
-  if (raw < 0) return fail_errno("openat " + name);
+  if (raw < 0) return CTX_FAIL_ERRNO("openat " + name);
   UniqueFd fd(raw);
   CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
   if (!S_ISREG(st.mode)) return fail(Error{EINVAL, name + ": EINVAL: not a regular file"});
@@ -313,11 +313,11 @@ Result<void> append_file(int dirfd, const std::string& name, std::string_view da
     created = false;
     raw = ::openat(dirfd, name.c_str(), kFlags);
   }
-  if (raw < 0) return fail_errno("openat " + name);
+  if (raw < 0) return CTX_FAIL_ERRNO("openat " + name);
   UniqueFd fd(raw);
   CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
   if (!S_ISREG(st.mode)) return fail(Error{EINVAL, name + ": EINVAL: not a regular file"});
-  if (owner && created && ::fchown(fd.get(), owner->uid, owner->gid) < 0) return fail_errno("fchown " + name);
+  if (owner && created && ::fchown(fd.get(), owner->uid, owner->gid) < 0) return CTX_FAIL_ERRNO("fchown " + name);
   return write_all(fd.get(), data, "write");
 }
 

@@ -30,11 +30,11 @@ std::string format_map(const std::vector<IdMapLine>& m) {
 
 Result<void> write_proc_file(const std::string& path, const std::string& data) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return fail_errno("open " + path);
+  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
   UniqueFd guard(fd);
   // An id map must be written with a single write(2).
   ssize_t n = ::write(fd, data.data(), data.size());
-  if (n < 0) return fail_errno("write " + path);
+  if (n < 0) return CTX_FAIL_ERRNO("write " + path);
   if (static_cast<std::size_t>(n) != data.size()) return fail(Error{EIO, "write " + path + ": short write"});
   return {};
 }
@@ -47,7 +47,7 @@ Result<void> run_helper(const char* helper, pid_t pid, const std::vector<IdMapLi
     args.push_back(std::to_string(l.count));
   }
   pid_t child = ::fork();
-  if (child < 0) return fail_errno("fork");
+  if (child < 0) return CTX_FAIL_ERRNO("fork");
   if (child == 0) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -58,7 +58,7 @@ Result<void> run_helper(const char* helper, pid_t pid, const std::vector<IdMapLi
   }
   int status = 0;
   while (::waitpid(child, &status, 0) < 0)
-    if (errno != EINTR) return fail_errno("waitpid");
+    if (errno != EINTR) return CTX_FAIL_ERRNO("waitpid");
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return fail(Error{ENOENT, std::string(helper) + ": ENOENT: not installed (apt-get install uidmap)"});
@@ -88,15 +88,15 @@ Result<void> run_id_map_helpers(pid_t pid, const std::vector<IdMapLine>& uid_map
 
 Result<void> set_ids(std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups) {
   std::vector<gid_t> g(groups.begin(), groups.end());
-  if (::setgroups(g.size(), g.data()) < 0) return fail_errno("setgroups");
-  if (::setresgid(gid, gid, gid) < 0) return fail_errno("setresgid");
-  if (::setresuid(uid, uid, uid) < 0) return fail_errno("setresuid");
+  if (::setgroups(g.size(), g.data()) < 0) return CTX_FAIL_ERRNO("setgroups");
+  if (::setresgid(gid, gid, gid) < 0) return CTX_FAIL_ERRNO("setresgid");
+  if (::setresuid(uid, uid, uid) < 0) return CTX_FAIL_ERRNO("setresuid");
   return {};
 }
 
 Result<void> set_fs_ids(std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups) {
   std::vector<gid_t> g(groups.begin(), groups.end());
-  if (::setgroups(g.size(), g.data()) < 0) return fail_errno("setgroups");
+  if (::setgroups(g.size(), g.data()) < 0) return CTX_FAIL_ERRNO("setgroups");
   // setfsuid/setfsgid report no error; verify by reading back.
   ::setfsgid(gid);
   if (static_cast<std::uint32_t>(::setfsgid(static_cast<gid_t>(-1))) != gid)
@@ -112,10 +112,10 @@ Result<Creds> current_creds() {
   c.uid = ::geteuid();
   c.gid = ::getegid();
   int n = ::getgroups(0, nullptr);
-  if (n < 0) return fail_errno("getgroups");
+  if (n < 0) return CTX_FAIL_ERRNO("getgroups");
   std::vector<gid_t> g(static_cast<std::size_t>(n));
   n = ::getgroups(n, g.data());
-  if (n < 0) return fail_errno("getgroups");
+  if (n < 0) return CTX_FAIL_ERRNO("getgroups");
   c.groups.assign(g.begin(), g.begin() + n);
   return c;
 }
@@ -141,7 +141,7 @@ Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t 
 }
 
 Result<void> unshare_ns(int flags) {
-  if (::unshare(flags) < 0) return fail_errno("unshare");
+  if (::unshare(flags) < 0) return CTX_FAIL_ERRNO("unshare");
   return {};
 }
 
@@ -149,13 +149,13 @@ Result<void> drop_bounding_set() {
   for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
     int have = ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
     if (have <= 0) continue;  // already gone, or unknown to this kernel
-    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) return fail_errno("prctl PR_CAPBSET_DROP");
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) return CTX_FAIL_ERRNO("prctl PR_CAPBSET_DROP");
   }
   return {};
 }
 
 Result<void> drop_all_capabilities() {
-  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) return fail_errno("prctl PR_CAP_AMBIENT_CLEAR_ALL");
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) return CTX_FAIL_ERRNO("prctl PR_CAP_AMBIENT_CLEAR_ALL");
   CTX_TRY(drop_bounding_set());
   capng_clear(CAPNG_SELECT_CAPS);
   if (capng_apply(CAPNG_SELECT_CAPS) != 0) return fail(Error{EPERM, "capng_apply: EPERM: could not clear capabilities"});
@@ -164,13 +164,13 @@ Result<void> drop_all_capabilities() {
 
 Result<void> loopback_up() {
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return fail_errno("socket");
+  if (fd < 0) return CTX_FAIL_ERRNO("socket");
   UniqueFd s(fd);
   struct ifreq ifr {};
   std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) return fail_errno("ioctl SIOCGIFFLAGS lo");
+  if (::ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) return CTX_FAIL_ERRNO("ioctl SIOCGIFFLAGS lo");
   ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
-  if (::ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) return fail_errno("ioctl SIOCSIFFLAGS lo");
+  if (::ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) return CTX_FAIL_ERRNO("ioctl SIOCSIFFLAGS lo");
   return {};
 }
 

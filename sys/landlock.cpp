@@ -30,9 +30,9 @@ Result<bool> landlock_scope_ipc() {
   if (landlock_abi().value_or(0) < kLandlockScopeAbi) return false;
   RulesetAttr attr{0, 0, kScopeAbstractUnixSocket | kScopeSignal};
   long fd = ::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
-  if (fd < 0) return fail_errno("landlock_create_ruleset");
+  if (fd < 0) return CTX_FAIL_ERRNO("landlock_create_ruleset");
   UniqueFd ruleset(static_cast<int>(fd));
-  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) < 0) return fail_errno("landlock_restrict_self");
+  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) < 0) return CTX_FAIL_ERRNO("landlock_restrict_self");
   return true;
 }
 

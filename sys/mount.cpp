@@ -17,7 +17,7 @@ Result<UniqueFd> clone_tree(int dirfd, const std::string& path, bool recursive) 
   // what was checked, not of where a swapped-in symlink points.
   flags |= path.empty() ? AT_EMPTY_PATH : AT_SYMLINK_NOFOLLOW;
   int fd = ::open_tree(dirfd, path.c_str(), flags);
-  if (fd < 0) return fail_errno("open_tree");
+  if (fd < 0) return CTX_FAIL_ERRNO("open_tree");
   return UniqueFd(fd);
 }
 
@@ -29,18 +29,18 @@ Result<void> set_mount_attrs(int treefd, const MountAttrs& a, bool recursive) {
   if (a.noexec) attr.attr_set |= MOUNT_ATTR_NOEXEC;
   if (attr.attr_set == 0) return {};
   unsigned flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
-  if (::mount_setattr(treefd, "", flags, &attr, sizeof attr) < 0) return fail_errno("mount_setattr");
+  if (::mount_setattr(treefd, "", flags, &attr, sizeof attr) < 0) return CTX_FAIL_ERRNO("mount_setattr");
   return {};
 }
 
 Result<void> attach_tree(int treefd, int targetfd) {
   if (::move_mount(treefd, "", targetfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-    return fail_errno("move_mount");
+    return CTX_FAIL_ERRNO("move_mount");
   return {};
 }
 
 Result<void> make_mounts_private() {
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return fail_errno("mount MS_PRIVATE /");
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return CTX_FAIL_ERRNO("mount MS_PRIVATE /");
   return {};
 }
 
@@ -49,17 +49,17 @@ Result<void> mount_fresh(const std::string& fstype, int targetfd, unsigned long 
   // target without a second path walk.
   std::string target = "/proc/self/fd/" + std::to_string(targetfd);
   if (::mount(fstype.c_str(), target.c_str(), fstype.c_str(), flags, data.empty() ? nullptr : data.c_str()) < 0)
-    return fail_errno("mount " + fstype);
+    return CTX_FAIL_ERRNO("mount " + fstype);
   return {};
 }
 
 Result<void> pivot_to(int new_rootfd) {
-  if (::fchdir(new_rootfd) < 0) return fail_errno("fchdir new root");
+  if (::fchdir(new_rootfd) < 0) return CTX_FAIL_ERRNO("fchdir new root");
   // pivot_root(".", ".") stacks the old root on top of the new one; the
   // detach below removes it (see pivot_root(2), NOTES).
-  if (::syscall(SYS_pivot_root, ".", ".") < 0) return fail_errno("pivot_root");
-  if (::umount2(".", MNT_DETACH) < 0) return fail_errno("umount2 old root");
-  if (::chdir("/") < 0) return fail_errno("chdir /");
+  if (::syscall(SYS_pivot_root, ".", ".") < 0) return CTX_FAIL_ERRNO("pivot_root");
+  if (::umount2(".", MNT_DETACH) < 0) return CTX_FAIL_ERRNO("umount2 old root");
+  if (::chdir("/") < 0) return CTX_FAIL_ERRNO("chdir /");
   return {};
 }
 

@@ -42,7 +42,7 @@ Result<std::string> fd_path(int fd) {
   std::string link = "/proc/self/fd/" + std::to_string(fd);
   std::string buf(4096, '\0');
   ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
-  if (n < 0) return fail_errno("readlink " + link);
+  if (n < 0) return CTX_FAIL_ERRNO("readlink " + link);
   buf.resize(static_cast<std::size_t>(n));
   return buf;
 }

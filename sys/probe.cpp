@@ -29,11 +29,11 @@ bool put(const std::string& path, const std::string& v) {
 
 Result<void> probe_user_namespace() {
   int p[2];
-  if (::pipe2(p, O_CLOEXEC) < 0) return fail_errno("pipe2");
+  if (::pipe2(p, O_CLOEXEC) < 0) return CTX_FAIL_ERRNO("pipe2");
   uid_t uid = ::geteuid();
   gid_t gid = ::getegid();
   pid_t pid = ::fork();
-  if (pid < 0) return fail_errno("fork");
+  if (pid < 0) return CTX_FAIL_ERRNO("fork");
   if (pid == 0) {
     // Reports "<step> <errno>" and exits.
     auto report = [&](const char* step) {
@@ -65,13 +65,13 @@ Result<void> probe_user_namespace() {
 
 Result<int> landlock_abi() {
   long v = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  if (v < 0) return fail_errno("landlock_create_ruleset");
+  if (v < 0) return CTX_FAIL_ERRNO("landlock_create_ruleset");
   return static_cast<int>(v);
 }
 
 Result<void> probe_open_rw(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return fail_errno("open " + path);
+  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
   ::close(fd);
   return {};
 }

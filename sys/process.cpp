@@ -32,7 +32,7 @@ Result<Child> clone_child(const CloneSpec& spec) {
     args.cgroup = static_cast<std::uint64_t>(spec.cgroup_fd);
   }
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid < 0) return fail_errno("clone3");
+  if (pid < 0) return CTX_FAIL_ERRNO("clone3");
   Child c;
   c.pid = static_cast<pid_t>(pid);
   if (pid > 0) c.pidfd.reset(pidfd);
@@ -63,14 +63,14 @@ Result<Child> spawn_owned(const std::string& path, const std::vector<std::string
 
 Result<pid_t> fork_process() {
   pid_t pid = ::fork();
-  if (pid < 0) return fail_errno("fork");
+  if (pid < 0) return CTX_FAIL_ERRNO("fork");
   return pid;
 }
 
 Result<int> wait_pid(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return fail_errno("waitpid");
+    if (errno != EINTR) return CTX_FAIL_ERRNO("waitpid");
   }
   return status;
 }
@@ -79,7 +79,7 @@ Result<std::optional<bool>> stopped_or_continued(pid_t pid) {
   siginfo_t info{};
   // WNOWAIT: an exit stays to be reaped by reap_any.
   if (::waitid(P_PID, static_cast<id_t>(pid), &info, WNOHANG | WSTOPPED | WCONTINUED | WEXITED | WNOWAIT) < 0)
-    return fail_errno("waitid");
+    return CTX_FAIL_ERRNO("waitid");
   if (info.si_pid == 0 || info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED)
     return std::optional<bool>();
   // Consume the stop or continue report.
@@ -90,7 +90,7 @@ Result<std::optional<bool>> stopped_or_continued(pid_t pid) {
 void stop_self() { (void)::raise(SIGTSTP); }
 
 Result<void> dup_to(int fd, int target) {
-  if (::dup2(fd, target) < 0) return fail_errno("dup2");
+  if (::dup2(fd, target) < 0) return CTX_FAIL_ERRNO("dup2");
   return {};
 }
 
@@ -99,19 +99,19 @@ Result<std::optional<std::pair<pid_t, int>>> reap_any() {
   pid_t r = ::waitpid(-1, &status, WNOHANG);
   if (r < 0) {
     if (errno == ECHILD) return std::optional<std::pair<pid_t, int>>();
-    return fail_errno("waitpid");
+    return CTX_FAIL_ERRNO("waitpid");
   }
   if (r == 0) return std::optional<std::pair<pid_t, int>>();
   return std::optional<std::pair<pid_t, int>>(std::make_pair(r, status));
 }
 
 Result<void> signal_pidfd(int pidfd, int sig) {
-  if (::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) < 0) return fail_errno("pidfd_send_signal");
+  if (::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) < 0) return CTX_FAIL_ERRNO("pidfd_send_signal");
   return {};
 }
 
 Result<void> signal_pid(pid_t pid, int sig) {
-  if (::kill(pid, sig) < 0) return fail_errno("kill");
+  if (::kill(pid, sig) < 0) return CTX_FAIL_ERRNO("kill");
   return {};
 }
 
@@ -119,9 +119,9 @@ Result<UniqueFd> block_into_signalfd(const std::vector<int>& signals) {
   sigset_t set;
   sigemptyset(&set);
   for (int s : signals) sigaddset(&set, s);
-  if (::sigprocmask(SIG_BLOCK, &set, nullptr) < 0) return fail_errno("sigprocmask");
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) < 0) return CTX_FAIL_ERRNO("sigprocmask");
   int fd = ::signalfd(-1, &set, SFD_CLOEXEC);
-  if (fd < 0) return fail_errno("signalfd");
+  if (fd < 0) return CTX_FAIL_ERRNO("signalfd");
   return UniqueFd(fd);
 }
 
@@ -131,7 +131,7 @@ Result<int> read_signalfd(int fd) {
     ssize_t n = ::read(fd, &si, sizeof si);
     if (n == static_cast<ssize_t>(sizeof si)) return static_cast<int>(si.ssi_signo);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail_errno("read signalfd");
+    if (n < 0) return CTX_FAIL_ERRNO("read signalfd");
     return fail(Error{EIO, "read signalfd: short read"});
   }
 }
@@ -149,22 +149,22 @@ void reset_signals() {
 void ignore_sigpipe() { std::signal(SIGPIPE, SIG_IGN); }
 
 Result<void> set_parent_death_signal(int sig) {
-  if (::prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_PDEATHSIG");
+  if (::prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0) return CTX_FAIL_ERRNO("prctl PR_SET_PDEATHSIG");
   return {};
 }
 
 Result<void> set_dumpable() {
-  if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_DUMPABLE");
+  if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) return CTX_FAIL_ERRNO("prctl PR_SET_DUMPABLE");
   return {};
 }
 
 Result<void> set_no_new_privs() {
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_NO_NEW_PRIVS");
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return CTX_FAIL_ERRNO("prctl PR_SET_NO_NEW_PRIVS");
   return {};
 }
 
 Result<void> new_session() {
-  if (::setsid() < 0) return fail_errno("setsid");
+  if (::setsid() < 0) return CTX_FAIL_ERRNO("setsid");
   return {};
 }
 
@@ -174,15 +174,15 @@ Result<void> keep_only_fds(const std::vector<int>& keep) {
   std::vector<int> lifted;
   for (int fd : keep) {
     int n = ::fcntl(fd, F_DUPFD_CLOEXEC, 1000);
-    if (n < 0) return fail_errno("fcntl F_DUPFD_CLOEXEC");
+    if (n < 0) return CTX_FAIL_ERRNO("fcntl F_DUPFD_CLOEXEC");
     lifted.push_back(n);
   }
   for (std::size_t i = 0; i < lifted.size(); ++i) {
     int want = 3 + static_cast<int>(i);
-    if (::dup2(lifted[i], want) < 0) return fail_errno("dup2");  // dup2 clears CLOEXEC
+    if (::dup2(lifted[i], want) < 0) return CTX_FAIL_ERRNO("dup2");  // dup2 clears CLOEXEC
   }
   unsigned first = 3 + static_cast<unsigned>(keep.size());
-  if (::close_range(first, ~0U, 0) < 0) return fail_errno("close_range");
+  if (::close_range(first, ~0U, 0) < 0) return CTX_FAIL_ERRNO("close_range");
   return {};
 }
 
@@ -192,15 +192,15 @@ Result<void> close_fds_except(std::vector<int> keep) {
   for (int fd : keep) {
     if (fd < 0) continue;
     if (static_cast<unsigned>(fd) > next && ::close_range(next, static_cast<unsigned>(fd) - 1, 0) < 0)
-      return fail_errno("close_range");
+      return CTX_FAIL_ERRNO("close_range");
     next = static_cast<unsigned>(fd) + 1;
   }
-  if (::close_range(next, ~0U, 0) < 0) return fail_errno("close_range");
+  if (::close_range(next, ~0U, 0) < 0) return CTX_FAIL_ERRNO("close_range");
   return {};
 }
 
 Result<void> set_not_dumpable() {
-  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return fail_errno("prctl PR_SET_DUMPABLE 0");
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return CTX_FAIL_ERRNO("prctl PR_SET_DUMPABLE 0");
   return {};
 }
 
@@ -217,7 +217,7 @@ Error exec(const std::string& path, const std::vector<std::string>& argv, const 
 
 Result<std::string> current_dir() {
   char buf[4096];
-  if (::getcwd(buf, sizeof buf) == nullptr) return fail_errno("getcwd");
+  if (::getcwd(buf, sizeof buf) == nullptr) return CTX_FAIL_ERRNO("getcwd");
   return std::string(buf);
 }
 
@@ -232,12 +232,12 @@ std::string absolute_path(const std::string& path) {
 }
 
 Result<void> change_dir(const std::string& path) {
-  if (::chdir(path.c_str()) < 0) return fail_errno("chdir " + path);
+  if (::chdir(path.c_str()) < 0) return CTX_FAIL_ERRNO("chdir " + path);
   return {};
 }
 
 Result<void> set_cloexec(int fd) {
-  if (::fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) return fail_errno("fcntl F_SETFD");
+  if (::fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) return CTX_FAIL_ERRNO("fcntl F_SETFD");
   return {};
 }
 
@@ -250,13 +250,13 @@ Result<bool> read_byte(int fd, char& out) {
     ssize_t n = ::read(fd, &out, 1);
     if (n == 1) return true;
     if (n == 0) return false;
-    if (errno != EINTR) return fail_errno("read");
+    if (errno != EINTR) return CTX_FAIL_ERRNO("read");
   }
 }
 
 Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
   int p[2];
-  if (::pipe2(p, O_CLOEXEC) < 0) return fail_errno("pipe2");
+  if (::pipe2(p, O_CLOEXEC) < 0) return CTX_FAIL_ERRNO("pipe2");
   return std::pair<UniqueFd, UniqueFd>(UniqueFd(p[0]), UniqueFd(p[1]));
 }
 
@@ -266,7 +266,7 @@ Result<void> write_all(int fd, const void* data, std::size_t len) {
     ssize_t n = ::write(fd, p, len);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return fail_errno("write");
+      return CTX_FAIL_ERRNO("write");
     }
     p += n;
     len -= static_cast<std::size_t>(n);
@@ -281,7 +281,7 @@ Result<std::string> read_to_eof(int fd, std::size_t max) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return fail_errno("read");
+      return CTX_FAIL_ERRNO("read");
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
@@ -290,14 +290,14 @@ Result<std::string> read_to_eof(int fd, std::size_t max) {
 }
 
 Result<void> set_hostname(const std::string& name) {
-  if (::sethostname(name.c_str(), name.size()) < 0) return fail_errno("sethostname");
+  if (::sethostname(name.c_str(), name.size()) < 0) return CTX_FAIL_ERRNO("sethostname");
   return {};
 }
 
 Result<unsigned long> ns_inode(pid_t pid, const std::string& ns) {
   std::string path = "/proc/" + std::to_string(pid) + "/ns/" + ns;
   struct stat st {};
-  if (::stat(path.c_str(), &st) < 0) return fail_errno("stat " + path);
+  if (::stat(path.c_str(), &st) < 0) return CTX_FAIL_ERRNO("stat " + path);
   return static_cast<unsigned long>(st.st_ino);
 }
 
@@ -309,7 +309,7 @@ std::uint64_t now_us() {
 
 Result<void> set_process_limit(std::uint64_t n) {
   rlimit rl{n, n};
-  if (::setrlimit(RLIMIT_NPROC, &rl) < 0) return fail_errno("setrlimit RLIMIT_NPROC");
+  if (::setrlimit(RLIMIT_NPROC, &rl) < 0) return CTX_FAIL_ERRNO("setrlimit RLIMIT_NPROC");
   return {};
 }
 

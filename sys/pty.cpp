@@ -16,42 +16,42 @@ bool is_terminal(int fd) {
 
 Result<UniqueFd> open_pty_master(const std::string& ptmx) {
   int fd = ::open(ptmx.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) return fail_errno("open " + ptmx);
+  if (fd < 0) return CTX_FAIL_ERRNO("open " + ptmx);
   UniqueFd m(fd);
   int unlock = 0;
-  if (::ioctl(fd, TIOCSPTLCK, &unlock) < 0) return fail_errno("ioctl TIOCSPTLCK");
+  if (::ioctl(fd, TIOCSPTLCK, &unlock) < 0) return CTX_FAIL_ERRNO("ioctl TIOCSPTLCK");
   return m;
 }
 
 Result<UniqueFd> open_pty_peer(int master) {
   int fd = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
-  if (fd < 0) return fail_errno("ioctl TIOCGPTPEER");
+  if (fd < 0) return CTX_FAIL_ERRNO("ioctl TIOCGPTPEER");
   return UniqueFd(fd);
 }
 
 Result<void> set_controlling_tty(int fd) {
-  if (::ioctl(fd, TIOCSCTTY, 0) < 0) return fail_errno("ioctl TIOCSCTTY");
+  if (::ioctl(fd, TIOCSCTTY, 0) < 0) return CTX_FAIL_ERRNO("ioctl TIOCSCTTY");
   return {};
 }
 
 Result<void> set_process_group(pid_t pid, pid_t pgid) {
-  if (::setpgid(pid, pgid) < 0) return fail_errno("setpgid");
+  if (::setpgid(pid, pgid) < 0) return CTX_FAIL_ERRNO("setpgid");
   return {};
 }
 
 Result<void> set_foreground(int tty, pid_t pgid) {
-  if (::tcsetpgrp(tty, pgid) < 0) return fail_errno("tcsetpgrp");
+  if (::tcsetpgrp(tty, pgid) < 0) return CTX_FAIL_ERRNO("tcsetpgrp");
   return {};
 }
 
 Result<termios> get_termios(int fd) {
   termios t{};
-  if (::tcgetattr(fd, &t) < 0) return fail_errno("tcgetattr");
+  if (::tcgetattr(fd, &t) < 0) return CTX_FAIL_ERRNO("tcgetattr");
   return t;
 }
 
 Result<void> set_termios(int fd, const termios& t) {
-  if (::tcsetattr(fd, TCSADRAIN, &t) < 0) return fail_errno("tcsetattr");
+  if (::tcsetattr(fd, TCSADRAIN, &t) < 0) return CTX_FAIL_ERRNO("tcsetattr");
   return {};
 }
 
@@ -62,12 +62,12 @@ termios raw_termios(termios t) {
 
 Result<winsize> get_window_size(int fd) {
   winsize w{};
-  if (::ioctl(fd, TIOCGWINSZ, &w) < 0) return fail_errno("ioctl TIOCGWINSZ");
+  if (::ioctl(fd, TIOCGWINSZ, &w) < 0) return CTX_FAIL_ERRNO("ioctl TIOCGWINSZ");
   return w;
 }
 
 Result<void> set_window_size(int fd, const winsize& w) {
-  if (::ioctl(fd, TIOCSWINSZ, &w) < 0) return fail_errno("ioctl TIOCSWINSZ");
+  if (::ioctl(fd, TIOCSWINSZ, &w) < 0) return CTX_FAIL_ERRNO("ioctl TIOCSWINSZ");
   return {};
 }
 

@@ -16,7 +16,7 @@ Result<UniqueFd> open_in_root(int rootfd, const std::string& rel, bool directory
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   const char* p = rel.empty() ? "." : rel.c_str();
   long fd = ::syscall(SYS_openat2, rootfd, p, &how, sizeof how);
-  if (fd < 0) return fail_errno("openat2 " + (rel.empty() ? std::string(".") : rel));
+  if (fd < 0) return CTX_FAIL_ERRNO("openat2 " + (rel.empty() ? std::string(".") : rel));
   return UniqueFd(static_cast<int>(fd));
 }
 
@@ -25,7 +25,7 @@ Result<UniqueFd> open_dir_beneath(int dirfd, const std::string& rel) {
   how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   long fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
-  if (fd < 0) return fail_errno("openat2 " + rel);
+  if (fd < 0) return CTX_FAIL_ERRNO("openat2 " + rel);
   return UniqueFd(static_cast<int>(fd));
 }
 
@@ -35,7 +35,7 @@ Result<UniqueFd> open_path_beneath(int dirfd, const std::string& rel, bool no_xd
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | (no_xdev ? RESOLVE_NO_XDEV : 0);
   const std::string path = rel.empty() ? "." : rel;
   long fd = ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
-  if (fd < 0) return fail_errno("openat2 " + path);
+  if (fd < 0) return CTX_FAIL_ERRNO("openat2 " + path);
   return UniqueFd(static_cast<int>(fd));
 }
 
@@ -71,23 +71,23 @@ Result<void> make_file_at(int dirfd, const std::string& name, mode_t mode) {
 
 Result<UniqueFd> open_path_at(int dirfd, const std::string& name) {
   int fd = ::openat(dirfd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return fail_errno("openat " + name);
+  if (fd < 0) return CTX_FAIL_ERRNO("openat " + name);
   return UniqueFd(fd);
 }
 
 Result<void> make_symlink_at(const std::string& target, int dirfd, const std::string& name) {
-  if (::symlinkat(target.c_str(), dirfd, name.c_str()) < 0) return fail_errno("symlinkat " + name);
+  if (::symlinkat(target.c_str(), dirfd, name.c_str()) < 0) return CTX_FAIL_ERRNO("symlinkat " + name);
   return {};
 }
 
 Result<UniqueFd> open_path(const std::string& path, int flags) {
   int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return fail_errno("open " + path);
+  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
   return UniqueFd(fd);
 }
 
 Result<void> access_fd(int fd, int mode) {
-  if (::faccessat(fd, "", mode, AT_EACCESS | AT_EMPTY_PATH) < 0) return fail_errno("faccessat");
+  if (::faccessat(fd, "", mode, AT_EACCESS | AT_EMPTY_PATH) < 0) return CTX_FAIL_ERRNO("faccessat");
   return {};
 }
 

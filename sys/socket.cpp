@@ -32,20 +32,20 @@ Result<void> bind_at(int fd, int dirfd, const std::string& name, const std::stri
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISSOCK(st.st_mode))
       return fail(Error{EEXIST, display_path + ": EEXIST: exists and is not a socket; remove it"});
-    if (::unlinkat(dirfd, name.c_str(), 0) < 0) return fail_errno("unlinkat " + display_path);
+    if (::unlinkat(dirfd, name.c_str(), 0) < 0) return CTX_FAIL_ERRNO("unlinkat " + display_path);
   }
   // bind(2) takes a path; /proc/self/fd/<dirfd>/<name> would follow the
   // dirfd, but sun_path is short, so bind relative to the directory by
   // changing into it in a way that cannot race: fchdir is process-wide,
   // acceptable in the single-threaded supervisor.
   int cwd = ::open(".", O_PATH | O_CLOEXEC);
-  if (cwd < 0) return fail_errno("open .");
+  if (cwd < 0) return CTX_FAIL_ERRNO("open .");
   UniqueFd cwd_guard(cwd);
-  if (::fchdir(dirfd) < 0) return fail_errno("fchdir");
+  if (::fchdir(dirfd) < 0) return CTX_FAIL_ERRNO("fchdir");
   CTX_TRY_ASSIGN(sockaddr_un a, make_addr(name));
   int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   int err = errno;
-  if (::fchdir(cwd) < 0) return fail_errno("fchdir back");
+  if (::fchdir(cwd) < 0) return CTX_FAIL_ERRNO("fchdir back");
   if (rc < 0) return fail(sys_error("bind " + display_path, err));
   return {};
 }
@@ -54,27 +54,27 @@ Result<void> bind_at(int fd, int dirfd, const std::string& name, const std::stri
 
 Result<UniqueFd> listen_unix_at(int dirfd, const std::string& name, const std::string& display_path) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return fail_errno("socket");
+  if (fd < 0) return CTX_FAIL_ERRNO("socket");
   UniqueFd s(fd);
   CTX_TRY(bind_at(fd, dirfd, name, display_path));
-  if (::listen(fd, 64) < 0) return fail_errno("listen " + display_path);
+  if (::listen(fd, 64) < 0) return CTX_FAIL_ERRNO("listen " + display_path);
   return s;
 }
 
 Result<UniqueFd> bind_datagram_at(int dirfd, const std::string& name, const std::string& display_path) {
   int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return fail_errno("socket");
+  if (fd < 0) return CTX_FAIL_ERRNO("socket");
   UniqueFd s(fd);
   CTX_TRY(bind_at(fd, dirfd, name, display_path));
   // Every datagram carries its sender's credentials (SCM_CREDENTIALS).
   int one = 1;
-  if (::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0) return fail_errno("setsockopt SO_PASSCRED");
+  if (::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0) return CTX_FAIL_ERRNO("setsockopt SO_PASSCRED");
   return s;
 }
 
 Result<std::pair<UniqueFd, UniqueFd>> make_seqpacket_pair() {
   int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return fail_errno("socketpair");
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return CTX_FAIL_ERRNO("socketpair");
   return std::pair<UniqueFd, UniqueFd>(UniqueFd(sv[0]), UniqueFd(sv[1]));
 }
 
@@ -96,7 +96,7 @@ Result<void> send_message(int sock, std::string_view bytes, const std::vector<in
   while (true) {
     ssize_t n = ::sendmsg(sock, &m, MSG_NOSIGNAL);
     if (n >= 0) return {};
-    if (errno != EINTR) return fail_errno("sendmsg");
+    if (errno != EINTR) return CTX_FAIL_ERRNO("sendmsg");
   }
 }
 
@@ -114,7 +114,7 @@ Result<std::optional<Message>> recv_message(int sock, std::size_t max_bytes, std
   do {
     n = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  if (n < 0) return fail_errno("recvmsg");
+  if (n < 0) return CTX_FAIL_ERRNO("recvmsg");
   for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -134,7 +134,7 @@ Result<std::optional<Message>> recv_message(int sock, std::size_t max_bytes, std
 Result<pid_t> peer_pid(int conn) {
   ucred cr{};
   socklen_t len = sizeof cr;
-  if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) return fail_errno("getsockopt SO_PEERCRED");
+  if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) return CTX_FAIL_ERRNO("getsockopt SO_PEERCRED");
   return cr.pid;
 }
 
@@ -150,7 +150,7 @@ Result<std::optional<Datagram>> recv_datagram_from(int fd) {
   ssize_t n = ::recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return std::optional<Datagram>();
-    return fail_errno("recvmsg");
+    return CTX_FAIL_ERRNO("recvmsg");
   }
   Datagram d;
   d.bytes.assign(buf, static_cast<std::size_t>(n));
@@ -175,10 +175,10 @@ Result<std::optional<Datagram>> recv_datagram_from(int fd) {
 
 Result<UniqueFd> connect_stream(const std::string& path) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return fail_errno("socket");
+  if (fd < 0) return CTX_FAIL_ERRNO("socket");
   UniqueFd s(fd);
   CTX_TRY_ASSIGN(sockaddr_un a, make_addr(path));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return fail_errno("connect " + path);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return CTX_FAIL_ERRNO("connect " + path);
   return s;
 }
 
@@ -187,7 +187,7 @@ Result<std::optional<UniqueFd>> accept_nonblock(int listen_fd) {
   if (fd < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
       return std::optional<UniqueFd>();
-    return fail_errno("accept4");
+    return CTX_FAIL_ERRNO("accept4");
   }
   return std::optional<UniqueFd>(UniqueFd(fd));
 }
@@ -202,7 +202,7 @@ Result<std::optional<std::string>> read_available(int fd, std::size_t max) {
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return std::optional<std::string>();
-    return fail_errno("read");
+    return CTX_FAIL_ERRNO("read");
   }
 }
 
@@ -212,23 +212,23 @@ Result<std::size_t> write_some(int fd, std::string_view data) {
     if (n >= 0) return static_cast<std::size_t>(n);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return std::size_t{0};
-    return fail_errno("write");
+    return CTX_FAIL_ERRNO("write");
   }
 }
 
 Result<void> set_nonblocking(int fd) {
   int fl = ::fcntl(fd, F_GETFL);
-  if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return fail_errno("fcntl O_NONBLOCK");
+  if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return CTX_FAIL_ERRNO("fcntl O_NONBLOCK");
   return {};
 }
 
 Result<UniqueFd> bind_datagram(const std::string& path) {
   int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return fail_errno("socket");
+  if (fd < 0) return CTX_FAIL_ERRNO("socket");
   UniqueFd s(fd);
   ::unlink(path.c_str());
   CTX_TRY_ASSIGN(sockaddr_un a, make_addr(path));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return fail_errno("bind " + path);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return CTX_FAIL_ERRNO("bind " + path);
   return s;
 }
 
@@ -237,25 +237,25 @@ Result<std::string> recv_datagram(int fd) {
   ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return std::string();
-    return fail_errno("recv");
+    return CTX_FAIL_ERRNO("recv");
   }
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
 Result<void> send_datagram(const std::string& path, const std::string& msg) {
   int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return fail_errno("socket");
+  if (fd < 0) return CTX_FAIL_ERRNO("socket");
   UniqueFd s(fd);
   CTX_TRY_ASSIGN(sockaddr_un a, make_addr(path));
   socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
   if (::sendto(fd, msg.data(), msg.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&a), len) < 0)
-    return fail_errno("sendto " + path);
+    return CTX_FAIL_ERRNO("sendto " + path);
   return {};
 }
 
 Result<void> remove_at(int dirfd, const std::string& name, bool dir) {
   if (::unlinkat(dirfd, name.c_str(), dir ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
-    return fail_errno("unlinkat " + name);
+    return CTX_FAIL_ERRNO("unlinkat " + name);
   return {};
 }
 
@@ -263,14 +263,14 @@ Result<int> poll_fds(std::vector<struct pollfd>& fds, int timeout_ms) {
   while (true) {
     int n = ::poll(fds.data(), fds.size(), timeout_ms);
     if (n >= 0) return n;
-    if (errno != EINTR) return fail_errno("poll");
+    if (errno != EINTR) return CTX_FAIL_ERRNO("poll");
   }
 }
 
 Result<bool> try_lock(int fd) {
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
   if (errno == EWOULDBLOCK) return false;
-  return fail_errno("flock");
+  return CTX_FAIL_ERRNO("flock");
 }
 
 }  // namespace ctx::sys
