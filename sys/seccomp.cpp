@@ -24,26 +24,42 @@ Error seccomp_error(const std::string& what, int rc) {
   return sys_error("seccomp: " + what, rc < 0 ? -rc : EINVAL);
 }
 
+// One comparison (the SCMP_CMP macro is a C compound literal).
+scmp_arg_cmp cmp(unsigned arg, scmp_compare op, std::uint64_t a, std::uint64_t b = 0) {
+  return scmp_arg_cmp{arg, op, a, b};
+}
+
+int add(scmp_filter_ctx ctx, std::uint32_t action, int nr, const scmp_arg_cmp* c) {
+  return c == nullptr ? seccomp_rule_add_array(ctx, action, nr, 0, nullptr) : seccomp_rule_add_array(ctx, action, nr, 1, c);
+}
+
 // Adds one table entry; returns the libseccomp result (0 on success).
 int add_rule(scmp_filter_ctx ctx, const SeccompRule& r, int nr) {
   const std::uint32_t action = SCMP_ACT_ERRNO(static_cast<std::uint32_t>(r.error));
   switch (r.when) {
     case SeccompWhen::always:
-      return seccomp_rule_add(ctx, action, nr, 0);
-    case SeccompWhen::arg_has_bits:
-      return seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(r.arg, SCMP_CMP_MASKED_EQ, r.value, r.value));
-    case SeccompWhen::arg_low32_is:
-      return seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(r.arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, r.value));
+      return add(ctx, action, nr, nullptr);
+    case SeccompWhen::arg_has_bits: {
+      scmp_arg_cmp c = cmp(r.arg, SCMP_CMP_MASKED_EQ, r.value, r.value);
+      return add(ctx, action, nr, &c);
+    }
+    case SeccompWhen::arg_low32_is: {
+      scmp_arg_cmp c = cmp(r.arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, r.value);
+      return add(ctx, action, nr, &c);
+    }
     case SeccompWhen::arg_not_query: {
       // libseccomp takes one comparison per argument and rule. A 32-bit
       // value other than 0 and 0xffffffff has two neighbouring bits that
       // differ, so 62 masked comparisons name exactly the values refused;
       // one more refuses anything above 32 bits.
-      int rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(r.arg, SCMP_CMP_GT, kPersonalityQuery));
+      scmp_arg_cmp above = cmp(r.arg, SCMP_CMP_GT, kPersonalityQuery);
+      int rc = add(ctx, action, nr, &above);
       for (unsigned bit = 0; rc == 0 && bit < 31; ++bit) {
         const std::uint64_t pair = 3ULL << bit;
-        rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(r.arg, SCMP_CMP_MASKED_EQ, pair, 1ULL << bit));
-        if (rc == 0) rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(r.arg, SCMP_CMP_MASKED_EQ, pair, 2ULL << bit));
+        scmp_arg_cmp low = cmp(r.arg, SCMP_CMP_MASKED_EQ, pair, 1ULL << bit);
+        scmp_arg_cmp high = cmp(r.arg, SCMP_CMP_MASKED_EQ, pair, 2ULL << bit);
+        rc = add(ctx, action, nr, &low);
+        if (rc == 0) rc = add(ctx, action, nr, &high);
       }
       return rc;
     }
