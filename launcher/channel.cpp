@@ -34,6 +34,30 @@ std::string_view to_string(Step s) {
   return "unknown";
 }
 
+std::string encode_timings(const StepTiming* t, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) {
+    out += static_cast<char>(t[i].step);
+    char b[4];
+    std::memcpy(b, &t[i].usec, 4);
+    out.append(b, 4);
+  }
+  return out;
+}
+
+std::vector<StepTiming> decode_timings(std::string_view d) {
+  std::vector<StepTiming> out;
+  for (std::size_t i = 0; i + 5 <= d.size(); i += 5) {
+    auto step = static_cast<std::uint8_t>(d[i]);
+    if (step > static_cast<std::uint8_t>(Step::exec)) continue;
+    StepTiming t;
+    t.step = static_cast<Step>(step);
+    std::memcpy(&t.usec, d.data() + i + 1, 4);
+    out.push_back(t);
+  }
+  return out;
+}
+
 std::string encode(const Record& r) {
   std::string out(kHeader, '\0');
   out[0] = static_cast<char>(r.kind);

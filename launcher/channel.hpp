@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ctx::launcher {
 
@@ -39,17 +40,28 @@ std::string_view to_string(Step s);
 /// One record.
 struct Record {
   enum class Kind : std::uint8_t {
-    timing,   ///< `step` took `usec`
+    timings,  ///< `detail` holds the steps' timings so far (encode_timings)
     sockets,  ///< carries the NOTIFY_SOCKET and control sockets (2 fds)
     pty,      ///< carries the master of the runtime's pty (1 fd)
     error,    ///< `step` failed with `code` (errno); `detail` says what, for people
   };
-  Kind kind = Kind::timing;
+  Kind kind = Kind::timings;
   Step step = Step::start;
   int code = 0;
   std::uint32_t usec = 0;
   std::string detail;
 };
+
+/// One step's duration.
+struct StepTiming {
+  Step step = Step::start;
+  std::uint32_t usec = 0;
+};
+
+/// Several timings as the detail of one `timings` record, and back
+/// (malformed bytes are skipped).
+std::string encode_timings(const StepTiming* t, std::size_t n);
+std::vector<StepTiming> decode_timings(std::string_view detail);
 
 /// The bytes of one message.
 std::string encode(const Record& r);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <csignal>
 
 #include "base/path.hpp"
@@ -27,32 +28,46 @@ namespace ctx::launcher {
 
 namespace {
 
-// The sandbox's side of the channel: step timings (losing one is
-// harmless), descriptors, and the one error that ends the setup, each a
-// typed record (channel.hpp) naming the step it belongs to.
+// The sandbox's side of the channel: step timings (kept here and sent in
+// one record, so that the supervisor is not woken once per step while the
+// sandbox works), descriptors, and the one error that ends the setup, each
+// a typed record (channel.hpp) naming the step it belongs to.
 class Reporter {
  public:
   explicit Reporter(int fd) : fd_(fd), last_(sys::now_us()) {}
   /// The current step is done; `next` begins.
   void enter(Step next) {
     std::uint64_t now = sys::now_us();
-    send({Record::Kind::timing, current_, 0, static_cast<std::uint32_t>(now - last_), {}}, {});
+    if (count_ < kMaxSteps) steps_[count_++] = {current_, static_cast<std::uint32_t>(now - last_)};
     last_ = now;
     current_ = next;
   }
   Step current() const { return current_; }
   int fd() const { return fd_; }
+  /// After the channel moved to another descriptor (exec_runtime).
+  void set_fd(int fd) { fd_ = fd; }
+  /// Sends the timings gathered so far.
+  void flush() {
+    if (count_ == 0) return;
+    Record r{Record::Kind::timings, current_, 0, 0, encode_timings(steps_.data(), count_)};
+    send(r, {});
+    count_ = 0;
+  }
   void send(const Record& r, const std::vector<int>& fds) const {
     if (fd_ >= 0) (void)sys::send_message(fd_, encode(r), fds);
   }
 
  private:
+  static constexpr std::size_t kMaxSteps = 32;
   int fd_;
   Step current_ = Step::id_maps;
   std::uint64_t last_;
+  std::array<StepTiming, kMaxSteps> steps_{};
+  std::size_t count_ = 0;
 };
 
-[[noreturn]] void die(const Reporter& rep, const Error& e, int code = kExitLaunchFailed) {
+[[noreturn]] void die(Reporter& rep, const Error& e, int code = kExitLaunchFailed) {
+  rep.flush();
   rep.send({Record::Kind::error, rep.current(), e.code, 0, e.msg}, {});
   _exit(code);
 }
@@ -369,8 +384,8 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
   if (io.listen_fd >= 0) keep.push_back(io.listen_fd);
   keep.push_back(io.channel);  // lifted last; CLOEXEC again below
   if (auto r = sys::keep_only_fds(keep); !r) die(rep, r.error());
-  Reporter err(3 + static_cast<int>(keep.size()) - 1);
-  err.enter(Step::exec);
+  Reporter& err = rep;
+  err.set_fd(3 + static_cast<int>(keep.size()) - 1);
   (void)sys::set_cloexec(err.fd());
   // A bound on processes that holds without a pids controller.
   if (auto r = sys::set_process_limit(plan.nproc); !r) die(err, r.error());
@@ -379,7 +394,8 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
   // kernels: the supervisor said so), then the seccomp deny-list
   // (docs/seccomp.md). Both hold for everything the runtime starts.
   if (auto r = sys::landlock_scope_ipc(); !r) die(err, r.error().with_context("Landlock"));
-  if (auto r = sys::apply_seccomp_filter(); !r) die(err, r.error());
+  if (auto r = sys::load_seccomp_program(sys::builtin_seccomp_program()); !r) die(err, r.error());
+  err.flush();
   std::vector<std::string> env = plan.env;
   env.push_back("LISTEN_PID=" + std::to_string(::getpid()));
   std::vector<std::string> candidates;

@@ -86,8 +86,8 @@ SetupReport read_setup(int channel) {
     auto r = decode((*m)->bytes);
     if (!r) continue;
     switch (r->kind) {
-      case Record::Kind::timing:
-        out.timings[std::string(to_string(r->step))] = r->usec;
+      case Record::Kind::timings:
+        for (const auto& t : decode_timings(r->detail)) out.timings[std::string(to_string(t.step))] = t.usec;
         break;
       case Record::Kind::sockets:
         if ((*m)->fds.size() == 2) {
@@ -316,7 +316,6 @@ std::optional<int> Supervisor::start_sandbox() {
   if (opts_.json_status_fd >= 0)
     for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
       if (auto ino = sys::ns_inode(child_->pid, n)) namespaces_[n] = *ino;
-  sandbox_pidns_ = sys::ns_inode(child_->pid, "pid").value_or(0);
   const IdPlan& ids = plan_.ids;
   if (ids.user_ns && !ids.user_ns_after_mounts) {
     Result<void> r = ids.map_via_helpers ? sys::run_id_map_helpers(child_->pid, ids.uid_map, ids.gid_map)
@@ -325,6 +324,8 @@ std::optional<int> Supervisor::start_sandbox() {
   }
   char go = 1;
   if (auto r = sys::write_all(lifeline_.get(), &go, 1); !r) return abort_child(r.error());
+  // The sandbox's pid namespace: only its processes may use the sockets.
+  sandbox_pidns_ = sys::ns_inode(child_->pid, "pid").value_or(0);
   return std::nullopt;
 }
 

@@ -1,13 +1,20 @@
 #include "sys/seccomp.hpp"
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 
+#include "base/unique_fd.hpp"
 #include "sys/error.hpp"
 
 namespace ctx::sys {
@@ -111,7 +118,7 @@ const std::vector<SeccompRule>& seccomp_rules() {
   return rules;
 }
 
-Result<void> apply_seccomp_filter() {
+Result<std::string> build_seccomp_program() {
   std::unique_ptr<void, FilterFree> ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return fail(Error{ENOMEM, "seccomp: seccomp_init: ENOMEM"});
   // Only the native architecture is in the filter: a call made through
@@ -124,8 +131,38 @@ Result<void> apply_seccomp_filter() {
     if (nr == __NR_SCMP_ERROR || nr < 0) continue;  // not a call of this architecture
     if (int rc = add_rule(ctx.get(), r, nr); rc != 0) return fail(seccomp_error(r.syscall, rc));
   }
-  if (int rc = seccomp_load(ctx.get()); rc != 0) return fail(seccomp_error("load", rc));
+  // libseccomp 2.5 exports to a file descriptor only.
+  int mfd = ::memfd_create("ctx-seccomp", MFD_CLOEXEC);
+  if (mfd < 0) return CTX_FAIL_ERRNO("memfd_create");
+  UniqueFd mem(mfd);
+  if (int rc = seccomp_export_bpf(ctx.get(), mem.get()); rc != 0) return fail(seccomp_error("export", rc));
+  std::string program;
+  char buf[4096];
+  for (off_t at = 0;;) {
+    ssize_t n = ::pread(mem.get(), buf, sizeof buf, at);
+    if (n < 0) return CTX_FAIL_ERRNO("pread");
+    if (n == 0) break;
+    program.append(buf, static_cast<std::size_t>(n));
+    at += n;
+  }
+  if (program.empty() || program.size() % sizeof(sock_filter) != 0)
+    return fail(Error{EINVAL, "seccomp: export: EINVAL: not a BPF program"});
+  return program;
+}
+
+Result<void> load_seccomp_program(std::string_view program) {
+  if (program.empty() || program.size() % sizeof(sock_filter) != 0)
+    return fail(Error{EINVAL, "seccomp: EINVAL: not a BPF program"});
+  std::vector<sock_filter> code(program.size() / sizeof(sock_filter));
+  std::memcpy(code.data(), program.data(), program.size());
+  sock_fprog prog{static_cast<unsigned short>(code.size()), code.data()};
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) return CTX_FAIL_ERRNO("seccomp");
   return {};
+}
+
+Result<void> apply_seccomp_filter() {
+  CTX_TRY_ASSIGN(std::string program, build_seccomp_program());
+  return load_seccomp_program(program);
 }
 
 }  // namespace ctx::sys

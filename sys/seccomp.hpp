@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.hpp"
@@ -33,7 +35,23 @@ struct SeccompRule {
 /// The deny-list, in the order it is documented.
 const std::vector<SeccompRule>& seccomp_rules();
 
-/// Loads the filter (default: allow; the rules above; every other
+/// The filter as a BPF program (struct sock_filter array, as bytes),
+/// built by libseccomp: default allow; the rules above; every other
+/// architecture than the native one (i386, x32 on x86_64): EPERM. A
+/// syscall this libseccomp does not know on this architecture is skipped:
+/// it cannot be called by that name here.
+Result<std::string> build_seccomp_program();
+
+/// The program build_seccomp_program() makes, built into the binary when
+/// it was compiled (sys/seccomp_gen.cpp), so a launch only loads it; a
+/// unit test checks that it equals what libseccomp builds now.
+std::string_view builtin_seccomp_program();
+
+/// Loads a program from build_seccomp_program into the calling thread
+/// (seccomp(SECCOMP_SET_MODE_FILTER)); needs no_new_privs.
+Result<void> load_seccomp_program(std::string_view program);
+
+/// Builds and loads the filter (default: allow; the rules above; every other
 /// architecture than the native one (i386, x32 on x86_64): EPERM) into
 /// the calling thread. Needs no_new_privs (or CAP_SYS_ADMIN). A syscall
 /// this libseccomp does not know on this architecture is skipped: it

@@ -66,3 +66,10 @@ TEST_CASE("the filter refuses new user namespaces but not other unshares", "[uni
           return ::waitpid(c, &st, 0) == c ? 0 : 1;
         }) == 0);
 }
+
+TEST_CASE("the program built into the binary is the one libseccomp builds now", "[unit]") {
+  auto now = ctx::sys::build_seccomp_program();
+  REQUIRE(now);
+  CHECK(*now == std::string(ctx::sys::builtin_seccomp_program()));
+  CHECK(now->size() % 8 == 0);  // struct sock_filter
+}
