@@ -22,54 +22,59 @@ std::string join_ids(const std::vector<std::uint32_t>& v) {
   return s.empty() ? "none" : s;
 }
 
-Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
-  IdPlan p;
-  const std::string who = spec.name + ": iso " + std::string(agentdir::to_string(spec.iso));
-  std::uint32_t owner_gid = caller.owner_primary_gid.value_or(spec.gid);
-  if (caller.uid == 0) {
-    p.privileged = true;
-    // Before anything else: the owner may not choose ids it does not have.
-    if (auto refused = agentdir::entitlement_errors(spec, caller.owner_ids); !refused.empty()) return fail(refused.front());
-    // Mount sources and mount points are opened as the owner, so a table
-    // can never reach a path the owner could not.
-    p.fs = sys::Creds{spec.owner, owner_gid, caller.owner_groups};
-    switch (spec.iso) {
-      case Iso::uid:
-        p.host_ids = sys::Creds{spec.uid, spec.gid, spec.groups};
-        p.uid = p.host_uid = spec.uid;
-        p.gid = p.host_gid = spec.gid;
-        p.groups = p.host_groups = spec.groups;
-        break;
-      case Iso::shared:
-        if (spec.uid != spec.owner)
-          return fail(EINVAL, who + " runs as the owner (" + std::to_string(spec.owner) + ") but uid is " +
-                                  std::to_string(spec.uid) + "; remove the uid file or use iso uid");
-        p.host_ids = sys::Creds{spec.owner, spec.gid, spec.groups};
-        p.uid = p.host_uid = spec.owner;
-        p.gid = p.host_gid = spec.gid;
-        p.groups = p.host_groups = spec.groups;
-        break;
-      case Iso::userns:
-        // Drop to the owner's host ids first, then give the runtime
-        // namespace-local ids mapped onto them.
-        p.host_ids = sys::Creds{spec.owner, owner_gid, spec.groups};
-        p.user_ns = true;
-        p.user_ns_after_mounts = true;
-        p.deny_setgroups = true;
-        p.uid_map = {{spec.uid, spec.owner, 1}};
-        p.gid_map = {{spec.gid, owner_gid, 1}};
-        p.uid = spec.uid;
-        p.gid = spec.gid;
-        p.groups = spec.groups;
-        p.host_uid = spec.owner;
-        p.host_gid = owner_gid;
-        p.host_groups = spec.groups;
-        break;
-    }
-    return p;
-  }
+std::string iso_who(const AgentSpec& spec) { return spec.name + ": iso " + std::string(agentdir::to_string(spec.iso)); }
 
-  // Unprivileged: the caller's own ids are all it may map (user_namespaces(7)).
+// A root caller: host ids after the mounts, within the owner's entitlement.
+Result<IdPlan> plan_privileged_ids(const AgentSpec& spec, const Caller& caller) {
+  IdPlan p;
+  const std::string who = iso_who(spec);
+  std::uint32_t owner_gid = caller.owner_primary_gid.value_or(spec.gid);
+  p.privileged = true;
+  // Before anything else: the owner may not choose ids it does not have.
+  if (auto refused = agentdir::entitlement_errors(spec, caller.owner_ids); !refused.empty()) return fail(refused.front());
+  // Mount sources and mount points are opened as the owner, so a table
+  // can never reach a path the owner could not.
+  p.fs = sys::Creds{spec.owner, owner_gid, caller.owner_groups};
+  switch (spec.iso) {
+    case Iso::uid:
+      p.host_ids = sys::Creds{spec.uid, spec.gid, spec.groups};
+      p.uid = p.host_uid = spec.uid;
+      p.gid = p.host_gid = spec.gid;
+      p.groups = p.host_groups = spec.groups;
+      break;
+    case Iso::shared:
+      if (spec.uid != spec.owner)
+        return fail(EINVAL, who + " runs as the owner (" + std::to_string(spec.owner) + ") but uid is " +
+                                std::to_string(spec.uid) + "; remove the uid file or use iso uid");
+      p.host_ids = sys::Creds{spec.owner, spec.gid, spec.groups};
+      p.uid = p.host_uid = spec.owner;
+      p.gid = p.host_gid = spec.gid;
+      p.groups = p.host_groups = spec.groups;
+      break;
+    case Iso::userns:
+      // Drop to the owner's host ids first, then give the runtime
+      // namespace-local ids mapped onto them.
+      p.host_ids = sys::Creds{spec.owner, owner_gid, spec.groups};
+      p.user_ns = true;
+      p.user_ns_after_mounts = true;
+      p.deny_setgroups = true;
+      p.uid_map = {{spec.uid, spec.owner, 1}};
+      p.gid_map = {{spec.gid, owner_gid, 1}};
+      p.uid = spec.uid;
+      p.gid = spec.gid;
+      p.groups = spec.groups;
+      p.host_uid = spec.owner;
+      p.host_gid = owner_gid;
+      p.host_groups = spec.groups;
+      break;
+  }
+  return p;
+}
+
+// Unprivileged: the caller's own ids are all it may map (user_namespaces(7)).
+Result<IdPlan> plan_unprivileged_ids(const AgentSpec& spec, const Caller& caller) {
+  IdPlan p;
+  const std::string who = iso_who(spec);
   if (spec.owner != caller.uid)
     return fail(EPERM, spec.name + ": owned by uid " + std::to_string(spec.owner) + ", launched by uid " +
                            std::to_string(caller.uid) + ": only the owner or root may launch it");
@@ -143,6 +148,10 @@ Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
   p.host_gid = caller.gid;
   p.host_groups = caller.groups;
   return p;
+}
+
+Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
+  return caller.uid == 0 ? plan_privileged_ids(spec, caller) : plan_unprivileged_ids(spec, caller);
 }
 
 bool reserved_target(std::string_view t, bool handoff) {

@@ -76,6 +76,15 @@ std::vector<std::string> map_lines(const json& text) {
   return out;
 }
 
+// The sandbox init's host pid: the first line a launch with
+// --json-status-fd 1 prints ("started").
+int init_pid_of(ctx::test::Spawned& sp) {
+  std::string first;
+  char c;
+  while (::read(sp.out_fd, &c, 1) == 1 && c != '\n') first += c;
+  return json::parse(first)["pid"];
+}
+
 std::string home_of(const CtxTree& t, const std::string& agent) {
   return t.root() + "/home/" + std::to_string(t.owner().uid) + "/agent/" + agent;
 }
@@ -658,11 +667,7 @@ TEST_CASE("the sandbox's init holds only its signalfd and the lifeline", "[root]
                                         "1", "coder", "--", "/probe", "notify:READY=1", "sleep:30"},
                                        as);
     REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
-    // The first line of the status fd names the init's host pid.
-    std::string first;
-    char c;
-    while (::read(sp.out_fd, &c, 1) == 1 && c != '\n') first += c;
-    int init = json::parse(first)["pid"];
+    int init = init_pid_of(sp);
     std::vector<std::string> fds = ctx::test::names_in("/proc/" + std::to_string(init) + "/fd");
     CHECK(fds.size() == 5);  // stdin, stdout, stderr, signalfd, lifeline: no host directory
     for (const auto& fd : fds) {
@@ -807,10 +812,7 @@ TEST_CASE("a peer outside the sandbox is not served by the supervisor", "[root]"
     auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "--json-status-fd",
                                         "1", "coder", "--", "/probe", "sleep:30"},
                                        as);
-    std::string first;
-    char c;
-    while (::read(sp.out_fd, &c, 1) == 1 && c != '\n') first += c;
-    int init = json::parse(first)["pid"];
+    int init = init_pid_of(sp);
     std::string run_ctx = "/proc/" + std::to_string(init) + "/root/run/ctx/";
     // The control socket: connected, then closed unanswered.
     int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -12,13 +12,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 namespace ctx::test {
 
 PtySession::PtySession(const std::vector<std::string>& argv, std::optional<TestUser> as,
                        const std::vector<std::string>& env, int rows, int cols) {
   master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0) return;
+  if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0)
+    throw std::runtime_error(std::string("no pty: ") + std::strerror(errno));
   slave_path_ = ::ptsname(master_);
   winsize w{static_cast<unsigned short>(rows), static_cast<unsigned short>(cols), 0, 0};
   ::ioctl(master_, TIOCSWINSZ, &w);
@@ -27,7 +29,12 @@ PtySession::PtySession(const std::vector<std::string>& argv, std::optional<TestU
   // EIO, which would end the session before the child opened it.
   held_slave_ = ::open(slave_path_.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
   pid_ = ::fork();
-  if (pid_ != 0) return;
+  if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid_ == 0) run_child(argv, as, env);
+}
+
+void PtySession::run_child(const std::vector<std::string>& argv, std::optional<TestUser> as,
+                           const std::vector<std::string>& env) {
   ::setsid();
   int s = ::open(slave_path_.c_str(), O_RDWR);
   if (s < 0 || ::ioctl(s, TIOCSCTTY, 0) != 0) ::_exit(120);
@@ -59,21 +66,22 @@ void PtySession::type(const std::string& text) {
   std::size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::write(master_, text.data() + done, text.size() - done);
-    if (n <= 0) return;
+    if (n <= 0) break;
     done += static_cast<std::size_t>(n);
   }
 }
 
 void PtySession::pump(int timeout_ms) {
   pollfd p{master_, POLLIN, 0};
-  if (closed_ || ::poll(&p, 1, timeout_ms) <= 0) return;
-  char buf[4096];
-  ssize_t n = ::read(master_, buf, sizeof buf);
-  if (n <= 0) {
-    closed_ = true;  // EIO: every holder of the slave closed it
-    return;
+  if (!closed_ && ::poll(&p, 1, timeout_ms) > 0) {
+    char buf[4096];
+    ssize_t n = ::read(master_, buf, sizeof buf);
+    if (n > 0) {
+      out_.append(buf, static_cast<std::size_t>(n));
+    } else {
+      closed_ = true;  // EIO: every holder of the slave closed it
+    }
   }
-  out_.append(buf, static_cast<std::size_t>(n));
 }
 
 bool PtySession::wait_for(const std::string& text, int timeout_ms) {

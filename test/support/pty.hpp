@@ -40,6 +40,8 @@ class PtySession {
 
  private:
   void pump(int timeout_ms);
+  [[noreturn]] void run_child(const std::vector<std::string>& argv, std::optional<TestUser> as,
+                              const std::vector<std::string>& env);
   int master_ = -1;
   int held_slave_ = -1;
   pid_t pid_ = -1;
