@@ -201,6 +201,16 @@ class Supervisor {
 
   std::uint64_t t0_ = sys::now_us(), t_clone_ = 0, t_exec_ = 0;
   UniqueFd sigfd_, agents_, ddir_;
+  // <name>.sock exists from start_sandbox on; its name goes on every way
+  // out (the descriptor is the sandbox's).
+  struct SocketName {
+    int dir = -1;
+    std::string name;
+    void remove() const {
+      if (dir >= 0) (void)sys::remove_at(dir, name);
+    }
+    ~SocketName() { remove(); }
+  } socket_name_;
   std::optional<AgentFiles> files_;
   std::optional<cgroup::Placement> placement_;
   std::optional<std::pair<UniqueFd, pid_t>> watchdog_;
@@ -291,6 +301,8 @@ std::optional<int> Supervisor::place() {
 std::optional<int> Supervisor::start_sandbox() {
   auto listen = sys::listen_unix_at(agents_.get(), plan_.name + ".sock", plan_.ctx_root + "/agent/" + plan_.name + ".sock");
   if (!listen) return fail_launch(listen.error());
+  socket_name_.dir = agents_.get();
+  socket_name_.name = plan_.name + ".sock";
   auto sync = sys::make_seqpacket_pair();
   if (!sync) return fail_launch(sync.error());
   auto chan = sys::make_seqpacket_pair();
@@ -308,7 +320,6 @@ std::optional<int> Supervisor::start_sandbox() {
   auto abort_child = [&](const Error& e) {
     (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
     (void)sys::wait_pid(child_->pid);
-    (void)sys::remove_at(agents_.get(), plan_.name + ".sock");
     return fail_launch(e);
   };
   // Namespace ids are read while the child is held at the sync pipe: a
@@ -359,7 +370,6 @@ std::optional<int> Supervisor::finish_setup() {
   Error e{setup_.error->code == 0 ? EIO : setup_.error->code, setup_.error->detail};
   auto st = sys::wait_pid(child_->pid);
   int code = st ? exit_code_of(*st) : kExitLaunchFailed;
-  (void)sys::remove_at(agents_.get(), plan_.name + ".sock");
   if (code != kExitNotFound && code != kExitNotExecutable) {
     if (setup_.error->step == Step::private_mounts) e = with_userns_remedy(plan_, e);
     return fail_launch(e);
@@ -445,7 +455,7 @@ void Supervisor::cancel(const char* reason) {
   cancel_reason_ = reason;
   set_state(AgentState::stopping);
   files_->log({{"event", "agent.cancel"}, {"reason", cancel_reason_}});
-  (void)sys::remove_at(agents_.get(), plan_.name + ".sock");
+  socket_name_.remove();  // no new connections
   children_->close_control();
   children_->cancel_all();
   (void)sys::signal_pidfd(child_->pidfd.get(), SIGTERM);
@@ -530,7 +540,7 @@ int Supervisor::teardown() {
     relay_->drain(kDrainMs);
     relay_.reset();  // the caller's terminal as it was
   }
-  (void)sys::remove_at(agents_.get(), plan_.name + ".sock");
+  socket_name_.remove();
   if (children_->running() > 0) {
     set_state(AgentState::stopping);
     children_->close_control();

@@ -559,6 +559,8 @@ TEST_CASE("without user namespaces an unprivileged launch fails with the remedy"
                      "examples/apparmor/ctx-agent-run or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as "
                      "root from a systemd unit)\n");
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+  // A failed clone3 leaves no agent socket behind.
+  CHECK_FALSE(std::filesystem::exists(t.root() + "/agent/coder.sock"));
 }
 
 TEST_CASE("unprivileged: bind of a source with submounts is refused, rbind shows them", "[userns]") {
