@@ -87,8 +87,11 @@ Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string&
     return fail(Error{EFBIG, "is larger than " + std::to_string(max_size) + " bytes"});
   // Sized from fstat (plus one byte to notice growth), not from the cap:
   // zero-filling 64 KiB per control file was most of a launch's CPU time.
+  // A size of 0 is what procfs and sysfs report; their files must be read
+  // in one call (a sysctl read at an offset other than 0 is EOF), so those
+  // get a page at once.
   std::string data;
-  data.resize(static_cast<std::size_t>(st.size) + 1);
+  data.resize(st.size == 0 ? std::min<std::size_t>(4096, max_size + 1) : static_cast<std::size_t>(st.size) + 1);
   std::size_t got = 0;
   while (true) {
     if (got == data.size()) {

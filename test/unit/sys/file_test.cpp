@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,4 +80,20 @@ TEST_CASE("append_file appends whole lines", "[fs]") {
   auto r = ctx::sys::append_file(dir->get(), "log2", "c\n");
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ELOOP);
+}
+
+// procfs reports size 0 and a sysctl read at an offset other than 0 is
+// EOF: the whole value must come in the first read.
+TEST_CASE("a sysctl is read whole", "[unit]") {
+  std::string direct;
+  {
+    std::FILE* f = std::fopen("/proc/sys/kernel/pid_max", "r");
+    REQUIRE(f != nullptr);
+    char buf[64] = {};
+    REQUIRE(std::fgets(buf, sizeof buf, f) != nullptr);
+    std::fclose(f);
+    direct = buf;
+  }
+  REQUIRE(direct.size() > 2);
+  CHECK(ctx::sys::read_or_empty("/proc/sys/kernel", "pid_max") == direct);
 }
