@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
       break;
     }
   CLI::App app{"ctx: the CortexFS ABI helper"};
+  app.set_version_flag("--version", "ctx " CTX_VERSION);
   app.require_subcommand(1);
   std::string ctx_root = env_or("CTX_ROOT", "/ctx");
   app.add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,14 @@
 #include "sys/pty.hpp"
 
 namespace {
+
+// The usage line with what follows "--", which CLI11 does not know.
+class UsageFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string name) const override {
+    return "Usage: " + name + " [OPTIONS] NAME [-- CMD ARG...]\n";
+  }
+};
 
 int report(const ctx::Error& e, int code) {
   std::fprintf(stderr, "ctx-agent-run: %s\n", ctx::printable(e.msg).c_str());
@@ -55,7 +64,8 @@ int main(int argc, char** argv) {
     }
 
   CLI::App app{"Launch an agent's runtime inside a kernel-enforced sandbox."};
-  app.set_version_flag("--version", "ctx-agent-run 0.1.0");
+  app.set_version_flag("--version", "ctx-agent-run " CTX_VERSION);
+  app.formatter(std::make_shared<UsageFormatter>());
   std::string ctx_root = env_or("CTX_ROOT", "/ctx");
   std::string session = "default";
   std::string name;
@@ -85,6 +95,10 @@ int main(int argc, char** argv) {
   }
   if (command.empty() && cli_argc != argc && argc == cli_argc + 1)
     return report(ctx::Error{EINVAL, "nothing after '--'; give a command or drop the '--'"}, 2);
+  if (status_fd >= 0 && !ctx::sys::is_open_fd(status_fd))
+    return report(ctx::Error{EBADF, "--json-status-fd " + std::to_string(status_fd) +
+                                        ": EBADF: not an open file descriptor; open it for the launcher (e.g. 3>file)"},
+                  2);
   if (auto issue = ctx::space_name_issue(session))
     return report(ctx::Error{EINVAL, "--session " + session + ": " + *issue}, 2);
 

@@ -89,6 +89,8 @@ Result<std::optional<bool>> stopped_or_continued(pid_t pid) {
 
 void stop_self() { (void)::raise(SIGTSTP); }
 
+bool is_open_fd(int fd) { return ::fcntl(fd, F_GETFD) >= 0; }
+
 Result<void> dup_to(int fd, int target) {
   if (::dup2(fd, target) < 0) return CTX_FAIL_ERRNO("dup2");
   return {};

@@ -132,6 +132,9 @@ void close_fd(int fd);
 /// Reads exactly one byte; false on EOF.
 Result<bool> read_byte(int fd, char& out);
 
+/// Whether fd is an open file descriptor (fcntl F_GETFD).
+bool is_open_fd(int fd);
+
 /// pipe2(O_CLOEXEC).
 Result<std::pair<UniqueFd, UniqueFd>> make_pipe();
 

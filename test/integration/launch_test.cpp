@@ -1022,3 +1022,17 @@ TEST_CASE("a root launch refuses pseudo file systems as mount sources", "[root]"
   t.agent("coder", {{"mount", t.base_mounts() + "/\t/host\tro\tbind\n"}});
   probe(run_probe(t, m, "coder", {"ids"}));
 }
+
+TEST_CASE("the command line: --version, the usage line, a closed --json-status-fd", "[fs]") {
+  std::string run = ctx::test::built("launcher/ctx-agent-run");
+  RunResult v = ctx::test::run_command({run, "--version"});
+  CHECK(v.exit_code == 0);
+  CHECK(v.out.rfind("ctx-agent-run ", 0) == 0);
+  CHECK(ctx::test::run_command({ctx::test::built("ctx/ctx"), "--version"}).out.rfind("ctx ", 0) == 0);
+  RunResult h = ctx::test::run_command({run, "--help"});
+  CHECK(h.out.find("[OPTIONS] NAME [-- CMD ARG...]") != std::string::npos);
+  RunResult fd = ctx::test::run_command({run, "--json-status-fd", "9", "coder"});
+  CHECK(fd.exit_code == 2);
+  CHECK(fd.err == "ctx-agent-run: --json-status-fd 9: EBADF: not an open file descriptor; open it for the launcher "
+                  "(e.g. 3>file)\n");
+}
