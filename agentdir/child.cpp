@@ -196,7 +196,7 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
     std::string what = parent_type.empty()
                            ? "the parent (" + parent.name + ") has no label, so it holds nothing, not even agent:" + name +
                                  " create; give it a label and the rule 'allow <its type> agent:" + name + " create'"
-                           : "the parent's policy lacks 'allow " + parent_type + " agent:" + name + " create'";
+                           : "the parent's policy lacks " + policy::missing_rule(parent_type, policy::Class::agent, name, "create");
     return fail(refusal(name, "", EACCES, "agent_policy", what));
   }
 

@@ -94,8 +94,8 @@ std::vector<Layer> explain_layers(const agentdir::AgentSpec& spec, const policy:
     } else {
       auto e = policy::explain(*tp, spec.subject(), req);
       out.push_back({"tool policy", e.allowed, e.allowed ? "allowed by " + name + ".d/policy line " + std::to_string(e.rule->line)
-                                                         : "no 'allow " + spec.subject() + " tool:" + name + " execute' in " +
-                                                               name + ".d/policy"});
+                                                         : "no " + policy::missing_rule(spec.subject(), policy::Class::tool, name, "execute") +
+                                                               " in " + name + ".d/policy"});
     }
   }
   return out;

@@ -115,7 +115,7 @@ std::optional<std::pair<std::string, std::string>> agent_policy_refuses(const To
   if (subject.empty()) return std::pair<std::string, std::string>("agent_policy", c.agent + " has no label, so policy v0 denies everything");
   if (!spec->policy.allows(subject, policy::Class::tool, name, "execute"))
     return std::pair<std::string, std::string>(
-        "agent_policy", "the policy of " + c.agent + " has no 'allow " + subject + " tool:" + name + " execute'");
+        "agent_policy", "the policy of " + c.agent + " has no " + policy::missing_rule(subject, policy::Class::tool, name, "execute"));
   return std::nullopt;
 }
 
@@ -131,7 +131,7 @@ std::optional<std::pair<std::string, std::string>> tool_policy_refuses(int dirfd
   if (!tp) return std::pair<std::string, std::string>("tool_policy", tp.error().msg);
   if (!tp->allows(subject, policy::Class::tool, name, "execute"))
     return std::pair<std::string, std::string>(
-        "tool_policy", "the tool's own policy has no 'allow " + subject + " tool:" + name + " execute'");
+        "tool_policy", "the tool's own policy has no " + policy::missing_rule(subject, policy::Class::tool, name, "execute"));
   return std::nullopt;
 }
 

@@ -272,8 +272,8 @@ Result<std::string> Children::own_child(const json& req, const char* perm) {
   const std::string subject = cfg_.parent->subject();
   if (perm != nullptr && (subject.empty() || !cfg_.parent->policy.allows(subject, policy::Class::agent, name, perm)))
     return fail(Error{EACCES,
-                      name + ": EACCES: the policy of " + cfg_.parent->name + " lacks 'allow " +
-                          (subject.empty() ? std::string("<no label>") : subject) + " agent:" + name + " " + perm + "'",
+                      name + ": EACCES: the policy of " + cfg_.parent->name + " lacks " +
+                          policy::missing_rule(subject, policy::Class::agent, name, perm),
                       "agent_policy"});
   return name;
 }

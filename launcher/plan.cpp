@@ -205,9 +205,8 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
       if (!allowed(*space, perm))
         return fail(Error{EACCES,
                           located(file, e.line, 0, EACCES,
-                                  "source " + e.source + " is in shared space " + *space + " and the policy lacks 'allow " +
-                                      (subject.empty() ? std::string("<no label>") : subject) + " shared:" + *space + " " +
-                                      perm + "'")
+                                  "source " + e.source + " is in shared space " + *space + " and the policy lacks " +
+                                      policy::missing_rule(subject, policy::Class::shared, *space, perm))
                               .msg,
                           "shared_policy"});
       plan.binds.push_back(std::move(b));

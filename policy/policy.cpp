@@ -321,6 +321,11 @@ const std::vector<std::string_view>& permissions_of(Class c) {
   return kNone;
 }
 
+std::string missing_rule(std::string_view subject, Class cls, std::string_view object, std::string_view permission) {
+  return "'" + format_rule(Rule{subject.empty() ? std::string("<no label>") : std::string(subject), cls, std::string(object),
+                                std::string(permission), 0}) + "'";
+}
+
 std::string format_rule(const Rule& r) {
   std::string s = "allow ";
   s += r.subject;

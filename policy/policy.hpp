@@ -39,6 +39,11 @@ struct Rule {
 /// accepts, parsing this line gives the same rule back.
 std::string format_rule(const Rule& r);
 
+/// The rule that would grant something, quoted for a message:
+/// "'allow coder_t tool:fs.read execute'" ("<no label>" for an empty
+/// subject). One wording for every "lacks"/"has no" sentence.
+std::string missing_rule(std::string_view subject, Class cls, std::string_view object, std::string_view permission);
+
 /// A parsed policy: the rules in file order and a hash index for
 /// constant-time checks.
 class Policy {
