@@ -34,6 +34,18 @@ std::string env_or(const char* key, const char* dflt) {
 }
 
 // --json: one document with the same findings.
+// Text from files agents or owners write (status, pid), line by line,
+// escaped for the terminal.
+void print_lines(const std::string& text) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    std::printf("%s\n", ctx::printable(line).c_str());
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+  }
+}
+
 int print_json(const std::vector<std::pair<std::string, std::vector<ctx::helper::Finding>>>& reports) {
   nlohmann::json doc{{"agents", nlohmann::json::array()}, {"env", nlohmann::json::array()}};
   int errors = 0, warnings = 0;
@@ -216,7 +228,7 @@ int main(int argc, char** argv) {
   }
   if (explain->parsed()) return run_explain(ctx_root, ex_agent, ex_object, ex_perm);
   if (ps->parsed()) {
-    std::fputs(ctx::helper::format_ps(ctx::helper::running_agents(ctx_root)).c_str(), stdout);
+    print_lines(ctx::helper::format_ps(ctx::helper::running_agents(ctx_root)));
     return 0;
   }
   if (status->parsed()) {
@@ -226,7 +238,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ctx status: %s\n", ctx::printable(error).c_str());
       return 1;
     }
-    std::fputs(s->c_str(), stdout);
+    print_lines(*s);
     return 0;
   }
   if (check->parsed()) {
