@@ -90,6 +90,10 @@ TEST_CASE("the runtime cannot change the caller's terminal", "[root][userns]") {
   CHECK(after.c_iflag == before.c_iflag);
   CHECK(after.c_oflag == before.c_oflag);
   CHECK(s.output().find("/dev/pts/0") != std::string::npos);
+  // TIOCSTI on the runtime's own terminal is refused too (seccomp).
+  PtySession sti(launcher(t, {"/probe", "denied"}), m.as, kEnv);
+  REQUIRE(sti.wait_for("\"tiocsti\":\"EPERM\""));
+  CHECK(sti.wait_exit() == 0);
 }
 
 // ^Z stops the whole agent as it would a foreground program (the shell
