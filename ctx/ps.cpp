@@ -126,7 +126,8 @@ std::optional<std::string> root_status(const std::string& ctx_root, std::string&
     return std::nullopt;
   }
   if (!*f) {
-    error = ctx_root + "/status: ENOENT: missing";
+    error = ctx_root + "/status: ENOENT: missing: the CTX root's mount status (seed 001) is written by whatever mounts "
+                       "the root; a tree made by hand has none (write one line, e.g. \"ok\", or check the --ctx-root)";
     return std::nullopt;
   }
   return (*f)->data;
