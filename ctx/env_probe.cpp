@@ -34,9 +34,8 @@ std::vector<Finding> probe_environment() {
     ok("unprivileged user namespaces (user.max_user_namespaces " + max_ns + ")");
   } else {
     const Error& e = userns.error();
-    std::string step = e.msg.substr(0, e.msg.find(':'));
     std::string remedy;
-    if (step == "mount") {
+    if (e.reason == "mount") {
       remedy = "a new user namespace gets no capabilities (Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1): "
                "load examples/apparmor/ctx-agent-run or set the sysctl to 0";
     } else if (e.code == ENOSPC || e.code == EUSERS) {

@@ -60,7 +60,10 @@ Result<void> probe_user_namespace() {
   std::string r(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
   auto sp = r.find(' ');
   int err = sp == std::string::npos ? EIO : std::atoi(r.c_str() + sp + 1);
-  return fail(sys_error(sp == std::string::npos ? std::string("probe") : r.substr(0, sp), err));
+  std::string step = sp == std::string::npos ? std::string("probe") : r.substr(0, sp);
+  Error e = sys_error(step, err);
+  e.reason = step;  // unshare, id_map, mount: what callers decide from
+  return fail(e);
 }
 
 Result<int> landlock_abi() {

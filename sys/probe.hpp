@@ -11,7 +11,8 @@ namespace ctx::sys {
 /// Creates a user and mount namespace in a forked child, maps the caller's
 /// ids and mounts a tmpfs there: Ok, or the failing step with its errno
 /// (EPERM at unshare: disabled; ENOSPC: max_user_namespaces; EACCES/EPERM
-/// at the mount: Ubuntu's AppArmor restriction).
+/// at the mount: Ubuntu's AppArmor restriction). Error::reason names the
+/// step: "unshare", "id_map" or "mount".
 Result<void> probe_user_namespace();
 
 /// The Landlock ABI version (landlock_create_ruleset with the version
