@@ -290,8 +290,8 @@ Result<void> check_child(const AgentSpec& parent, const AgentSpec& child) {
 }
 
 std::string child_context_dir(const AgentSpec& parent, std::string_view session, std::string_view child) {
-  return path_join(parent.ctx_root, "home/" + std::to_string(parent.owner) + "/agent/" + parent.name + "/session/" +
-                                        std::string(session) + "/context/child/" + std::string(child));
+  return path_join(parent.ctx_root,
+                   "home/" + session_rel(parent.owner, parent.name, session) + "/context/child/" + std::string(child));
 }
 
 }  // namespace ctx::agentdir
