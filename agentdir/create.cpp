@@ -127,6 +127,37 @@ Result<bool> copy_entry(Made& made, std::size_t agents, const std::string& paren
   return true;
 }
 
+/// What a create its parent did not finish left (the parent was killed
+/// half-way; no <name>.d exists, which the caller checked): temporary
+/// `.<name>.d.tmp.*` directories, and the coordination directory when its
+/// status says "created", or when it has no status and holds only what a
+/// create writes before it (agent, session). Anything else is an earlier
+/// child's history and stays.
+Result<void> remove_unfinished_create(int ctxfd, int agentsfd, const std::string& context_rel, const std::string& name) {
+  CTX_TRY_ASSIGN(std::vector<std::string> entries, sys::list_dir(agentsfd));
+  const std::string tmp_prefix = "." + name + ".d.tmp.";
+  for (const auto& e : entries)
+    if (e.rfind(tmp_prefix, 0) == 0) CTX_TRY(sys::remove_tree_at(agentsfd, e));
+  auto slash = context_rel.rfind('/');
+  auto parent = sys::open_dir_beneath(ctxfd, context_rel.substr(0, slash));
+  if (!parent && parent.error().code == ENOENT) return {};
+  if (!parent) return fail(parent.error());
+  const std::string leaf = context_rel.substr(slash + 1);
+  auto dir = sys::open_dir_beneath(parent->get(), leaf);
+  if (!dir && dir.error().code == ENOENT) return {};
+  if (!dir) return fail(dir.error());
+  auto status = sys::read_small_file(dir->get(), "status", 64);
+  if (!status) return fail(status.error().with_context(leaf + "/status"));
+  bool unfinished = status->has_value() && (*status)->data == "created\n";
+  if (!status->has_value()) {
+    // Killed before `status` was written: only what comes before it.
+    CTX_TRY_ASSIGN(std::vector<std::string> names, sys::list_dir(dir->get()));
+    unfinished = std::all_of(names.begin(), names.end(), [](const std::string& n) { return n == "agent" || n == "session"; });
+  }
+  if (!unfinished) return {};
+  return sys::remove_tree_at(parent->get(), leaf);
+}
+
 }  // namespace
 
 Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::string_view session,
@@ -159,6 +190,7 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
     if (*st) return fail(taken(name, path_join(agent_dir, n)));
   }
 
+  CTX_TRY_CTX(remove_unfinished_create(made.fd(top), made.fd(agents), std::string(path_suffix(context, ctx)), name), name);
   // The parent session's coordination directory: new, or an earlier
   // child's results would be mixed with this one's.
   auto cdir = open_dirs(made, top, std::string(path_suffix(context, ctx)), true);

@@ -164,6 +164,35 @@ Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int n
   return {};
 }
 
+Result<void> remove_tree_at(int dirfd, const std::string& name, int depth) {
+  struct stat st {};
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (errno == ENOENT) return {};
+    return CTX_FAIL_ERRNO("fstatat " + name);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    if (depth <= 0) return fail(Error{ELOOP, name + ": ELOOP: nested too deep to remove"});
+    int raw = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (raw < 0) return CTX_FAIL_ERRNO("openat " + name);
+    UniqueFd dir(raw);
+    struct stat inner {};
+    if (::fstat(dir.get(), &inner) < 0) return CTX_FAIL_ERRNO("fstat " + name);
+    if (inner.st_dev != st.st_dev || inner.st_ino != st.st_ino)
+      return fail(Error{EXDEV, name + ": EXDEV: changed while being removed"});
+    CTX_TRY_ASSIGN(std::vector<std::string> names, list_dir(dir.get()));
+    for (const auto& n : names) {
+      struct stat e {};
+      if (::fstatat(dir.get(), n.c_str(), &e, AT_SYMLINK_NOFOLLOW) < 0) continue;
+      if (S_ISDIR(e.st_mode) && e.st_dev != st.st_dev)
+        return fail(Error{EXDEV, name + "/" + n + ": EXDEV: another file system is mounted there"});
+      CTX_TRY_CTX(remove_tree_at(dir.get(), n, depth - 1), name);
+    }
+  }
+  if (::unlinkat(dirfd, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
+    return CTX_FAIL_ERRNO("unlinkat " + name);
+  return {};
+}
+
 Result<void> rename_at(int olddirfd, const std::string& oldname, int newdirfd, const std::string& newname) {
   if (::renameat(olddirfd, oldname.c_str(), newdirfd, newname.c_str()) < 0)
     return CTX_FAIL_ERRNO("renameat " + oldname + " " + newname);

@@ -80,6 +80,12 @@ Result<std::string> make_temp_dir_at(int dirfd, const std::string& prefix, mode_
 Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int newdirfd,
                                  const std::string& newname);
 
+/// Removes dirfd/name and, for a directory, everything below it, never
+/// following a symbolic link (a link is removed as a link) and never
+/// leaving the file system of dirfd/name; at most `depth` levels.
+/// ENOENT is success.
+Result<void> remove_tree_at(int dirfd, const std::string& name, int depth = 16);
+
 /// renameat(2): moves olddirfd/oldname over newdirfd/newname in one step.
 Result<void> rename_at(int olddirfd, const std::string& oldname, int newdirfd, const std::string& newname);
 

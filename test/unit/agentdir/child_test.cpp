@@ -769,3 +769,31 @@ TEST_CASE("write_child: a session name that is not a name is refused", "[fs]") {
   CHECK(w.error().msg == "rev-1: session '../..': EINVAL: session name must begin with a letter or digit");
   CHECK(tree(r.t.path()) == before);
 }
+
+// A parent killed in the middle of a create left its coordination
+// directory ("created") and a temporary .d; the next create of that name
+// cleans them up instead of refusing with "exists".
+TEST_CASE("write_child: what an interrupted create left is cleaned up by the next one", "[fs]") {
+  for (const char* status : {"created\n", ""}) {
+    INFO("status '" << status << "'");
+    Root r;
+    r.t.write(r.context() + "/agent", "rev-1\n");
+    r.t.write(r.context() + "/session", "default\n");
+    if (*status != '\0') r.t.write(r.context() + "/status", status);
+    r.t.mkdir("agent/.rev-1.d.tmp.AbC123");
+    r.t.write("agent/.rev-1.d.tmp.AbC123/owner", "1000\n");
+    // Planted by the parent's agent: a link is removed as a link, never
+    // followed.
+    r.t.write("outside", "keep\n");
+    r.t.symlink(r.t / "outside", r.context() + "/link");
+    if (*status == '\0') ::unlink((r.t / (r.context() + "/link")).c_str());  // only agent and session then
+    auto w = write_child(r.parent, r.child, "default", "Task\n", std::nullopt);
+    INFO((w ? std::string() : w.error().msg));
+    REQUIRE(w);
+    CHECK(r.t.read(r.context() + "/status") == "created\n");
+    CHECK(r.t.read(r.context() + "/handoff.md") == "Task\n");
+    CHECK_FALSE(std::filesystem::exists(r.t / "agent/.rev-1.d.tmp.AbC123"));
+    CHECK(r.t.read("outside") == "keep\n");
+    CHECK(r.t.read("agent/rev-1.d/owner") == "1000\n");
+  }
+}
