@@ -63,4 +63,15 @@ std::size_t path_depth(std::string_view p) {
   return static_cast<std::size_t>(std::count(p.begin(), p.end(), '/'));
 }
 
+std::string_view path_dirname(std::string_view p) {
+  auto slash = p.rfind('/');
+  if (slash == std::string_view::npos) return ".";
+  return slash == 0 ? p.substr(0, 1) : p.substr(0, slash);
+}
+
+std::string_view path_basename(std::string_view p) {
+  auto slash = p.rfind('/');
+  return slash == std::string_view::npos ? p : p.substr(slash + 1);
+}
+
 }  // namespace ctx

@@ -39,4 +39,11 @@ bool path_less(std::string_view a, std::string_view b);
 /// Number of components ("/" has 0, "/a/b" has 2).
 std::size_t path_depth(std::string_view p);
 
+/// The directory part of an absolute path ("/run/ctx/notify" -> "/run/ctx";
+/// "/x" -> "/").
+std::string_view path_dirname(std::string_view p);
+
+/// The last component ("/run/ctx/notify" -> "notify").
+std::string_view path_basename(std::string_view p);
+
 }  // namespace ctx

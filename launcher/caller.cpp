@@ -1,5 +1,6 @@
 #include "launcher/caller.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "sys/file.hpp"
@@ -77,6 +78,15 @@ std::vector<ToolDirListing> list_tool_dirs(const std::vector<std::string>& host_
     out.push_back(std::move(l));
   }
   return out;
+}
+
+void add_tool_views(const agentdir::AgentSpec& spec, LaunchPlan& plan) {
+  auto tiers = ctx_path_host_dirs(plan);
+  if (tiers.empty()) return;
+  std::string helper = spec.ctx_root + "/bin/ctx";
+  auto st = sys::stat_at(AT_FDCWD, helper);
+  if (!st || !*st || !S_ISREG((*st)->mode)) helper.clear();
+  plan_tool_views(spec, list_tool_dirs(tiers), plan, helper);
 }
 
 }  // namespace ctx::launcher

@@ -26,4 +26,9 @@ std::vector<std::string> list_shared_spaces(const std::string& ctx_root);
 /// read is left out (the agent cannot read it either).
 std::vector<ToolDirListing> list_tool_dirs(const std::vector<std::string>& host_dirs);
 
+/// PlanOptions::tool_views for a launch: lists the tool tiers the plan's
+/// binds show and adds their views; direct calls run through the root's
+/// `bin/ctx` helper when it has one.
+void add_tool_views(const agentdir::AgentSpec& spec, LaunchPlan& plan);
+
 }  // namespace ctx::launcher

@@ -118,15 +118,9 @@ int main(int argc, char** argv) {
     if (auto r = ctx::launcher::plan_ancestry(*spec, po, [&](const std::string& n) { return ctx::agentdir::load(ctx_root, n); });
         !r)
       return report(r.error(), ctx::launcher::kExitLaunchFailed);
+  po.tool_views = ctx::launcher::add_tool_views;
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
-  if (auto tiers = ctx::launcher::ctx_path_host_dirs(*plan); !tiers.empty()) {
-    // Direct calls run through the root's ctx helper, when it has one.
-    std::string helper = spec->ctx_root + "/bin/ctx";
-    auto st = ctx::sys::stat_at(AT_FDCWD, helper);
-    if (!st || !*st || !S_ISREG((*st)->mode)) helper.clear();
-    ctx::launcher::plan_tool_views(*spec, ctx::launcher::list_tool_dirs(tiers), *plan, helper);
-  }
   if (dry_run) {
     std::cout << ctx::launcher::plan_to_json(*plan).dump(2, ' ', true) << "\n";
     return 0;

@@ -154,6 +154,15 @@ Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
   return caller.uid == 0 ? plan_privileged_ids(spec, caller) : plan_unprivileged_ids(spec, caller);
 }
 
+MountStep mask(std::string target, std::string why) {
+  MountStep m;
+  m.kind = StepKind::mask;
+  m.target = std::move(target);
+  m.why = std::move(why);
+  m.attrs = {true, true, true, true};
+  return m;
+}
+
 bool reserved_target(std::string_view t, bool handoff) {
   return path_is_at_or_under(t, "/proc") || path_is_at_or_under(t, "/dev") || path_is_at_or_under(t, kNotifyDir) ||
          (handoff && path_is_at_or_under(t, kHandoffDir));
@@ -174,21 +183,20 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   auto allowed = [&](const std::string& space, const char* perm) {
     return !subject.empty() && spec.policy.allows(subject, policy::Class::shared, space, perm);
   };
+  std::vector<MountStep> binds, masks;
   for (const auto& e : ordered) {
     if (reserved_target(e.target, !opts.handoff_dir.empty()))
       return fail(located(file, e.line, 0, EINVAL,
                           "target " + e.target + " is provided by the launcher (fresh /proc, minimal /dev, " +
                               kNotifyDir + (opts.handoff_dir.empty() ? "" : std::string(", ") + kHandoffDir) +
                               "); remove the line"));
-    BindStep b;
+    MountStep b;
+    b.kind = StepKind::bind;
     b.source = e.source;
     b.target = e.target;
     b.recursive = e.kind == mountspec::Kind::rbind;
-    b.rdonly = e.mode == mountspec::Mode::ro;
-    b.need_write = !b.rdonly;
-    b.nosuid = e.nosuid;
-    b.nodev = e.nodev;
-    b.noexec = e.noexec;
+    b.attrs = {e.mode == mountspec::Mode::ro, e.nosuid, e.nodev, e.noexec};
+    b.need_write = !b.attrs.rdonly;
     b.line = e.line;
     // The deepest parent mount whose source holds ours decides; only a
     // non-recursive one hides submounts.
@@ -201,7 +209,7 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
       b.beneath_no_xdev = from->kind == mountspec::Kind::bind;
     }
     if (auto space = shared_space_of(e.source, shared_dir)) {
-      const char* perm = b.rdonly ? "read" : "write";
+      const char* perm = b.attrs.rdonly ? "read" : "write";
       if (!allowed(*space, perm))
         return fail(Error{EACCES,
                           located(file, e.line, 0, EACCES,
@@ -209,10 +217,10 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
                                       policy::missing_rule(subject, policy::Class::shared, *space, perm))
                               .msg,
                           "shared_policy"});
-      plan.binds.push_back(std::move(b));
+      binds.push_back(std::move(b));
       continue;
     }
-    plan.binds.push_back(b);
+    binds.push_back(b);
     // A source that holds <ctx>/shared exposes every shared space below
     // it: hide those the policy does not allow, and make read-only those
     // it allows only to read.
@@ -221,40 +229,47 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
       for (const auto& space : opts.shared_spaces) {
         std::string inner = path_join(inner_shared, space);
         if (!allowed(space, "read")) {
-          plan.masks.push_back({inner, "no 'shared:" + space + " read' in policy"});
-        } else if (!b.rdonly && !allowed(space, "write")) {
-          BindStep ro = b;
+          masks.push_back(mask(inner, "no 'shared:" + space + " read' in policy"));
+        } else if (!b.attrs.rdonly && !allowed(space, "write")) {
+          MountStep ro = b;
           ro.source = path_join(shared_dir, space);
           ro.target = inner;
-          ro.rdonly = true;
+          ro.attrs.rdonly = true;
           ro.need_write = false;
-          plan.binds.push_back(ro);
+          binds.push_back(ro);
         }
       }
     }
   }
   // Ancestors' sessions: masked wherever a mount shows them.
-  const std::size_t nbinds = plan.binds.size();
   for (const auto& hidden : opts.hidden_dirs)
-    for (std::size_t i = 0; i < nbinds; ++i) {
-      const BindStep& b = plan.binds[i];
+    for (const MountStep& b : binds)
       if (path_is_at_or_under(hidden, b.source))
-        plan.masks.push_back({path_join(b.target, path_suffix(hidden, b.source)), "an ancestor's sessions"});
-    }
+        masks.push_back(mask(path_join(b.target, path_suffix(hidden, b.source)), "an ancestor's sessions"));
   // The handoff: the parent's instructions read-only, the result channels
   // writable, nothing else of the parent's context.
   if (!opts.handoff_dir.empty()) {
     for (const char* f : {"handoff.md", "result.md", "refs.jsonl", "artifact"}) {
-      BindStep b;
+      MountStep b;
+      b.kind = StepKind::bind;
       b.source = path_join(opts.handoff_dir, f);
       b.target = path_join(kHandoffDir, f);
-      b.rdonly = std::string_view(f) == "handoff.md";
-      b.need_write = !b.rdonly;
-      b.nosuid = b.nodev = b.noexec = true;
+      b.attrs = {std::string_view(f) == "handoff.md", true, true, true};
+      b.need_write = !b.attrs.rdonly;
       b.beneath = spec.ctx_root;
-      plan.binds.push_back(std::move(b));
+      binds.push_back(std::move(b));
     }
   }
+  // The root first, then the binds, then the masks over them.
+  MountStep root;
+  root.kind = StepKind::root;
+  root.target = "/";
+  root.source = spec.root;
+  root.attrs = {false, true, true, false};
+  if (spec.parent && path_is_at_or_under(spec.root, spec.ctx_root)) root.beneath = spec.ctx_root;
+  plan.mounts.push_back(std::move(root));
+  for (auto& b : binds) plan.mounts.push_back(std::move(b));
+  for (auto& m : masks) plan.mounts.push_back(std::move(m));
   return {};
 }
 
@@ -280,7 +295,6 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   plan.ctx_root = spec.ctx_root;
   plan.owner = spec.owner;
   plan.root = spec.root;
-  if (spec.parent && path_is_at_or_under(spec.root, spec.ctx_root)) plan.root_beneath = spec.ctx_root;
   plan.cwd = spec.cwd;
   plan.hostname = spec.name;
   CTX_TRY_ASSIGN(plan.ids, plan_ids(spec, caller));
@@ -322,6 +336,10 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   plan.terminal = opts.terminal;
   plan.limits = spec.limits;
   plan.shm_size = spec.limits && spec.limits->shm_max ? *spec.limits->shm_max : kDefaultShmSize;
+  // The tool tiers the binds show (the caller lists them), then what
+  // every sandbox gets: the mount plan is complete here.
+  if (opts.tool_views) opts.tool_views(spec, plan);
+  mountspec::append_fixed_steps(plan.mounts, plan.shm_size, kNotifyDir, kNotifyPath, kSupervisorPath);
   plan.nproc = spec.limits && spec.limits->nproc_max ? std::stoull(*spec.limits->nproc_max) : kDefaultNproc;
 
   if (!opts.command.empty()) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "agentdir/agent_spec.hpp"
 #include "agentdir/entitlement.hpp"
 #include "base/result.hpp"
+#include "mountspec/steps.hpp"
 #include "sys/identity.hpp"
 
 namespace ctx::launcher {
@@ -62,51 +64,10 @@ struct IdPlan {
   sys::Creds fs;
 };
 
-/// One bind of the mount table, resolved.
-struct BindStep {
-  std::string source;  ///< host path
-  std::string target;  ///< path inside the new root
-  bool recursive = false;
-  bool rdonly = false;
-  bool nosuid = false;
-  bool nodev = false;
-  bool noexec = false;
-  bool need_write = false;  ///< rw: the owner must be able to write the source
-  /// An owned child's bind: the host directory its source must be
-  /// resolved beneath, never through a symlink (the parent may plant
-  /// them in what it can write): the parent mount's source it derives
-  /// from, or the CTX root for the handoff. "" for an ordinary bind.
-  std::string beneath;
-  /// With `beneath`: never into another mount either (the parent's bind is
-  /// non-recursive, so it does not see the submounts below its source).
-  bool beneath_no_xdev = false;
-  int line = 0;             ///< line in <name>.d/mount
-};
-
-/// An empty read-only tmpfs laid over a path inside the sandbox, hiding a
-/// shared space that a wider mount exposes but the policy does not allow.
-struct MaskStep {
-  std::string target;
-  std::string why;
-};
-
-/// A tool tier's projection inside the sandbox (launcher/tool_view.hpp).
-struct ToolViewStep {
-  std::string target;    ///< the directory inside the sandbox it replaces
-  std::string host_dir;  ///< what backs it
-  /// Entries shown, each cloned from the sandbox's view of target/<name>
-  /// with what is mounted below it.
-  std::vector<std::string> show;
-  /// The allowed tools among them, when a helper is given: each is shown
-  /// as the helper (which records the tool.call event, then execs the
-  /// tool), and the tool itself with its .d/ is kept at
-  /// target/.ctx-real/<name> (kToolRealDir).
-  std::vector<std::string> wrapped;
-  std::string helper;  ///< host path of the ctx helper, "" for none
-};
-
-/// Inside a projected tool tier: where the helper finds the real tools.
-inline constexpr const char* kToolRealDir = ".ctx-real";
+/// The mount plan's step (mountspec/steps.hpp).
+using mountspec::MountStep;
+using mountspec::StepKind;
+using mountspec::kToolRealDir;
 
 /// The whole plan.
 struct LaunchPlan {
@@ -115,17 +76,15 @@ struct LaunchPlan {
   std::string ctx_root;  ///< host path of the CTX root
   std::uint32_t owner = 0;
   std::string root;      ///< host path that becomes "/"
-  /// An owned child's root is resolved beneath the CTX root without
-  /// symlinks ("" for an ordinary agent).
-  std::string root_beneath;
   std::string cwd;
   IdPlan ids;
   std::uint64_t clone_flags = 0;  ///< CLONE_NEW* at clone time
   int unshare_flags = 0;          ///< CLONE_NEW* unshared after the mounts
   bool net_ns = true;             ///< loopback only
-  std::vector<BindStep> binds;    ///< parents before children
-  std::vector<MaskStep> masks;    ///< applied after the binds
-  std::vector<ToolViewStep> tool_views;  ///< applied after the masks
+  /// Every mount of the sandbox, in the order it is made: the root, the
+  /// binds (parents before children), the masks, the tool views, then
+  /// /proc, /dev and /run/ctx (mountspec::append_fixed_steps).
+  mountspec::MountPlan mounts;
   std::string hostname;
   std::vector<std::string> env;   ///< KEY=VALUE, exactly this, in order
   std::vector<std::string> argv;  ///< argv[0] is the path inside the sandbox
@@ -163,6 +122,10 @@ struct PlanOptions {
   mountspec::Table parent_mounts;
   /// A terminal among the caller's 0-2 (LaunchPlan::terminal).
   bool terminal = false;
+  /// Adds the tool views to the plan once its binds and masks are there
+  /// (launcher/tool_view.hpp: the caller lists the host directories the
+  /// binds show, which is I/O); none when empty.
+  std::function<void(const agentdir::AgentSpec&, LaunchPlan&)> tool_views;
 };
 
 /// Fixed paths inside every sandbox.

@@ -23,6 +23,59 @@ nlohmann::json ns_names(std::uint64_t flags) {
   return a;
 }
 
+nlohmann::json attrs_json(const mountspec::Attrs& a) {
+  auto flags = nlohmann::json::array();
+  flags.push_back(a.rdonly ? "ro" : "rw");
+  if (a.nosuid) flags.push_back("nosuid");
+  if (a.nodev) flags.push_back("nodev");
+  if (a.noexec) flags.push_back("noexec");
+  return flags;
+}
+
+// One step of the mount plan, with the fields its kind uses.
+nlohmann::json step_json(const MountStep& m) {
+  nlohmann::json j{{"step", mountspec::to_string(m.kind)}, {"target", m.target}};
+  switch (m.kind) {
+    case StepKind::root:
+    case StepKind::bind:
+      j["source"] = m.source;
+      j["flags"] = attrs_json(m.attrs);
+      if (m.kind == StepKind::bind) j["type"] = m.recursive ? "rbind" : "bind";
+      if (m.line > 0) j["line"] = m.line;
+      if (!m.beneath.empty()) j["beneath"] = {{"dir", m.beneath}, {"no_symlinks", true}, {"no_xdev", m.beneath_no_xdev}};
+      break;
+    case StepKind::mask:
+      j["flags"] = attrs_json(m.attrs);
+      j["why"] = m.why;
+      break;
+    case StepKind::tool_view:
+      j["source"] = m.source;
+      j["show"] = m.show;
+      if (!m.wrapped.empty()) j["wrapped"] = m.wrapped;
+      j["flags"] = attrs_json(m.attrs);
+      break;
+    case StepKind::fs:
+      j["fstype"] = m.fstype;
+      j["options"] = m.options;
+      j["flags"] = attrs_json(m.attrs);
+      break;
+    case StepKind::dev_node:
+      j["source"] = m.source;
+      j["flags"] = attrs_json(m.attrs);
+      break;
+    case StepKind::symlink:
+      j["link"] = m.link;
+      break;
+    case StepKind::socket:
+      j["socket"] = m.datagram ? "datagram" : "stream, listening";
+      break;
+    case StepKind::seal:
+      j["flags"] = attrs_json(m.attrs);
+      break;
+  }
+  return j;
+}
+
 }  // namespace
 
 nlohmann::json plan_to_json(const LaunchPlan& p) {
@@ -41,28 +94,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
       {"mount_sources_opened_as", {{"uid", i.fs.uid}, {"gid", i.fs.gid}, {"groups", i.fs.groups}}},
   };
   auto mounts = json::array();
-  for (const auto& b : p.binds) {
-    auto flags = json::array();
-    flags.push_back(b.rdonly ? "ro" : "rw");
-    if (b.nosuid) flags.push_back("nosuid");
-    if (b.nodev) flags.push_back("nodev");
-    if (b.noexec) flags.push_back("noexec");
-    json m{{"type", b.recursive ? "rbind" : "bind"}, {"source", b.source}, {"target", b.target}, {"flags", flags},
-           {"line", b.line}};
-    if (!b.beneath.empty()) m["beneath"] = {{"dir", b.beneath}, {"no_symlinks", true}, {"no_xdev", b.beneath_no_xdev}};
-    mounts.push_back(std::move(m));
-  }
-  for (const auto& m : p.masks)
-    mounts.push_back({{"type", "mask"}, {"source", "tmpfs"}, {"target", m.target}, {"flags", {"ro", "nosuid", "nodev", "noexec"}}, {"why", m.why}});
-  for (const auto& v : p.tool_views) {
-    mounts.push_back({{"type", "tool_view"}, {"source", v.host_dir}, {"target", v.target}, {"show", v.show},
-                      {"flags", {"ro", "nosuid", "nodev", "noexec"}}});
-  }
-  mounts.push_back({{"type", "proc"}, {"target", "/proc"}, {"flags", {"rw", "nosuid", "nodev", "noexec"}}});
-  mounts.push_back({{"type", "dev"}, {"target", "/dev"},
-                    {"nodes", {"null", "zero", "full", "random", "urandom", "tty", "pts", "ptmx", "shm"}},
-                    {"flags", {"ro", "nosuid", "noexec"}}});
-  mounts.push_back({{"type", "notify"}, {"target", kNotifyDir}, {"flags", {"ro", "nosuid", "nodev", "noexec"}}});
+  for (const auto& m : p.mounts) mounts.push_back(step_json(m));
   return json{
       {"agent", p.name},
       {"session", p.session},
@@ -74,6 +106,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
       {"hostname", p.hostname},
       {"root", p.root},
       {"mounts", mounts},
+      {"mount_points", mountspec::mount_points(p.mounts)},
       {"cwd", p.cwd},
       {"env", p.env},
       {"argv", p.argv},

@@ -111,7 +111,7 @@ Result<UniqueFd> mount_point(int rootfd, const std::string& inner, bool director
 // An owned child's source, resolved beneath the directory it derives
 // from without symlinks (and without crossing into another mount when the
 // parent's bind is non-recursive).
-Result<UniqueFd> open_source(const BindStep& b) {
+Result<UniqueFd> open_source(const MountStep& b) {
   // The parent mount's own source is the parent's as configured.
   if (b.beneath.empty() || b.source == b.beneath) return sys::open_path(b.source, O_PATH);
   if (!path_is_at_or_under(b.source, b.beneath))
@@ -129,7 +129,7 @@ Result<UniqueFd> open_source(const BindStep& b) {
 
 // host_mounts: the mount table the sources are seen in, for a privileged
 // launch (nullptr otherwise), which never binds a pseudo file system.
-Result<void> bind_one(int rootfd, const BindStep& b, const std::vector<sys::MountEntry>* host_mounts) {
+Result<void> bind_one(int rootfd, const MountStep& b, const std::vector<sys::MountEntry>* host_mounts) {
   // The source is opened with the owner's credentials (the caller's, or
   // the fs ids set for a privileged launch), so it must be reachable by
   // the owner; reading (and for rw, writing) it must be allowed too.
@@ -155,7 +155,7 @@ Result<void> bind_one(int rootfd, const BindStep& b, const std::vector<sys::Moun
   UniqueFd tree = std::move(*cloned);
   // Attributes are set while the tree is still detached: there is no
   // moment in which the sandbox could see it writable.
-  CTX_TRY(sys::set_mount_attrs(tree.get(), {b.rdonly, b.nosuid, b.nodev, b.noexec}, b.recursive));
+  CTX_TRY(sys::set_mount_attrs(tree.get(), b.attrs, b.recursive));
   CTX_TRY_ASSIGN(UniqueFd target, mount_point(rootfd, b.target, dir));
   CTX_TRY(sys::attach_tree(tree.get(), target.get()));
   return {};
@@ -166,7 +166,7 @@ Result<void> bind_one(int rootfd, const BindStep& b, const std::vector<sys::Moun
 // keeps exactly the flags the binds gave it; then a tmpfs replaces the
 // directory, the clones are attached on empty mount points in it, and it
 // is made read-only. Nothing durable is written.
-Result<void> tool_view(int rootfd, const ToolViewStep& v) {
+Result<void> tool_view(int rootfd, const MountStep& v) {
   CTX_TRY_ASSIGN(UniqueFd seen, sys::open_in_root(rootfd, rel_of(v.target), true));
   std::vector<std::pair<UniqueFd, const std::string*>> trees;
   for (const auto& e : v.show) {
@@ -177,9 +177,9 @@ Result<void> tool_view(int rootfd, const ToolViewStep& v) {
     if (!cloned) return fail(cloned.error().with_context(e));
     trees.emplace_back(std::move(*cloned), &e);
   }
-  // Wrapped tools: the tool and its .d/ go to .ctx-real/, the helper
-  // (with the tool's own noexec, so that layer stays the kernel's) takes
-  // the tool's name.
+  // Wrapped tools: the tool goes to .ctx-real/ (its .d/ stays at its
+  // name), the helper (with the tool's own noexec, so that layer stays the
+  // kernel's) takes the tool's name.
   std::vector<std::pair<UniqueFd, std::string>> real;  // (tree, path below target)
   std::vector<std::pair<UniqueFd, std::string>> wrappers;
   UniqueFd helper;
@@ -227,62 +227,141 @@ Result<void> tool_view(int rootfd, const ToolViewStep& v) {
   return sys::set_mount_attrs(dir.get(), {true, true, true, true}, false);
 }
 
-Result<void> mask_one(int rootfd, const MaskStep& m) {
+Result<void> mask_one(int rootfd, const MountStep& m) {
   CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(m.target), true));
   CTX_TRY(sys::mount_fresh("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k"));
   return {};
 }
 
-// A minimal /dev: a tmpfs with the harmless device nodes bound from the
-// host (an unprivileged user namespace cannot mknod), a new devpts
-// instance, /dev/shm; read-only once built.
-Result<void> make_dev(int rootfd, const std::string& shm_size) {
-  CTX_TRY_ASSIGN(UniqueFd dev, mount_point(rootfd, "/dev", true));
-  CTX_TRY(sys::mount_fresh("tmpfs", dev.get(), MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k"));
-  CTX_TRY_ASSIGN(dev, sys::open_in_root(rootfd, "dev", true));
-  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
-    CTX_TRY(sys::make_file_at(dev.get(), node, 0666));
-    CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(AT_FDCWD, std::string("/dev/") + node, false));
-    CTX_TRY(sys::set_mount_attrs(tree.get(), {false, true, false, true}, false));
-    CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, std::string("dev/") + node, false));
-    CTX_TRY_CTX(sys::attach_tree(tree.get(), target.get()), std::string("/dev/") + node);
-  }
-  CTX_TRY(sys::make_dir_at(dev.get(), "pts", 0755));
-  CTX_TRY_ASSIGN(UniqueFd pts, sys::open_in_root(rootfd, "dev/pts", true));
-  CTX_TRY(sys::mount_fresh("devpts", pts.get(), MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"));
-  CTX_TRY(sys::make_symlink_at("pts/ptmx", dev.get(), "ptmx"));
-  CTX_TRY(sys::make_dir_at(dev.get(), "shm", 01777));
-  CTX_TRY_ASSIGN(UniqueFd shm, sys::open_in_root(rootfd, "dev/shm", true));
-  // Bounded: a tmpfs without a size may take half the host's memory.
-  CTX_TRY(sys::mount_fresh("tmpfs", shm.get(), MS_NOSUID | MS_NODEV, "mode=1777,size=" + shm_size));
-  CTX_TRY(sys::make_symlink_at("/proc/self/fd", dev.get(), "fd"));
-  CTX_TRY(sys::make_symlink_at("/proc/self/fd/0", dev.get(), "stdin"));
-  CTX_TRY(sys::make_symlink_at("/proc/self/fd/1", dev.get(), "stdout"));
-  CTX_TRY(sys::make_symlink_at("/proc/self/fd/2", dev.get(), "stderr"));
-  CTX_TRY(sys::set_mount_attrs(dev.get(), {true, true, false, true}, false));
-  return {};
+// mount(2) flags of a fresh file system from the plan's attributes.
+unsigned long fs_flags(const mountspec::Attrs& a) {
+  unsigned long f = 0;
+  if (a.rdonly) f |= MS_RDONLY;
+  if (a.nosuid) f |= MS_NOSUID;
+  if (a.nodev) f |= MS_NODEV;
+  if (a.noexec) f |= MS_NOEXEC;
+  return f;
 }
 
-// /run/ctx: a small read-only tmpfs holding only the supervisor's two
-// sockets, NOTIFY_SOCKET and the control socket. They are bound here, in
-// the sandbox's own mount namespace, and handed to the supervisor over
-// the channel: they never have a name anywhere else, not for an instant.
-Result<void> make_run_ctx(int rootfd, const Reporter& rep) {
-  CTX_TRY_ASSIGN(UniqueFd dir, mount_point(rootfd, kNotifyDir, true));
-  CTX_TRY(sys::mount_fresh("tmpfs", dir.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=4k"));
-  CTX_TRY_ASSIGN(dir, sys::open_in_root(rootfd, rel_of(kNotifyDir), true));
-  const std::string notify_name(path_suffix(kNotifyPath, kNotifyDir));
-  const std::string control_name(path_suffix(kSupervisorPath, kNotifyDir));
-  CTX_TRY_ASSIGN(UniqueFd notify, sys::bind_datagram_at(dir.get(), notify_name, kNotifyPath));
-  CTX_TRY_ASSIGN(UniqueFd control, sys::listen_unix_at(dir.get(), control_name, kSupervisorPath));
-  // Anyone inside the sandbox may notify or ask (iso uid runs as another
-  // uid than the owner these were bound as); the supervisor checks that
-  // each peer is in the sandbox.
-  CTX_TRY(sys::chmod_at(dir.get(), notify_name, 0666));
-  CTX_TRY(sys::chmod_at(dir.get(), control_name, 0666));
-  CTX_TRY(sys::set_mount_attrs(dir.get(), {true, true, true, true}, false));
-  rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {notify.get(), control.get()});
-  return {};
+// The new root: `source` cloned onto itself (pivot_root needs a mount of
+// its own), an owned child's never through a symlink below the CTX root.
+// Returns the attached tree, the anchor of every later path.
+Result<UniqueFd> make_root(const MountStep& r) {
+  UniqueFd root_dir;
+  if (r.beneath.empty()) {
+    CTX_TRY_ASSIGN(root_dir, sys::open_path(r.source, O_PATH | O_DIRECTORY));
+  } else {
+    CTX_TRY_ASSIGN(UniqueFd top, sys::open_path(r.beneath, O_PATH | O_DIRECTORY));
+    auto d = sys::open_path_beneath(top.get(), std::string(path_suffix(r.source, r.beneath)), false);
+    if (!d) return fail(d.error().with_context("root " + r.source));
+    root_dir = std::move(*d);
+  }
+  CTX_TRY_ASSIGN(UniqueFd root, sys::clone_tree(root_dir.get(), "", false));
+  CTX_TRY_CTX(sys::set_mount_attrs(root.get(), r.attrs, false), "root " + r.source);
+  CTX_TRY_CTX(sys::attach_tree(root.get(), root_dir.get()), "root " + r.source);
+  return root;
+}
+
+// A host device node, bound onto an empty file of the same name.
+Result<void> bind_dev_node(int rootfd, const MountStep& n) {
+  CTX_TRY_ASSIGN(UniqueFd point, mount_point(rootfd, n.target, false));
+  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(AT_FDCWD, n.source, false));
+  CTX_TRY(sys::set_mount_attrs(tree.get(), n.attrs, false));
+  return sys::attach_tree(tree.get(), point.get());
+}
+
+// A supervisor socket: bound here, in the sandbox's own mount namespace,
+// so it never has a name anywhere else, not for an instant; anyone in the
+// sandbox may use it (iso uid runs as another uid than the owner it was
+// bound as), and the supervisor checks that each peer is in the sandbox.
+Result<UniqueFd> bind_socket(int rootfd, const MountStep& s) {
+  const std::string dir(path_dirname(s.target));
+  const std::string leaf(path_basename(s.target));
+  CTX_TRY_ASSIGN(UniqueFd d, sys::open_in_root(rootfd, rel_of(dir), true));
+  Result<UniqueFd> sock = s.datagram ? sys::bind_datagram_at(d.get(), leaf, s.target)
+                                     : sys::listen_unix_at(d.get(), leaf, s.target);
+  if (!sock) return fail(sock.error());
+  CTX_TRY(sys::chmod_at(d.get(), leaf, 0666));
+  return std::move(*sock);
+}
+
+// Which setup step of the channel's timings a mount step belongs to.
+Step timing_step(const MountStep& m) {
+  if (path_is_at_or_under(m.target, "/dev")) return Step::dev;
+  if (path_is_at_or_under(m.target, kNotifyDir)) return Step::run_ctx;
+  switch (m.kind) {
+    case StepKind::root: return Step::root;
+    case StepKind::bind: return Step::binds;
+    case StepKind::mask: return Step::masks;
+    case StepKind::tool_view: return Step::tool_views;
+    case StepKind::fs:
+    case StepKind::dev_node:
+    case StepKind::symlink:
+    case StepKind::socket:
+    case StepKind::seal:
+      return Step::proc;
+  }
+  return Step::proc;
+}
+
+// The one function that makes the sandbox's mounts: the plan's steps, in
+// order. The sockets of /run/ctx go to the supervisor over the channel.
+Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep) {
+  UniqueFd root;
+  std::optional<std::vector<sys::MountEntry>> host_mounts;
+  std::vector<UniqueFd> sockets;
+  for (const MountStep& m : plan.mounts) {
+    if (Step t = timing_step(m); t != rep.current()) rep.enter(t);
+    switch (m.kind) {
+      case StepKind::root: {
+        CTX_TRY_ASSIGN(root, make_root(m));
+        break;
+      }
+      case StepKind::bind: {
+        // A privileged launch never binds a pseudo file system.
+        if (plan.ids.privileged && !host_mounts) {
+          CTX_TRY_ASSIGN(host_mounts, sys::read_mountinfo());
+        }
+        auto r = bind_one(root.get(), m, host_mounts ? &*host_mounts : nullptr);
+        if (!r && m.line > 0)
+          return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(m.line) + ": " + m.source + " -> " + m.target));
+        if (!r) return fail(r.error().with_context(m.source + " -> " + m.target));
+        break;
+      }
+      case StepKind::mask:
+        CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")");
+        break;
+      case StepKind::tool_view:
+        CTX_TRY_CTX(tool_view(root.get(), m), "tool view " + m.target);
+        break;
+      case StepKind::fs: {
+        CTX_TRY_ASSIGN(UniqueFd point, mount_point(root.get(), m.target, true));
+        CTX_TRY_CTX(sys::mount_fresh(m.fstype, point.get(), fs_flags(m.attrs), m.options), m.target);
+        break;
+      }
+      case StepKind::dev_node:
+        CTX_TRY_CTX(bind_dev_node(root.get(), m), m.target);
+        break;
+      case StepKind::symlink: {
+        CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(std::string(path_dirname(m.target))), true));
+        CTX_TRY_CTX(sys::make_symlink_at(m.link, dir.get(), std::string(path_basename(m.target))), m.target);
+        break;
+      }
+      case StepKind::socket: {
+        CTX_TRY_ASSIGN(UniqueFd sock, bind_socket(root.get(), m));
+        sockets.push_back(std::move(sock));
+        break;
+      }
+      case StepKind::seal: {
+        CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(m.target), true));
+        CTX_TRY_CTX(sys::set_mount_attrs(dir.get(), m.attrs, false), m.target);
+        break;
+      }
+    }
+  }
+  if (sockets.size() != 2) return fail(Error{EPROTO, "the mount plan holds " + std::to_string(sockets.size()) + " sockets, not 2"});
+  rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {sockets[0].get(), sockets[1].get()});
+  return root;
 }
 
 // Everything between clone and the fork of the runtime, in the order of
@@ -293,45 +372,7 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   CTX_TRY_CTX(sys::make_mounts_private(), "making mounts private");
   rep.enter(Step::owner_ids);
   if (ids.privileged) CTX_TRY_CTX(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups), "taking the owner's file-system ids");
-  rep.enter(Step::root);
-
-  // The root becomes a mount of its own (pivot_root needs one); the fd
-  // of the attached tree is the anchor for every later path.
-  UniqueFd root_dir;
-  if (plan.root_beneath.empty()) {
-    CTX_TRY_ASSIGN(root_dir, sys::open_path(plan.root, O_PATH | O_DIRECTORY));
-  } else {
-    // An owned child's root: never through a symlink below the CTX root.
-    CTX_TRY_ASSIGN(UniqueFd top, sys::open_path(plan.root_beneath, O_PATH | O_DIRECTORY));
-    auto r = sys::open_path_beneath(top.get(), std::string(path_suffix(plan.root, plan.root_beneath)), false);
-    if (!r) return fail(r.error().with_context("root " + plan.root));
-    root_dir = std::move(*r);
-  }
-  CTX_TRY_ASSIGN(UniqueFd root, sys::clone_tree(root_dir.get(), "", false));
-  CTX_TRY_CTX(sys::set_mount_attrs(root.get(), {false, true, true, false}, false), "root " + plan.root);
-  CTX_TRY_CTX(sys::attach_tree(root.get(), root_dir.get()), "root " + plan.root);
-
-  rep.enter(Step::binds);
-  std::optional<std::vector<sys::MountEntry>> host_mounts;
-  if (ids.privileged && !plan.binds.empty()) {
-    CTX_TRY_ASSIGN(host_mounts, sys::read_mountinfo());
-  }
-  for (const BindStep& b : plan.binds) {
-    auto r = bind_one(root.get(), b, host_mounts ? &*host_mounts : nullptr);
-    if (!r) return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(b.line) + ": " + b.source + " -> " + b.target));
-  }
-  rep.enter(Step::masks);
-  for (const MaskStep& m : plan.masks) CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")");
-  rep.enter(Step::tool_views);
-  for (const ToolViewStep& v : plan.tool_views) CTX_TRY_CTX(tool_view(root.get(), v), "tool view " + v.target);
-
-  rep.enter(Step::proc);
-  CTX_TRY_ASSIGN(UniqueFd proc, mount_point(root.get(), "/proc", true));
-  CTX_TRY_CTX(sys::mount_fresh("proc", proc.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, ""), "/proc");
-  rep.enter(Step::dev);
-  CTX_TRY_CTX(make_dev(root.get(), plan.shm_size), "/dev");
-  rep.enter(Step::run_ctx);
-  CTX_TRY_CTX(make_run_ctx(root.get(), rep), kNotifyDir);
+  CTX_TRY_ASSIGN(UniqueFd root, apply_mounts(plan, rep));
 
   rep.enter(Step::network);
   if (plan.net_ns) CTX_TRY_CTX(sys::loopback_up(), "network namespace");

@@ -28,16 +28,18 @@ std::vector<std::string> ctx_path_of(const LaunchPlan& plan) {
 // The bind that decides what an inner path shows: the deepest target at
 // or above it (later binds win on equal targets, as they are applied
 // later); nullptr when none does.
-const BindStep* shown_by(const LaunchPlan& plan, const std::string& inner) {
-  const BindStep* best = nullptr;
-  for (const auto& b : plan.binds)
-    if (path_is_at_or_under(inner, b.target) && (best == nullptr || b.target.size() >= best->target.size())) best = &b;
+const MountStep* shown_by(const LaunchPlan& plan, const std::string& inner) {
+  const MountStep* best = nullptr;
+  for (const auto& b : plan.mounts)
+    if (b.kind == StepKind::bind && path_is_at_or_under(inner, b.target) &&
+        (best == nullptr || b.target.size() >= best->target.size()))
+      best = &b;
   return best;
 }
 
 bool masked(const LaunchPlan& plan, const std::string& inner) {
-  for (const auto& m : plan.masks)
-    if (path_is_at_or_under(inner, m.target)) return true;
+  for (const auto& m : plan.mounts)
+    if (m.kind == StepKind::mask && path_is_at_or_under(inner, m.target)) return true;
   return false;
 }
 
@@ -55,7 +57,7 @@ bool allowed(const agentdir::AgentSpec& spec, const ToolDirEntry& e) {
 std::vector<std::string> ctx_path_host_dirs(const LaunchPlan& plan) {
   std::vector<std::string> out;
   for (const auto& inner : ctx_path_of(plan)) {
-    const BindStep* b = shown_by(plan, inner);
+    const MountStep* b = shown_by(plan, inner);
     if (b == nullptr || masked(plan, inner)) continue;
     std::string host = path_join(b->source, path_suffix(inner, b->target));
     bool seen = false;
@@ -88,28 +90,32 @@ void plan_tool_views(const agentdir::AgentSpec& spec, const std::vector<ToolDirL
     }
     // Everywhere the directory appears, not only at its CTX_PATH name: a
     // second bind of the same tree must not show what the first hides.
-    for (const auto& b : plan.binds) {
-      if (!path_is_at_or_under(l.host_dir, b.source)) continue;
+    std::vector<MountStep> views;
+    for (const auto& b : plan.mounts) {
+      if (b.kind != StepKind::bind || !path_is_at_or_under(l.host_dir, b.source)) continue;
       std::string inner = path_join(b.target, path_suffix(l.host_dir, b.source));
       if (shown_by(plan, inner) != &b || masked(plan, inner)) continue;
-      ToolViewStep v;
+      MountStep v;
+      v.kind = StepKind::tool_view;
       v.target = inner;
-      v.host_dir = l.host_dir;
+      v.source = l.host_dir;
+      v.attrs = {true, true, true, true};
       v.show = show;
       v.wrapped = wrapped;
       v.helper = helper;
       // A deeper bind inside the tier stays visible (the clone of its
       // first component below the tier carries it), unless it lies on a
       // hidden entry.
-      for (const auto& deeper : plan.binds) {
-        if (deeper.target == inner || !path_is_at_or_under(deeper.target, inner)) continue;
+      for (const auto& deeper : plan.mounts) {
+        if (deeper.kind != StepKind::bind || deeper.target == inner || !path_is_at_or_under(deeper.target, inner)) continue;
         std::string first(path_suffix(deeper.target, inner));
         first = first.substr(0, first.find('/'));
         auto in = [&](const std::vector<std::string>& names) { return std::find(names.begin(), names.end(), first) != names.end(); };
         if (!in(v.show) && !in(hidden)) v.show.push_back(first);
       }
-      plan.tool_views.push_back(std::move(v));
+      views.push_back(std::move(v));
     }
+    for (auto& v : views) plan.mounts.push_back(std::move(v));
   }
 }
 

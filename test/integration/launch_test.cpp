@@ -398,9 +398,11 @@ TEST_CASE("--dry-run prints the plan and touches nothing", "[root][userns]") {
   CHECK(plan["argv"] == json{"/probe", "ids"});
   CHECK(plan["network"] == "loopback");
   CHECK(plan["ids"]["privileged_caller"] == m.privileged);
-  // Ordered parents-before-children, then by name.
-  CHECK(plan["mounts"][0]["target"] == "/probe");
-  CHECK(plan["mounts"][1]["target"] == "/usr");
+  // The root, then the table ordered parents-before-children, then by name.
+  CHECK(plan["mounts"][0]["step"] == "root");
+  CHECK(plan["mounts"][1]["target"] == "/probe");
+  CHECK(plan["mounts"][2]["target"] == "/usr");
+  CHECK(plan["mounts"].back()["step"] == "seal");  // /run/ctx, the last step
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
   struct stat st {};
   CHECK(::lstat((t.root() + "/agent/coder.d/log").c_str(), &st) == -1);
@@ -421,8 +423,8 @@ TEST_CASE("--json-status-fd reports pid, namespaces, timings and exit status", "
     INFO(ns);
     CHECK(started["namespaces"][ns].get<unsigned long>() > 0);
   }
-  for (const char* step : {"prepare", "id_maps", "private_mounts", "owner_ids", "root", "binds", "masks", "tool_views", "proc",
-                           "dev", "run_ctx", "network", "pivot_root", "cwd", "identity", "total"}) {
+  for (const char* step : {"prepare", "id_maps", "private_mounts", "owner_ids", "root", "binds", "proc", "dev", "run_ctx",
+                           "network", "pivot_root", "cwd", "identity", "total"}) {
     INFO(step);
     CHECK(started["timings_us"].contains(step));
   }
@@ -1035,4 +1037,31 @@ TEST_CASE("the command line: --version, the usage line, a closed --json-status-f
   CHECK(fd.exit_code == 2);
   CHECK(fd.err == "ctx-agent-run: --json-status-fd 9: EBADF: not an open file descriptor; open it for the launcher "
                   "(e.g. 3>file)\n");
+}
+
+// The plan is the truth: the mount points a sandbox has (its mountinfo)
+// are exactly the plan's, no more and no fewer, with a mask, a tool view
+// (wrapped tools included) and the handful of fixed ones.
+TEST_CASE("the mounts inside are exactly the plan's mount points", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("ctx/shared/hidden");
+  t.write("ctx/tool/fs.read", "#!/bin/sh\n", 0755);
+  t.mkdir("ctx/tool/fs.read.d");
+  t.write("ctx/tool/shell.exec", "#!/bin/sh\n", 0755);
+  t.write("ctx/bin/ctx", "#!/bin/sh\n", 0755);
+  t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n"},
+                    {"policy", "allow coder_t tool:fs.read execute\n"}});
+  RunResult dry = t.launch({"--dry-run", "coder", "--", "/probe", "mounts"}, m.as);
+  REQUIRE(dry.exit_code == 0);
+  json plan = json::parse(dry.out);
+  std::multiset<std::string> want;
+  for (const auto& p : plan["mount_points"]) want.insert(p.get<std::string>());
+  CHECK(want.count("/ctx/shared/hidden") == 1);  // the mask
+  CHECK(want.count("/ctx/tool/.ctx-real/fs.read") == 1);
+  json j = probe(run_probe(t, m, "coder", {"mounts"}));
+  std::multiset<std::string> seen;
+  for (const auto& mnt : j["mounts"]) seen.insert(mnt["target"].get<std::string>());
+  INFO("plan: " << plan["mount_points"].dump() << "\ninside: " << j["mounts"].dump());
+  CHECK(seen == want);
 }

@@ -18,6 +18,8 @@ using ctx::agentdir::Iso;
 using ctx::launcher::Caller;
 using ctx::launcher::make_plan;
 using ctx::launcher::PlanOptions;
+using ctx::mountspec::MountStep;
+using ctx::mountspec::StepKind;
 
 namespace {
 
@@ -60,6 +62,16 @@ Caller root() {
   return c;
 }
 
+std::vector<MountStep> of_kind(const ctx::launcher::LaunchPlan& p, StepKind k) {
+  std::vector<MountStep> out;
+  for (const auto& m : p.mounts)
+    if (m.kind == k) out.push_back(m);
+  return out;
+}
+std::vector<MountStep> binds(const ctx::launcher::LaunchPlan& p) { return of_kind(p, StepKind::bind); }
+std::vector<MountStep> masks(const ctx::launcher::LaunchPlan& p) { return of_kind(p, StepKind::mask); }
+std::vector<MountStep> views(const ctx::launcher::LaunchPlan& p) { return of_kind(p, StepKind::tool_view); }
+
 bool has_map(const std::vector<ctx::sys::IdMapLine>& m, std::uint32_t in, std::uint32_t out) {
   return m.size() == 1 && m[0].inner == in && m[0].outer == out && m[0].count == 1;
 }
@@ -81,15 +93,15 @@ TEST_CASE("unprivileged userns plan", "[unit]") {
   CHECK(p->ids.uid == 0);
   CHECK(p->ids.host_uid == 1000);
   // Parents before children, whatever the file order.
-  REQUIRE(p->binds.size() == 3);
-  CHECK(p->binds[0].target == "/usr");
-  CHECK(p->binds[1].target == "/work");
-  CHECK(p->binds[2].target == "/work/sub");
-  CHECK(p->binds[1].recursive);
-  CHECK_FALSE(p->binds[1].rdonly);
-  CHECK(p->binds[1].nosuid);
-  CHECK(p->binds[2].rdonly);
-  CHECK(p->binds[2].line == 1);
+  REQUIRE(binds(*p).size() == 3);
+  CHECK(binds(*p)[0].target == "/usr");
+  CHECK(binds(*p)[1].target == "/work");
+  CHECK(binds(*p)[2].target == "/work/sub");
+  CHECK(binds(*p)[1].recursive);
+  CHECK_FALSE(binds(*p)[1].attrs.rdonly);
+  CHECK(binds(*p)[1].attrs.nosuid);
+  CHECK(binds(*p)[2].attrs.rdonly);
+  CHECK(binds(*p)[2].line == 1);
   CHECK(p->argv == std::vector<std::string>{"/ctx/agent/coder"});
   CHECK(p->env == std::vector<std::string>{
                       "CTX_ROOT=/ctx", "CTX_HOME=/ctx/home/1000", "CTX_PATH=/ctx/tool:/ctx/home/1000/tool",
@@ -287,12 +299,12 @@ TEST_CASE("shared spaces: permission for direct mounts, masks under wider ones",
   o.shared_spaces = {"a", "b", "c"};
   auto p = make_plan(s, user(), o);
   REQUIRE(p);
-  REQUIRE(p->binds.size() == 2);
-  CHECK(p->binds[1].source == "/srv/ctx/shared/a");  // read only: rebound ro
-  CHECK(p->binds[1].target == "/ctx/shared/a");
-  CHECK(p->binds[1].rdonly);
-  REQUIRE(p->masks.size() == 1);
-  CHECK(p->masks[0].target == "/ctx/shared/c");
+  REQUIRE(binds(*p).size() == 2);
+  CHECK(binds(*p)[1].source == "/srv/ctx/shared/a");  // read only: rebound ro
+  CHECK(binds(*p)[1].target == "/ctx/shared/a");
+  CHECK(binds(*p)[1].attrs.rdonly);
+  REQUIRE(masks(*p).size() == 1);
+  CHECK(masks(*p)[0].target == "/ctx/shared/c");
 }
 
 TEST_CASE("plans of the example agents", "[fs]") {
@@ -308,12 +320,12 @@ TEST_CASE("plans of the example agents", "[fs]") {
   auto p = make_plan(*coder, user(), o);
   REQUIRE(p);
   std::vector<std::string> targets;
-  for (const auto& b : p->binds) targets.push_back(b.target);
+  for (const auto& b : binds(*p)) targets.push_back(b.target);
   // The table's five lines in apply order; project-a is allowed rw, and
   // project-b, which the whole-/ctx mount would expose, is masked.
   CHECK(targets == std::vector<std::string>{"/ctx", "/ctx/home/1000/agent/coder", "/shared/project-a", "/usr", "/work"});
-  REQUIRE(p->masks.size() == 1);
-  CHECK(p->masks[0].target == "/ctx/shared/project-b");
+  REQUIRE(masks(*p).size() == 1);
+  CHECK(masks(*p)[0].target == "/ctx/shared/project-b");
   CHECK(p->net_ns);
   CHECK(p->cwd == "/work");
   CHECK(p->root == "/ctx/home/1000/agent/coder/root");
@@ -328,13 +340,13 @@ TEST_CASE("plans of the example agents", "[fs]") {
   REQUIRE(r);
   CHECK(r->ids.uid == 1000);  // iso shared: the owner itself
   CHECK(has_map(r->ids.uid_map, 1000, 1000));
-  REQUIRE(r->binds.size() == 4);
-  CHECK(r->binds[0].target == "/ctx");
-  CHECK(r->binds[1].target == "/ctx/home/1000/agent/reviewer");
-  CHECK(r->binds[2].target == "/shared/project-a");
-  CHECK(r->binds[2].rdonly);
-  REQUIRE(r->masks.size() == 1);  // the whole /ctx shows project-a (read) but hides project-b
-  CHECK(r->masks[0].target == "/ctx/shared/project-b");
+  REQUIRE(binds(*r).size() == 4);
+  CHECK(binds(*r)[0].target == "/ctx");
+  CHECK(binds(*r)[1].target == "/ctx/home/1000/agent/reviewer");
+  CHECK(binds(*r)[2].target == "/shared/project-a");
+  CHECK(binds(*r)[2].attrs.rdonly);
+  REQUIRE(masks(*r).size() == 1);  // the whole /ctx shows project-a (read) but hides project-b
+  CHECK(masks(*r)[0].target == "/ctx/shared/project-b");
   // The reviewer's policy reads project-a but cannot write it: an rw mount
   // of the space is refused.
   reviewer->mounts[3].mode = ctx::mountspec::Mode::rw;
@@ -359,8 +371,9 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
   auto p = make_plan(s, user(), po);
   REQUIRE(p);
   auto bind = [&](const std::string& target) {
-    auto it = std::find_if(p->binds.begin(), p->binds.end(), [&](const auto& b) { return b.target == target; });
-    REQUIRE(it != p->binds.end());
+    const auto all = binds(*p);
+    auto it = std::find_if(all.begin(), all.end(), [&](const auto& b) { return b.target == target; });
+    REQUIRE(it != all.end());
     return *it;
   };
   CHECK(bind("/x").beneath == "/data");
@@ -369,15 +382,16 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
   CHECK_FALSE(bind("/usr").beneath_no_xdev);  // the parent's rbind shows them
   CHECK(bind("/ctx").beneath.empty());        // no parent mount holds /srv/ctx
   CHECK(bind("/handoff/result.md").beneath == "/srv/ctx");
-  CHECK(p->root_beneath == "/srv/ctx");
-  CHECK(bind("/handoff/handoff.md").rdonly);
+  CHECK(p->mounts.front().kind == StepKind::root);
+  CHECK(p->mounts.front().beneath == "/srv/ctx");
+  CHECK(bind("/handoff/handoff.md").attrs.rdonly);
   CHECK(bind("/handoff/handoff.md").source == po.handoff_dir + "/handoff.md");
   for (const char* rw : {"/handoff/result.md", "/handoff/refs.jsonl", "/handoff/artifact"}) {
-    CHECK_FALSE(bind(rw).rdonly);
-    CHECK(bind(rw).noexec);
+    CHECK_FALSE(bind(rw).attrs.rdonly);
+    CHECK(bind(rw).attrs.noexec);
   }
-  REQUIRE(p->masks.size() == 1);
-  CHECK(p->masks[0].target == "/ctx/home/1000/agent/coder/session");
+  REQUIRE(masks(*p).size() == 1);
+  CHECK(masks(*p)[0].target == "/ctx/home/1000/agent/coder/session");
   CHECK(std::find(p->env.begin(), p->env.end(), "CTX_HANDOFF=/handoff") != p->env.end());
   // The handoff directory is the launcher's: a mount there is refused.
   s.mounts.push_back({"/usr", "/handoff/x", ctx::mountspec::Mode::ro, ctx::mountspec::Kind::bind, false, false, false, 4});
@@ -410,27 +424,27 @@ TEST_CASE("tool views: every place a CTX_PATH tier appears shows only the tools 
         {"README", K::file, std::nullopt},
         {"link", K::other, std::nullopt}}}};
   ctx::launcher::plan_tool_views(s, l, *p);
-  REQUIRE(p->tool_views.size() == 2);
-  const auto& v = p->tool_views[0];
+  REQUIRE(views(*p).size() == 2);
+  const MountStep v = views(*p)[0];
   CHECK(v.target == "/ctx/tool");
-  CHECK(v.host_dir == "/srv/ctx/tool");
+  CHECK(v.source == "/srv/ctx/tool");
   // The deeper bind at /ctx/tool/sub is carried over.
   CHECK(v.show == std::vector<std::string>{"fs.read", "fs.read.d", "README", "sub"});
-  const auto& m = p->tool_views[1];
-  CHECK(m.target == "/mirror/tool");
-  CHECK(m.show == std::vector<std::string>{"fs.read", "fs.read.d", "README"});
+  const MountStep mirror = views(*p)[1];
+  CHECK(mirror.target == "/mirror/tool");
+  CHECK(mirror.show == std::vector<std::string>{"fs.read", "fs.read.d", "README"});
   CHECK(v.wrapped.empty());  // no helper given
-  p->tool_views.clear();
+  std::erase_if(p->mounts, [](const MountStep& m) { return m.kind == StepKind::tool_view; });
   ctx::launcher::plan_tool_views(s, l, *p, "/srv/ctx/bin/ctx");
-  CHECK(p->tool_views[0].wrapped == std::vector<std::string>{"fs.read"});
-  CHECK(p->tool_views[0].helper == "/srv/ctx/bin/ctx");
+  CHECK(views(*p)[0].wrapped == std::vector<std::string>{"fs.read"});
+  CHECK(views(*p)[0].helper == "/srv/ctx/bin/ctx");
   // A label-less agent sees no tool at all.
   s.label.reset();
   auto q = make_plan(s, user(), PlanOptions{});
   REQUIRE(q);
   ctx::launcher::plan_tool_views(s, l, *q);
-  REQUIRE_FALSE(q->tool_views.empty());
-  CHECK(q->tool_views[0].show == std::vector<std::string>{"fs.read.d", "README", "sub"});
+  REQUIRE_FALSE(views(*q).empty());
+  CHECK(views(*q)[0].show == std::vector<std::string>{"fs.read.d", "README", "sub"});
   // A deeper bind on a hidden tool stays hidden.
   s.label = ctx::agentdir::Label{"", "", "coder_t", ""};
   s.mounts.push_back({"/srv/x", "/ctx/tool/shell.exec", ctx::mountspec::Mode::ro, ctx::mountspec::Kind::bind, false, false,
@@ -438,6 +452,7 @@ TEST_CASE("tool views: every place a CTX_PATH tier appears shows only the tools 
   auto w = make_plan(s, user(), PlanOptions{});
   REQUIRE(w);
   ctx::launcher::plan_tool_views(s, l, *w);
-  REQUIRE_FALSE(w->tool_views.empty());
-  CHECK(std::count(w->tool_views[0].show.begin(), w->tool_views[0].show.end(), "shell.exec") == 0);
+  REQUIRE_FALSE(views(*w).empty());
+  const auto wv = views(*w);
+  CHECK(std::count(wv[0].show.begin(), wv[0].show.end(), "shell.exec") == 0);
 }
