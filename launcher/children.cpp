@@ -58,18 +58,14 @@ Result<mountspec::ChildMount> child_mount(const json& m, std::size_t i) {
   if (mode != "ro" && mode != "rw") return fail(bad_request(where + ": mode must be ro or rw, not '" + mode + "'"));
   c.mode = mode == "ro" ? mountspec::Mode::ro : mountspec::Mode::rw;
   if (m.size() == 4) {
-    std::string opts = m[3].get<std::string>();
-    for (std::size_t pos = 0; pos <= opts.size();) {
-      std::size_t comma = opts.find(',', pos);
-      std::string w = opts.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-      pos = comma == std::string::npos ? opts.size() + 1 : comma + 1;
-      if (w == "bind") c.kind = mountspec::Kind::bind;
-      else if (w == "rbind") c.kind = mountspec::Kind::rbind;
-      else if (w == "nosuid") c.nosuid = true;
-      else if (w == "nodev") c.nodev = true;
-      else if (w == "noexec") c.noexec = true;
-      else if (w != "-") return fail(bad_request(where + ": unknown option '" + w + "'"));
-    }
+    // The mount file's own parser: the same rules for a child's request.
+    mountspec::Options opts;
+    if (auto issue = mountspec::parse_options(m[3].get<std::string>(), opts))
+      return fail(bad_request(where + ": " + issue->what));
+    c.kind = opts.kind;
+    c.nosuid = opts.nosuid;
+    c.nodev = opts.nodev;
+    c.noexec = opts.noexec;
   }
   return c;
 }

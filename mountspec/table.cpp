@@ -28,56 +28,47 @@ std::string_view to_string(Kind k) {
   return "?";
 }
 
-namespace {
-
-// Parses the options field into e; returns the error text and the byte
-// offset of the offending option within the field.
-struct OptIssue {
-  std::size_t offset;
-  std::string what;
-};
-
-std::optional<OptIssue> parse_options(std::string_view f, Entry& e) {
+std::optional<OptionIssue> parse_options(std::string_view f, Options& out) {
+  out = Options{};
   if (f == "-") return std::nullopt;
-  if (f.empty()) return OptIssue{0, "options field is empty; write '-' for no option"};
+  if (f.empty()) return OptionIssue{0, "options field is empty; write '-' for no option"};
   bool seen_bind = false, seen_rbind = false;
   std::size_t start = 0;
   while (true) {
     std::size_t comma = f.find(',', start);
     std::string_view o = f.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-    auto once = [&](bool& flag) -> std::optional<OptIssue> {
-      if (flag) return OptIssue{start, "option '" + std::string(o) + "' repeated"};
+    auto once = [&](bool& flag) -> std::optional<OptionIssue> {
+      if (flag) return OptionIssue{start, "option '" + std::string(o) + "' repeated"};
       flag = true;
       return std::nullopt;
     };
-    std::optional<OptIssue> issue;
+    std::optional<OptionIssue> issue;
     if (o.empty()) {
-      issue = OptIssue{start, "empty option (stray ',')"};
+      issue = OptionIssue{start, "empty option (stray ',')"};
     } else if (o == "-") {
-      issue = OptIssue{start, "'-' must stand alone (it means no option)"};
+      issue = OptionIssue{start, "'-' must stand alone (it means no option)"};
     } else if (o == "bind") {
       issue = once(seen_bind);
     } else if (o == "rbind") {
       issue = once(seen_rbind);
     } else if (o == "nosuid") {
-      issue = once(e.nosuid);
+      issue = once(out.nosuid);
     } else if (o == "nodev") {
-      issue = once(e.nodev);
+      issue = once(out.nodev);
     } else if (o == "noexec") {
-      issue = once(e.noexec);
+      issue = once(out.noexec);
     } else {
-      issue = OptIssue{start, "unknown option '" + std::string(o) + "' (v0 options: bind, rbind, nosuid, nodev, noexec, -)"};
+      issue = OptionIssue{start, "unknown option '" + printable(o) + "' (v0 options: bind, rbind, nosuid, nodev, noexec, -)"};
     }
     if (issue) return issue;
-    if (seen_bind && seen_rbind) return OptIssue{start, "bind and rbind are mutually exclusive"};
+    if (seen_bind && seen_rbind) return OptionIssue{start, "bind and rbind are mutually exclusive"};
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
-  e.kind = seen_rbind ? Kind::rbind : Kind::bind;
+  if (seen_rbind) out.kind = Kind::rbind;
+  if (seen_bind) out.kind = Kind::bind;
   return std::nullopt;
 }
-
-}  // namespace
 
 Result<Table> parse(std::string_view file, std::string_view content, std::vector<Error>* all) {
   std::vector<Error> errors;
@@ -133,10 +124,15 @@ Result<Table> parse(std::string_view file, std::string_view content, std::vector
       err(fields[2], 0, EINVAL, "mode must be ro or rw, not '" + std::string(fields[2]) + "'");
       ok = false;
     }
-    if (auto issue = parse_options(fields[3], e)) {
+    Options opts;
+    if (auto issue = parse_options(fields[3], opts)) {
       err(fields[3], issue->offset, EINVAL, issue->what);
       ok = false;
     }
+    e.kind = opts.kind.value_or(Kind::bind);
+    e.nosuid = opts.nosuid;
+    e.nodev = opts.nodev;
+    e.noexec = opts.noexec;
     if (!ok) continue;
     auto [it, inserted] = targets.emplace(e.target, l.number);
     if (!inserted) {

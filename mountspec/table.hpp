@@ -2,6 +2,7 @@
 // parser. Pure: nothing here touches the file system.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,27 @@ struct Entry {
 };
 
 using Table = std::vector<Entry>;
+
+/// The flags of a v0 options field.
+struct Options {
+  std::optional<Kind> kind;  ///< none when the field says neither bind nor rbind
+  bool nosuid = false;
+  bool nodev = false;
+  bool noexec = false;
+};
+
+/// Why an options field is refused, and the byte offset of the offending
+/// option in it.
+struct OptionIssue {
+  std::size_t offset = 0;
+  std::string what;
+};
+
+/// Parses a v0 options field strictly (seed 000): a comma-separated list
+/// of bind, rbind, nosuid, nodev, noexec, each at most once, bind and
+/// rbind not both; or "-" alone for none. The one parser of options, for
+/// the mount file and a child's request alike.
+std::optional<OptionIssue> parse_options(std::string_view field, Options& out);
 
 /// Parses a v0 mount file. `file` names it in messages ("coder.d/mount").
 /// On failure returns the first error; when `all` is given, every error of

@@ -212,6 +212,17 @@ TEST_CASE("every denial of ctx agent create is EACCES with its reason, and write
   CHECK(bad.exit_code == 22);
   CHECK(bad.err.find("\"reason\":\"invalid_request\"") != std::string::npos);
   CHECK(bad.err.find("unknown key 'colour'") != std::string::npos);
+  // Mount options: the mount file's parser, with its rules.
+  for (auto [opts, says] : {std::pair{"bind,rbind", "bind and rbind are mutually exclusive"},
+                            std::pair{"-,nosuid", "'-' must stand alone (it means no option)"},
+                            std::pair{"nodev,nodev", "option 'nodev' repeated"},
+                            std::pair{"nosuid,,", "empty option (stray ',')"}}) {
+    RunResult o = f.sh(std::string("/ctx/bin/ctx agent create '{\"name\":\"rev\",\"mount\":[[\"/usr\",\"/usr\",\"ro\",\"") +
+                       opts + "\"]]}'");
+    INFO(opts << ": " << o.err);
+    CHECK(o.exit_code == 22);
+    CHECK(o.err.find(std::string("mount[0]: ") + says) != std::string::npos);
+  }
   // A name that is taken: the second create is refused, the first stays.
   RunResult twice = f.sh("/ctx/bin/ctx agent create '" + request("rev") + "' && /ctx/bin/ctx agent create '" +
                          request("rev", ",\"handoff\":\"other\"") + "'");
