@@ -8,6 +8,7 @@
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "sys/file.hpp"
+#include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "sys/socket.hpp"
 

@@ -18,6 +18,7 @@
 #include "sys/landlock.hpp"
 #include "sys/mount.hpp"
 #include "sys/mountinfo.hpp"
+#include "sys/namespace.hpp"
 #include "sys/process.hpp"
 #include "sys/pty.hpp"
 #include "sys/resolve.hpp"

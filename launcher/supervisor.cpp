@@ -22,10 +22,11 @@
 #include "launcher/sandbox.hpp"
 #include "sys/file.hpp"
 #include "sys/landlock.hpp"
+#include "sys/namespace.hpp"
 #include "sys/probe.hpp"
-#include "sys/resolve.hpp"
 #include "sys/process.hpp"
 #include "sys/pty.hpp"
+#include "sys/resolve.hpp"
 #include "sys/socket.hpp"
 
 namespace ctx::launcher {

@@ -140,11 +140,6 @@ Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t 
   return std::vector<std::uint32_t>(g.begin(), g.end());
 }
 
-Result<void> unshare_ns(int flags) {
-  if (::unshare(flags) < 0) return CTX_FAIL_ERRNO("unshare");
-  return {};
-}
-
 Result<void> drop_bounding_set() {
   for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
     int have = ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
@@ -159,18 +154,6 @@ Result<void> drop_all_capabilities() {
   CTX_TRY(drop_bounding_set());
   capng_clear(CAPNG_SELECT_CAPS);
   if (capng_apply(CAPNG_SELECT_CAPS) != 0) return fail(Error{EPERM, "capng_apply: EPERM: could not clear capabilities"});
-  return {};
-}
-
-Result<void> loopback_up() {
-  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return CTX_FAIL_ERRNO("socket");
-  UniqueFd s(fd);
-  struct ifreq ifr {};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) return CTX_FAIL_ERRNO("ioctl SIOCGIFFLAGS lo");
-  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
-  if (::ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) return CTX_FAIL_ERRNO("ioctl SIOCSIFFLAGS lo");
   return {};
 }
 

@@ -63,9 +63,6 @@ Result<std::optional<UserEntry>> lookup_user(std::uint32_t uid);
 /// primary gid included.
 Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t primary_gid);
 
-/// unshare(2).
-Result<void> unshare_ns(int flags);
-
 /// Drops every capability still in the bounding set (needs CAP_SETPCAP,
 /// so a privileged launch does it before leaving root).
 Result<void> drop_bounding_set();
@@ -73,8 +70,5 @@ Result<void> drop_bounding_set();
 /// Drops every capability: bounding set, ambient, effective, permitted,
 /// inheritable (libcap-ng), and clears securebits' keep-caps.
 Result<void> drop_all_capabilities();
-
-/// Brings the loopback interface of the caller's network namespace up.
-Result<void> loopback_up();
 
 }  // namespace ctx::sys

@@ -1,6 +1,7 @@
 #include "sys/process.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -291,18 +292,6 @@ Result<std::string> read_to_eof(int fd, std::size_t max) {
   return out;
 }
 
-Result<void> set_hostname(const std::string& name) {
-  if (::sethostname(name.c_str(), name.size()) < 0) return CTX_FAIL_ERRNO("sethostname");
-  return {};
-}
-
-Result<unsigned long> ns_inode(pid_t pid, const std::string& ns) {
-  std::string path = "/proc/" + std::to_string(pid) + "/ns/" + ns;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) < 0) return CTX_FAIL_ERRNO("stat " + path);
-  return static_cast<unsigned long>(st.st_ino);
-}
-
 std::uint64_t now_us() {
   struct timespec ts {};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -313,6 +302,14 @@ Result<void> set_process_limit(std::uint64_t n) {
   rlimit rl{n, n};
   if (::setrlimit(RLIMIT_NPROC, &rl) < 0) return CTX_FAIL_ERRNO("setrlimit RLIMIT_NPROC");
   return {};
+}
+
+Result<int> poll_fds(std::vector<struct pollfd>& fds, int timeout_ms) {
+  while (true) {
+    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n >= 0) return n;
+    if (errno != EINTR) return CTX_FAIL_ERRNO("poll");
+  }
 }
 
 }  // namespace ctx::sys

@@ -2,6 +2,8 @@
 // signals, exec and the last steps before exec.
 #pragma once
 
+#include <poll.h>
+
 #include <sys/types.h>
 
 #include <array>
@@ -144,15 +146,12 @@ Result<void> write_all(int fd, const void* data, std::size_t len);
 /// Reads until EOF or `max` bytes.
 Result<std::string> read_to_eof(int fd, std::size_t max);
 
-/// sethostname(2) (in a new UTS namespace).
-Result<void> set_hostname(const std::string& name);
-
-/// The inode number of /proc/<pid>/ns/<ns> (the namespace's id).
-Result<unsigned long> ns_inode(pid_t pid, const std::string& ns);
-
 /// setrlimit(RLIMIT_NPROC) to n, soft and hard (the hard limit too, so
 /// the runtime cannot raise it again).
 Result<void> set_process_limit(std::uint64_t n);
+
+/// poll(2) with EINTR retried; returns the number of ready fds.
+Result<int> poll_fds(std::vector<struct pollfd>& fds, int timeout_ms);
 
 /// Monotonic clock in microseconds.
 std::uint64_t now_us();

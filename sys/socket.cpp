@@ -259,14 +259,6 @@ Result<void> remove_at(int dirfd, const std::string& name, bool dir) {
   return {};
 }
 
-Result<int> poll_fds(std::vector<struct pollfd>& fds, int timeout_ms) {
-  while (true) {
-    int n = ::poll(fds.data(), fds.size(), timeout_ms);
-    if (n >= 0) return n;
-    if (errno != EINTR) return CTX_FAIL_ERRNO("poll");
-  }
-}
-
 Result<bool> try_lock(int fd) {
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
   if (errno == EWOULDBLOCK) return false;

@@ -92,9 +92,6 @@ Result<void> set_nonblocking(int fd);
 /// unlinkat(2), ENOENT ignored.
 Result<void> remove_at(int dirfd, const std::string& name, bool dir = false);
 
-/// poll(2) with EINTR retried; returns the number of ready fds.
-Result<int> poll_fds(std::vector<struct pollfd>& fds, int timeout_ms);
-
 /// flock(LOCK_EX|LOCK_NB): false if another process holds the lock.
 Result<bool> try_lock(int fd);
 

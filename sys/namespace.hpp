@@ -1,0 +1,25 @@
+// Namespaces: entering new ones (unshare), setting up the network and UTS
+// namespaces the sandbox gets, and naming a process's namespaces.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "base/result.hpp"
+
+namespace ctx::sys {
+
+/// unshare(2).
+Result<void> unshare_ns(int flags);
+
+/// Brings the loopback interface of the caller's network namespace up.
+Result<void> loopback_up();
+
+/// sethostname(2) (in a new UTS namespace).
+Result<void> set_hostname(const std::string& name);
+
+/// The inode number of /proc/<pid>/ns/<ns> (the namespace's id).
+Result<unsigned long> ns_inode(pid_t pid, const std::string& ns);
+
+}  // namespace ctx::sys
