@@ -84,11 +84,11 @@ struct AgentSpec {
   Iso iso = Iso::userns;
   std::optional<Parent> parent;
   Life life = Life::owned;
-  std::string root;  ///< defaults to <ctx>/home/<owner>/agent/<name>/root
-  std::string cwd;   ///< defaults to "/"
+  std::string root;                                      ///< defaults to <ctx>/home/<owner>/agent/<name>/root
+  std::string cwd;                                       ///< defaults to "/"
   std::vector<std::pair<std::string, std::string>> env;  ///< file order
   std::vector<std::string> path;                         ///< CTX_PATH dirs
-  bool path_set = false;  ///< false: the default CTX_PATH applies
+  bool path_set = false;                                 ///< false: the default CTX_PATH applies
   mountspec::Table mounts;
   std::vector<std::string> models;
   policy::Policy policy;

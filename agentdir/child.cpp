@@ -8,8 +8,8 @@
 #include <set>
 
 #include "base/names.hpp"
-#include "base/text.hpp"
 #include "base/path.hpp"
+#include "base/text.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
 
@@ -18,7 +18,8 @@ namespace ctx::agentdir {
 namespace {
 
 /// "<child>: [<where>: ]<ERRNO>: <what>", with the machine-readable reason.
-Error refusal(std::string_view child, std::string_view where, int code, std::string_view reason, const std::string& what) {
+Error refusal(std::string_view child, std::string_view where, int code, std::string_view reason,
+              const std::string& what) {
   std::string msg(child);
   msg += ": ";
   if (!where.empty()) {
@@ -127,8 +128,9 @@ Result<std::vector<policy::Rule>> requested_rules(const ChildRequest& req, const
       for (const std::string& p : permissions) {
         const auto& known = policy::permissions_of(c);
         if (std::find(known.begin(), known.end(), p) == known.end())
-          return fail(invalid(child, where,
-                              "unknown permission '" + printable(p) + "' (" + cls + " permits: " + permission_list(c) + ")"));
+          return fail(
+              invalid(child, where,
+                      "unknown permission '" + printable(p) + "' (" + cls + " permits: " + permission_list(c) + ")"));
         if (!perms.insert(p).second) return fail(invalid(child, where, "permission " + p + " requested twice"));
         add(c, object, p);
       }
@@ -156,7 +158,8 @@ Result<std::vector<std::uint32_t>> child_groups(const AgentSpec& parent, const C
   std::vector<std::uint32_t> groups = req.groups.value_or(parent.groups);
   std::set<std::uint32_t> seen;
   for (auto g : groups)
-    if (!seen.insert(g).second) return fail(invalid(req.name, "groups", "group " + std::to_string(g) + " requested twice"));
+    if (!seen.insert(g).second)
+      return fail(invalid(req.name, "groups", "group " + std::to_string(g) + " requested twice"));
   CTX_TRY(groups_within(parent, req.name, "groups", groups));
   return groups;
 }
@@ -193,10 +196,11 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
   const std::string& name = req.name;
   const std::string parent_type = parent.subject();
   if (!parent.policy.allows(parent_type, policy::Class::agent, name, "create")) {
-    std::string what = parent_type.empty()
-                           ? "the parent (" + parent.name + ") has no label, so it holds nothing, not even agent:" + name +
-                                 " create; give it a label and the rule 'allow <its type> agent:" + name + " create'"
-                           : "the parent's policy lacks " + policy::missing_rule(parent_type, policy::Class::agent, name, "create");
+    std::string what =
+        parent_type.empty()
+            ? "the parent (" + parent.name + ") has no label, so it holds nothing, not even agent:" + name +
+                  " create; give it a label and the rule 'allow <its type> agent:" + name + " create'"
+            : "the parent's policy lacks " + policy::missing_rule(parent_type, policy::Class::agent, name, "create");
     return fail(refusal(name, "", EACCES, "agent_policy", what));
   }
 
@@ -262,14 +266,15 @@ Result<void> check_child(const AgentSpec& parent, const AgentSpec& child) {
   auto same = [&](std::string_view f, const std::string& mine, const std::string& parents) -> Result<void> {
     if (mine == parents) return {};
     return fail(refusal(name, file(f), EACCES, "not_owned",
-                        "is " + mine + " but the parent " + parent.name + "'s is " + parents + "; a child keeps its parent's " +
-                            std::string(f) + ": remove " + name + " and create it again from " + parent.name));
+                        "is " + mine + " but the parent " + parent.name + "'s is " + parents +
+                            "; a child keeps its parent's " + std::string(f) + ": remove " + name +
+                            " and create it again from " + parent.name));
   };
   if (!child.parent || child.parent->agent != parent.name)
     return fail(refusal(name, file("parent"), EACCES, "not_owned",
-                        (child.parent ? "names agent:" + child.parent->agent : std::string("is missing")) + ", not agent:" +
-                            parent.name + ", so " + name + " is not a child of " + parent.name + "; " + parent.name +
-                            " may start only the children it created"));
+                        (child.parent ? "names agent:" + child.parent->agent : std::string("is missing")) +
+                            ", not agent:" + parent.name + ", so " + name + " is not a child of " + parent.name + "; " +
+                            parent.name + " may start only the children it created"));
   CTX_TRY(same("owner", std::to_string(child.owner), std::to_string(parent.owner)));
   CTX_TRY(same("uid", std::to_string(child.uid), std::to_string(parent.uid)));
   CTX_TRY(same("gid", std::to_string(child.gid), std::to_string(parent.gid)));
@@ -277,15 +282,18 @@ Result<void> check_child(const AgentSpec& parent, const AgentSpec& child) {
   CTX_TRY(same("life", std::string(to_string(child.life)), std::string(to_string(Life::owned))));
   if (std::string want = child_root(parent, name); child.root != want)
     return fail(refusal(name, file("root"), EACCES, "not_owned",
-                        "is " + child.root + ", not " + want + "; a child's root is its own directory in its owner's home: "
-                        "remove " + name + " and create it again from " + parent.name));
+                        "is " + child.root + ", not " + want +
+                            "; a child's root is its own directory in its owner's home: "
+                            "remove " +
+                            name + " and create it again from " + parent.name));
   CTX_TRY(groups_within(parent, name, file("groups"), child.groups));
   if (auto r = policy::check_subset(parent.policy, parent.subject(), child.policy, child.subject()); !r)
     return fail(r.error().with_context(name + ": " + file("policy")));
   for (const auto& e : child.mounts)
     if (auto r = mountspec::check_derived(parent.mounts, e); !r)
-      return fail(refusal(name, file("mount") + ":" + std::to_string(e.line) + ": " + e.source + " -> " + e.target, EACCES,
-                          r.error().reason, r.error().msg + "; remove the line or create the child again from " + parent.name));
+      return fail(refusal(name, file("mount") + ":" + std::to_string(e.line) + ": " + e.source + " -> " + e.target,
+                          EACCES, r.error().reason,
+                          r.error().msg + "; remove the line or create the child again from " + parent.name));
   return {};
 }
 

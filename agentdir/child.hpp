@@ -33,7 +33,7 @@ struct ChildRequest {
   /// "agents": {"sub": ["create", "start"]}: what the child may do with
   /// its own children (grandchildren of the parent).
   std::vector<std::pair<std::string, std::vector<std::string>>> agents;
-  bool network = false;  ///< "network": true asks network:default connect
+  bool network = false;                       ///< "network": true asks network:default connect
   std::vector<mountspec::ChildMount> mounts;  ///< "mount", sources as the parent sees them
   /// "groups"; nullopt: the parent's groups.
   std::optional<std::vector<std::uint32_t>> groups;

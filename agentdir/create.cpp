@@ -120,7 +120,8 @@ Result<bool> copy_entry(Made& made, std::size_t agents, const std::string& paren
   if (!S_ISREG(st->mode)) return fail(Error{EINVAL, "EINVAL: is neither a regular file nor a symbolic link"});
   if (st->size > kMaxEntrySize)
     return fail(Error{EFBIG, "EFBIG: is larger than " + std::to_string(kMaxEntrySize) + " bytes"});
-  CTX_TRY_ASSIGN(std::optional<sys::FileContent> content, sys::read_small_file(made.fd(agents), parent_name, kMaxEntrySize));
+  CTX_TRY_ASSIGN(std::optional<sys::FileContent> content,
+                 sys::read_small_file(made.fd(agents), parent_name, kMaxEntrySize));
   if (!content) return false;  // removed meanwhile
   CTX_TRY(sys::atomic_replace(made.fd(dir), kEntryTmp, content->data, kEntryMode, true, std::nullopt));
   made.file(dir, kEntryTmp);
@@ -133,7 +134,8 @@ Result<bool> copy_entry(Made& made, std::size_t agents, const std::string& paren
 /// status says "created", or when it has no status and holds only what a
 /// create writes before it (agent, session). Anything else is an earlier
 /// child's history and stays.
-Result<void> remove_unfinished_create(int ctxfd, int agentsfd, const std::string& context_rel, const std::string& name) {
+Result<void> remove_unfinished_create(int ctxfd, int agentsfd, const std::string& context_rel,
+                                      const std::string& name) {
   CTX_TRY_ASSIGN(std::vector<std::string> entries, sys::list_dir(agentsfd));
   const std::string tmp_prefix = "." + name + ".d.tmp.";
   for (const auto& e : entries)
@@ -152,7 +154,8 @@ Result<void> remove_unfinished_create(int ctxfd, int agentsfd, const std::string
   if (!status->has_value()) {
     // Killed before `status` was written: only what comes before it.
     CTX_TRY_ASSIGN(std::vector<std::string> names, sys::list_dir(dir->get()));
-    unfinished = std::all_of(names.begin(), names.end(), [](const std::string& n) { return n == "agent" || n == "session"; });
+    unfinished =
+        std::all_of(names.begin(), names.end(), [](const std::string& n) { return n == "agent" || n == "session"; });
   }
   if (!unfinished) return {};
   return sys::remove_tree_at(parent->get(), leaf);
@@ -164,16 +167,20 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
                          std::string_view handoff, std::optional<sys::Ownership> owner) {
   const std::string& name = plan.spec.name;
   const std::string& ctx = parent.ctx_root;
-  if (auto e = agent_name_issue(name)) return fail(Error{EINVAL, "child name '" + name + "': EINVAL: " + *e, "invalid_request"});
+  if (auto e = agent_name_issue(name))
+    return fail(Error{EINVAL, "child name '" + name + "': EINVAL: " + *e, "invalid_request"});
   if (auto e = space_name_issue(session))
-    return fail(Error{EINVAL, name + ": session '" + std::string(session) + "': EINVAL: session " + *e, "invalid_request"});
+    return fail(
+        Error{EINVAL, name + ": session '" + std::string(session) + "': EINVAL: session " + *e, "invalid_request"});
   for (const auto& [file, content] : plan.files) {
     const auto& known = known_control_files();
     if (std::find(known.begin(), known.end(), file) == known.end())
-      return fail(Error{EINVAL, name + ": EINVAL: the plan holds '" + file + "', which is not a control file", "invalid_request"});
+      return fail(Error{EINVAL, name + ": EINVAL: the plan holds '" + file + "', which is not a control file",
+                        "invalid_request"});
   }
   if (!path_is_at_or_under(plan.spec.root, ctx) || plan.spec.root == ctx)
-    return fail(Error{EINVAL, name + ": EINVAL: the root " + plan.spec.root + " is not below " + ctx, "invalid_request"});
+    return fail(
+        Error{EINVAL, name + ": EINVAL: the root " + plan.spec.root + " is not below " + ctx, "invalid_request"});
   const std::string agent_dir = path_join(ctx, "agent");
   const std::string context = child_context_dir(parent, session, name);
 
@@ -190,7 +197,8 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
     if (*st) return fail(taken(name, path_join(agent_dir, n)));
   }
 
-  CTX_TRY_CTX(remove_unfinished_create(made.fd(top), made.fd(agents), std::string(path_suffix(context, ctx)), name), name);
+  CTX_TRY_CTX(remove_unfinished_create(made.fd(top), made.fd(agents), std::string(path_suffix(context, ctx)), name),
+              name);
   // The parent session's coordination directory: new, or an earlier
   // child's results would be mixed with this one's.
   auto cdir = open_dirs(made, top, std::string(path_suffix(context, ctx)), true);
@@ -203,8 +211,8 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
     return fail(cdir.error().with_context(name + ": creating " + context));
   }
   const std::pair<const char*, std::string> channels[] = {
-      {"agent", name + "\n"}, {"session", "default\n"}, {"status", "created\n"},
-      {"handoff.md", std::string(handoff)}, {"result.md", ""}, {"refs.jsonl", ""},
+      {"agent", name + "\n"}, {"session", "default\n"}, {"status", "created\n"}, {"handoff.md", std::string(handoff)},
+      {"result.md", ""},      {"refs.jsonl", ""},
   };
   for (const auto& [file, content] : channels) {
     CTX_TRY_CTX(sys::atomic_replace(made.fd(*cdir), file, content, kFileMode, false, owner),

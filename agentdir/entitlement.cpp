@@ -20,8 +20,10 @@ bool has(const std::vector<std::uint32_t>& v, std::uint32_t x) { return std::fin
 
 Error refusal(const AgentSpec& spec, const char* file, std::string_view what, const std::string& fix) {
   std::string f = spec.name + ".d/" + file;
-  return Error{EPERM, f + ": EPERM: " + std::string(what) + "; a root launch gives an agent only ids its owner is "
-                      "entitled to unless root owns the file: " + fix + ", or have root own " + f};
+  return Error{EPERM, f + ": EPERM: " + std::string(what) +
+                          "; a root launch gives an agent only ids its owner is "
+                          "entitled to unless root owns the file: " +
+                          fix + ", or have root own " + f};
 }
 
 }  // namespace
@@ -75,18 +77,21 @@ std::vector<Error> entitlement_errors(const AgentSpec& spec, const OwnerIds& own
   };
   auto gid_rule = [&](std::uint32_t g) {
     return "gid " + std::to_string(g) + " is not the owner's primary group" +
-           (owner.primary_gid ? " (" + std::to_string(*owner.primary_gid) + ")" : std::string(" (uid " + uid_s + " has no passwd entry)")) +
+           (owner.primary_gid ? " (" + std::to_string(*owner.primary_gid) + ")"
+                              : std::string(" (uid " + uid_s + " has no passwd entry)")) +
            ", not a group uid " + uid_s + " is a member of, and not in uid " + uid_s + "'s /etc/subgid ranges";
   };
-  if (spec.iso == Iso::uid && !spec.id_source.uid_by_root && spec.uid != owner.uid && !in_ranges(spec.uid, owner.subuid))
+  if (spec.iso == Iso::uid && !spec.id_source.uid_by_root && spec.uid != owner.uid &&
+      !in_ranges(spec.uid, owner.subuid))
     out.push_back(refusal(spec, "uid",
                           "uid " + std::to_string(spec.uid) + " is neither the owner (" + uid_s +
                               ") nor in the owner's /etc/subuid ranges",
                           "write " + uid_s + ", delegate the uid to the owner in /etc/subuid"));
   if (spec.iso != Iso::userns && !spec.id_source.gid_by_root && !gid_ok(spec.gid))
-    out.push_back(refusal(spec, "gid", gid_rule(spec.gid),
-                          "write " + (owner.primary_gid ? std::to_string(*owner.primary_gid) : std::string("a group of the owner")) +
-                              ", add the owner to the group"));
+    out.push_back(refusal(
+        spec, "gid", gid_rule(spec.gid),
+        "write " + (owner.primary_gid ? std::to_string(*owner.primary_gid) : std::string("a group of the owner")) +
+            ", add the owner to the group"));
   if (!spec.id_source.groups_by_root)
     for (auto g : spec.groups)
       if (!gid_ok(g)) out.push_back(refusal(spec, "groups", gid_rule(g), "remove it, add the owner to the group"));

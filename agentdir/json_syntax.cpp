@@ -134,18 +134,12 @@ class Checker {
     if (depth > 64) return bad("nested deeper than 64 levels");
     char c = peek();
     switch (c) {
-      case '{':
-        return members('}', depth);
-      case '[':
-        return members(']', depth);
-      case '"':
-        return string();
-      case 't':
-        return literal("true");
-      case 'f':
-        return literal("false");
-      case 'n':
-        return literal("null");
+      case '{': return members('}', depth);
+      case '[': return members(']', depth);
+      case '"': return string();
+      case 't': return literal("true");
+      case 'f': return literal("false");
+      case 'n': return literal("null");
       default:
         if (c == '-' || digit(c)) return number();
         return bad(at_end() ? "unexpected end of file" : "unexpected character");

@@ -17,20 +17,16 @@ namespace ctx::agentdir {
 
 std::string_view to_string(Iso i) {
   switch (i) {
-    case Iso::shared:
-      return "shared";
-    case Iso::uid:
-      return "uid";
-    case Iso::userns:
-      return "userns";
+    case Iso::shared: return "shared";
+    case Iso::uid: return "uid";
+    case Iso::userns: return "userns";
   }
   return "?";
 }
 
 std::string_view to_string(Life l) {
   switch (l) {
-    case Life::owned:
-      return "owned";
+    case Life::owned: return "owned";
   }
   return "?";
 }
@@ -104,7 +100,9 @@ std::optional<std::uint32_t> id_file(Diag& d, std::string_view f, const std::str
   auto v = single(d, f, content);
   if (!v) return std::nullopt;
   auto id = parse_id(v->text);
-  if (!id) d.at(f, v->number, 1, EINVAL, std::string(f) + " must be a decimal number from 0 to 4294967294, without sign or leading zeros");
+  if (!id)
+    d.at(f, v->number, 1, EINVAL,
+         std::string(f) + " must be a decimal number from 0 to 4294967294, without sign or leading zeros");
   return id;
 }
 
@@ -112,8 +110,9 @@ std::optional<std::string> abs_file(Diag& d, std::string_view f, const std::stri
   auto v = single(d, f, content);
   if (!v) return std::nullopt;
   if (auto issue = abs_path_issue(v->text)) {
-    std::string what = issue->what == "path must be absolute (start with '/')" ? std::string(f) + " must be an absolute path"
-                                                                                 : std::string(f) + ": " + issue->what;
+    std::string what = issue->what == "path must be absolute (start with '/')"
+                           ? std::string(f) + " must be an absolute path"
+                           : std::string(f) + ": " + issue->what;
     d.at(f, v->number, static_cast<int>(issue->offset) + 1, EINVAL, what);
     return std::nullopt;
   }
@@ -200,7 +199,8 @@ void parse_parent(Diag& d, const std::string& content, AgentSpec& s) {
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
           issue = "run id may contain only letters, digits and '_-'";
     }
-    if (issue) return d.at("parent", v->number, col + static_cast<int>(std::string_view(keys[k]).size()), EINVAL, *issue);
+    if (issue)
+      return d.at("parent", v->number, col + static_cast<int>(std::string_view(keys[k]).size()), EINVAL, *issue);
     (k == 0 ? p.agent : k == 1 ? p.session : p.run) = std::string(val);
     field = k + 1;
     if (sp == std::string_view::npos) break;
@@ -221,7 +221,8 @@ void parse_env(Diag& d, const std::string& content, AgentSpec& s) {
     }
     std::string_view key = l.text.substr(0, eq);
     if (!valid_env_key(key)) {
-      d.at("env", l.number, 1, EINVAL, "invalid variable name '" + std::string(key) + "' (letters, digits, '_'; not starting with a digit)");
+      d.at("env", l.number, 1, EINVAL,
+           "invalid variable name '" + std::string(key) + "' (letters, digits, '_'; not starting with a digit)");
       continue;
     }
     if (key.substr(0, 4) == "CTX_") {
@@ -244,7 +245,7 @@ void parse_path(Diag& d, const std::string& content, AgentSpec& s) {
     if (auto issue = abs_path_issue(dir)) {
       d.at("path", l.number, column_of(l.text, dir) + static_cast<int>(issue->offset), EINVAL,
            issue->what == "path must be absolute (start with '/')" ? "tool directory must be an absolute path"
-                                                                  : "tool directory: " + issue->what);
+                                                                   : "tool directory: " + issue->what);
       return;
     }
     s.path.emplace_back(dir);
@@ -273,12 +274,14 @@ struct LimitKey {
   std::optional<std::string> Limits::*slot;
 };
 constexpr LimitKey kLimitKeys[] = {
-    {"memory.max", &Limits::memory_max}, {"pids.max", &Limits::pids_max}, {"cpu.max", &Limits::cpu_max},
+    {"memory.max", &Limits::memory_max}, {"pids.max", &Limits::pids_max},   {"cpu.max", &Limits::cpu_max},
     {"shm.max", &Limits::shm_max},       {"nproc.max", &Limits::nproc_max},
 };
 
 std::optional<std::string> limit_issue(std::string_view key, std::string_view v) {
-  auto number = [](std::string_view n) { return !n.empty() && n.find_first_not_of("0123456789") == std::string_view::npos && n.size() <= 19; };
+  auto number = [](std::string_view n) {
+    return !n.empty() && n.find_first_not_of("0123456789") == std::string_view::npos && n.size() <= 19;
+  };
   auto bytes = [&](std::string_view n) {
     if (!n.empty() && std::string_view("KMGT").find(n.back()) != std::string_view::npos) n.remove_suffix(1);
     return number(n);
@@ -295,7 +298,8 @@ std::optional<std::string> limit_issue(std::string_view key, std::string_view v)
     auto sp = v.find(' ');
     std::string_view quota = v.substr(0, sp);
     if (quota != "max" && !number(quota)) return "cpu.max must be 'max|QUOTA [PERIOD]' (microseconds)";
-    if (sp != std::string_view::npos && !number(v.substr(sp + 1))) return "cpu.max period must be a number (microseconds)";
+    if (sp != std::string_view::npos && !number(v.substr(sp + 1)))
+      return "cpu.max period must be a number (microseconds)";
     return std::nullopt;
   }
   if (key == "shm.max") {
@@ -366,8 +370,9 @@ Result<AgentSpec> build_spec(std::string_view name, std::string_view ctx_root, c
     if (g) {
       s.gid = *g;
     } else {
-      d.at("gid", 0, 0, ENOENT, "missing, and owner " + std::to_string(*owner) +
-                                    " has no passwd entry to take the primary gid from; write the gid");
+      d.at("gid", 0, 0, ENOENT,
+           "missing, and owner " + std::to_string(*owner) +
+               " has no passwd entry to take the primary gid from; write the gid");
     }
   }
   if (auto* c = find(files, "groups"))
@@ -473,7 +478,8 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
   auto dir = sys::open_dir_at(agents->get(), dname);
   if (!dir) {
     Error e = dir.error();
-    if (e.code == ENOENT) return report(Error{ENOENT, dname + ": ENOENT: no such agent in " + std::string(ctx_root) + "/agent"});
+    if (e.code == ENOENT)
+      return report(Error{ENOENT, dname + ": ENOENT: no such agent in " + std::string(ctx_root) + "/agent"});
     if (e.code == ENOTDIR || e.code == ELOOP)
       return report(Error{e.code, dname + ": " + errno_name(e.code) + ": not a directory (a symlinked .d is refused)"});
     return report(e.with_context(dname));
@@ -498,7 +504,8 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
     if (n == "status" || n == "pid" || n == "log" || n == "log.1") continue;
     auto f = sys::read_small_file(dir->get(), n, kMaxControlFileSize);
     if (!f) {
-      errors.push_back(Error{f.error().code, dname + "/" + n + ": " + errno_name(f.error().code) + ": " + f.error().msg});
+      errors.push_back(
+          Error{f.error().code, dname + "/" + n + ": " + errno_name(f.error().code) + ": " + f.error().msg});
       continue;
     }
     if (!*f) continue;  // vanished between listing and reading
@@ -525,8 +532,8 @@ std::vector<Error> trust_errors(std::string_view name, const DirListing& d, std:
   std::vector<Error> out;
   auto check = [&](const std::string& what, const sys::FileStat& st) {
     if (st.uid != 0 && st.uid != owner)
-      out.push_back(Error{EPERM, what + ": EPERM: owned by uid " + std::to_string(st.uid) + ", not by root or the owner " +
-                                     std::to_string(owner) + "; chown it"});
+      out.push_back(Error{EPERM, what + ": EPERM: owned by uid " + std::to_string(st.uid) +
+                                     ", not by root or the owner " + std::to_string(owner) + "; chown it"});
     if ((st.mode & 022) != 0) {
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.mode & 07777));
@@ -547,11 +554,13 @@ Result<AgentSpec> load_subject_policy(std::string_view ctx_root, std::string_vie
   ControlFiles files;
   for (const char* f : {"owner", "label", "policy"}) {
     auto c = sys::read_small_file(dir->get(), f, kMaxControlFileSize);
-    if (!c) return fail(Error{c.error().code, dname + "/" + f + ": " + errno_name(c.error().code) + ": " + c.error().msg});
+    if (!c)
+      return fail(Error{c.error().code, dname + "/" + f + ": " + errno_name(c.error().code) + ": " + c.error().msg});
     if (*c) files[f] = std::move((*c)->data);
   }
   // gid is not read, and not asked of passwd either: nothing here uses it.
-  return build_spec(name, ctx_root, files, [](std::uint32_t) { return std::optional<std::uint32_t>(0); }, nullptr);
+  return build_spec(
+      name, ctx_root, files, [](std::uint32_t) { return std::optional<std::uint32_t>(0); }, nullptr);
 }
 
 Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const LoadOptions& opts,

@@ -34,8 +34,6 @@ using PrimaryGidLookup = std::function<std::optional<std::uint32_t>(std::uint32_
 Result<AgentSpec> build_spec(std::string_view name, std::string_view ctx_root, const ControlFiles& files,
                              const PrimaryGidLookup& primary_gid, std::vector<Error>* all = nullptr);
 
-
-
 /// Options of a load from disk.
 struct LoadOptions {
   /// Refuse control files that are not owned by root or the agent's
@@ -45,10 +43,10 @@ struct LoadOptions {
 
 /// The raw content of `<name>.d/` as read from disk.
 struct DirListing {
-  ControlFiles files;                             ///< known control files that exist
-  std::map<std::string, sys::FileStat> stats;     ///< their owner and mode
-  sys::FileStat dir_stat;                         ///< of `<name>.d` itself
-  std::vector<std::string> unknown;               ///< names the ABI does not define
+  ControlFiles files;                          ///< known control files that exist
+  std::map<std::string, sys::FileStat> stats;  ///< their owner and mode
+  sys::FileStat dir_stat;                      ///< of `<name>.d` itself
+  std::vector<std::string> unknown;            ///< names the ABI does not define
 };
 
 /// Reads every known control file of `<ctx_root>/agent/<name>.d/` (never

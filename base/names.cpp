@@ -7,9 +7,7 @@ namespace ctx {
 
 namespace {
 
-bool is_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 bool ends_with(std::string_view s, std::string_view suf) {
@@ -31,9 +29,7 @@ std::optional<std::string> simple_issue(std::string_view n, std::size_t max, std
 
 }  // namespace
 
-std::optional<std::string> agent_name_issue(std::string_view n) {
-  return simple_issue(n, 64, "_-", "agent name");
-}
+std::optional<std::string> agent_name_issue(std::string_view n) { return simple_issue(n, 64, "_-", "agent name"); }
 
 std::optional<std::string> tool_name_issue(std::string_view n) {
   if (auto e = simple_issue(n, 128, "_.-", "tool name")) return e;

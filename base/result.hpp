@@ -49,9 +49,7 @@ class Unexpected {
 };
 
 /// Makes a failure: code is an errno value, msg the sentence.
-inline Unexpected<Error> fail(int code, std::string msg) {
-  return Unexpected<Error>(Error{code, std::move(msg)});
-}
+inline Unexpected<Error> fail(int code, std::string msg) { return Unexpected<Error>(Error{code, std::move(msg)}); }
 /// Forwards an existing error.
 inline Unexpected<Error> fail(Error e) { return Unexpected<Error>(std::move(e)); }
 
@@ -61,13 +59,12 @@ class [[nodiscard]] Result {
  public:
   using value_type = T;
 
-  Result(const T& v) : v_(std::in_place_index<0>, v) {}  // NOLINT: implicit like expected
+  Result(const T& v) : v_(std::in_place_index<0>, v) {}        // NOLINT: implicit like expected
   Result(T&& v) : v_(std::in_place_index<0>, std::move(v)) {}  // NOLINT
   template <class U>
-    requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, Result> &&
-             !std::is_same_v<std::decay_t<U>, T> &&
-             !std::is_same_v<std::decay_t<U>, Unexpected<Error>>)
-  Result(U&& v) : v_(std::in_place_index<0>, T(std::forward<U>(v))) {}  // NOLINT
+  requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, Result> &&
+           !std::is_same_v<std::decay_t<U>, T> && !std::is_same_v<std::decay_t<U>, Unexpected<Error>>) Result(U&& v)
+      : v_(std::in_place_index<0>, T(std::forward<U>(v))) {}                         // NOLINT
   Result(Unexpected<Error> e) : v_(std::in_place_index<1>, std::move(e).error()) {}  // NOLINT
 
   bool has_value() const { return v_.index() == 0; }
@@ -121,23 +118,23 @@ class [[nodiscard]] Result<void> {
 
 /// Evaluates a Result<void> expression and returns its error from the
 /// enclosing function on failure.
-#define CTX_TRY(expr)                                          \
-  do {                                                         \
-    auto ctx_try_r_ = (expr);                                  \
+#define CTX_TRY(expr)                                                   \
+  do {                                                                  \
+    auto ctx_try_r_ = (expr);                                           \
     if (!ctx_try_r_) return ::ctx::fail(std::move(ctx_try_r_).error()); \
   } while (0)
 
 /// Declares `lhs` from a Result<T> expression, or returns its error.
 /// Usage: CTX_TRY_ASSIGN(auto fd, sys::open_dir(path));
 #define CTX_TRY_ASSIGN(lhs, expr) CTX_TRY_ASSIGN_IMPL_(CTX_CONCAT_(ctx_try_r_, __LINE__), lhs, expr)
-#define CTX_TRY_ASSIGN_IMPL_(tmp, lhs, expr)                   \
-  auto tmp = (expr);                                           \
-  if (!tmp) return ::ctx::fail(std::move(tmp).error());        \
+#define CTX_TRY_ASSIGN_IMPL_(tmp, lhs, expr)            \
+  auto tmp = (expr);                                    \
+  if (!tmp) return ::ctx::fail(std::move(tmp).error()); \
   lhs = std::move(tmp).value()
 
 /// Like CTX_TRY but wraps the error with a context string first.
-#define CTX_TRY_CTX(expr, ctxstr)                              \
-  do {                                                         \
-    auto ctx_try_r_ = (expr);                                  \
+#define CTX_TRY_CTX(expr, ctxstr)                                                 \
+  do {                                                                            \
+    auto ctx_try_r_ = (expr);                                                     \
     if (!ctx_try_r_) return ::ctx::fail(ctx_try_r_.error().with_context(ctxstr)); \
   } while (0)

@@ -20,8 +20,7 @@ constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 /// The one candidate with the lowest score, or nullopt when none
 /// qualifies or the lowest is shared (then *tie is set).
 template <class Score>
-std::optional<std::string_view> only_best(const std::vector<std::string_view>& candidates, Score score,
-                                          bool* tie) {
+std::optional<std::string_view> only_best(const std::vector<std::string_view>& candidates, Score score, bool* tie) {
   std::size_t best = kNone;
   std::size_t hits = 0;
   std::string_view pick;
@@ -50,8 +49,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     cur[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        cur[j] = std::min(cur[j], before[j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) cur[j] = std::min(cur[j], before[j - 2] + 1);
     }
     std::swap(before, prev);
     std::swap(prev, cur);
@@ -79,8 +77,7 @@ std::string closest(std::string_view word, const std::vector<std::string_view>& 
   if (near) return std::string(*near);
   if (tie || w.size() < 3) return "";
   auto prefix = only_best(
-      candidates, [&](std::string_view c) { return ascii_lower(c).starts_with(w) ? std::size_t{0} : kNone; },
-      &tie);
+      candidates, [&](std::string_view c) { return ascii_lower(c).starts_with(w) ? std::size_t{0} : kNone; }, &tie);
   return prefix ? std::string(*prefix) : std::string();
 }
 

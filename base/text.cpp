@@ -61,8 +61,7 @@ Result<std::vector<Line>> split_lines(std::string_view file, std::string_view co
     int col = static_cast<int>(i - start) + 1;
     if (c == '\0') return fail(located(file, number, col, EINVAL, "NUL byte in control file"));
     if (c == '\r')
-      return fail(located(file, number, col, EINVAL,
-                          "carriage return in control file (convert CRLF line ends to LF)"));
+      return fail(located(file, number, col, EINVAL, "carriage return in control file (convert CRLF line ends to LF)"));
     if (c == '\n') {
       lines.push_back(Line{content.substr(start, i - start), number});
       ++number;
@@ -74,8 +73,8 @@ Result<std::vector<Line>> split_lines(std::string_view file, std::string_view co
     i += n;
   }
   if (start != content.size())
-    return fail(located(file, number, static_cast<int>(content.size() - start) + 1, EINVAL,
-                        "missing newline at end of file"));
+    return fail(
+        located(file, number, static_cast<int>(content.size() - start) + 1, EINVAL, "missing newline at end of file"));
   return lines;
 }
 
@@ -89,8 +88,7 @@ std::vector<Line> list_items(const std::vector<Line>& lines) {
 Result<Line> single_value(std::string_view file, std::string_view content) {
   CTX_TRY_ASSIGN(std::vector<Line> lines, split_lines(file, content));
   if (lines.empty()) return fail(located(file, 0, 0, EINVAL, "empty file; expected one value"));
-  if (lines.size() > 1)
-    return fail(located(file, 2, 1, EINVAL, "expected exactly one value (one line)"));
+  if (lines.size() > 1) return fail(located(file, 2, 1, EINVAL, "expected exactly one value (one line)"));
   const Line& l = lines.front();
   if (l.text.empty()) return fail(located(file, 1, 1, EINVAL, "empty value"));
   if (l.text.front() == ' ' || l.text.front() == '\t')
@@ -100,9 +98,7 @@ Result<Line> single_value(std::string_view file, std::string_view content) {
   return l;
 }
 
-int column_of(std::string_view line, std::string_view part) {
-  return static_cast<int>(part.data() - line.data()) + 1;
-}
+int column_of(std::string_view line, std::string_view part) { return static_cast<int>(part.data() - line.data()) + 1; }
 
 namespace {
 

@@ -10,7 +10,7 @@ std::string timestamp_now() {
   auto now = std::chrono::system_clock::now();
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
   std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm {};
+  std::tm tm{};
   ::gmtime_r(&secs, &tm);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);

@@ -25,8 +25,9 @@ BaseChoice choose_base(const BaseInputs& in) {
   if (own && in.own_writable) return {*own, false, ""};
   if (in.privileged) return {path_join(in.mount->mount_point, "cortexfs/user-" + std::to_string(in.owner)), true, ""};
   return {"", false,
-          "the launcher's own cgroup " + in.own_path + " is not writable by this user and no --cgroup-base was given "
-          "(run it under systemd with Delegate=yes, e.g. systemd-run --user --scope -p Delegate=yes)"};
+          "the launcher's own cgroup " + in.own_path +
+              " is not writable by this user and no --cgroup-base was given "
+              "(run it under systemd with Delegate=yes, e.g. systemd-run --user --scope -p Delegate=yes)"};
 }
 
 std::string agent_cgroup_name(const std::string& agent, const std::string& ctx_root) {
@@ -88,13 +89,14 @@ Result<void> enable_controllers(int basefd, const std::string& base, const agent
   for (const auto& [ctrl, limit] : want) {
     bool ok = (" " + available + " ").find(" " + ctrl + " ") != std::string::npos;
     if (!ok)
-      return fail(EOPNOTSUPP, "limits: " + limit + " is requested but the " + ctrl + " controller is not available in " +
-                                  base + " (cgroup.controllers: " + (available.empty() ? "none" : available) +
+      return fail(EOPNOTSUPP, "limits: " + limit + " is requested but the " + ctrl +
+                                  " controller is not available in " + base +
+                                  " (cgroup.controllers: " + (available.empty() ? "none" : available) +
                                   "); delegate it (systemd: Delegate=yes) or remove the line");
     auto r = sys::write_existing_at(basefd, "cgroup.subtree_control", "+" + ctrl);
     if (!r)
-      return fail(r.error().code, "limits: enabling " + ctrl + " in " + base + "/cgroup.subtree_control: " +
-                                      errno_name(r.error().code) +
+      return fail(r.error().code, "limits: enabling " + ctrl + " in " + base +
+                                      "/cgroup.subtree_control: " + errno_name(r.error().code) +
                                       (r.error().code == EBUSY ? " (the cgroup holds processes; give the launcher a "
                                                                  "--cgroup-base without them)"
                                                                : ""));
@@ -114,7 +116,8 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
     CTX_TRY_ASSIGN(std::string self, read_proc("cgroup"));
     in.own_path = v2_path(self).value_or("");
     if (auto own = dir_of(*in.mount, in.own_path)) {
-      if (auto fd = sys::open_dir(*own)) in.own_writable = sys::writable_at(fd->get(), "") && sys::writable_at(fd->get(), "cgroup.procs");
+      if (auto fd = sys::open_dir(*own))
+        in.own_writable = sys::writable_at(fd->get(), "") && sys::writable_at(fd->get(), "cgroup.procs");
     }
   }
   in.privileged = o.privileged;
@@ -130,7 +133,8 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
   p.agent_name_ = o.leaf.empty() ? agent_cgroup_name(o.agent, o.ctx_root) : o.leaf;
   if (base.create) {
     CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(in.mount->mount_point));
-    CTX_TRY_ASSIGN(p.base_, sys::open_or_make_dirs(root.get(), std::string(path_suffix(base.dir, in.mount->mount_point)), 0755));
+    CTX_TRY_ASSIGN(p.base_,
+                   sys::open_or_make_dirs(root.get(), std::string(path_suffix(base.dir, in.mount->mount_point)), 0755));
   } else {
     auto b = sys::open_dir(base.dir);
     if (!b) return fail(b.error().with_context("cgroup base " + base.dir));

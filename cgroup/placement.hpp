@@ -27,13 +27,13 @@ struct BaseInputs {
   bool own_writable = false;          ///< may create cgroups and move processes there
   bool privileged = false;
   std::uint32_t owner = 0;
-  std::string explicit_base;          ///< --cgroup-base, "" if not given
+  std::string explicit_base;  ///< --cgroup-base, "" if not given
 };
 
 /// The chosen base directory, or why there is none. Pure.
 struct BaseChoice {
-  std::string dir;     ///< "" when none
-  bool create = false; ///< the directory may be missing and is to be made
+  std::string dir;      ///< "" when none
+  bool create = false;  ///< the directory may be missing and is to be made
   std::string why_not;
 };
 BaseChoice choose_base(const BaseInputs& in);

@@ -18,13 +18,15 @@ using nlohmann::json;
 int refuse(const std::string& op, int code, const std::string& reason, const std::string& sentence) {
   json j{{"type", "error"}, {"code", errno_name(code)}, {"op", op}, {"message", sentence}};
   if (!reason.empty()) j["reason"] = reason;
-  std::fprintf(stderr, "%s\nctx agent %s: %s\n", j.dump(-1, ' ', true).c_str(), op.c_str(), printable(sentence).c_str());
+  std::fprintf(stderr, "%s\nctx agent %s: %s\n", j.dump(-1, ' ', true).c_str(), op.c_str(),
+               printable(sentence).c_str());
   return code;
 }
 
 }  // namespace
 
-int agent_request(const std::string& op, const std::optional<std::string>& arg, const std::vector<std::string>& command) {
+int agent_request(const std::string& op, const std::optional<std::string>& arg,
+                  const std::vector<std::string>& command) {
   std::string text;
   if (arg) {
     text = *arg;
@@ -61,7 +63,8 @@ int agent_request(const std::string& op, const std::optional<std::string>& arg, 
     return refuse(op, s.error().code, "no_supervisor",
                   s.error().msg + ": no supervisor here; ctx agent works inside a sandbox started by ctx-agent-run");
   std::string line = req.dump() + "\n";
-  if (auto w = sys::write_all(s->get(), line.data(), line.size()); !w) return refuse(op, w.error().code, "", w.error().msg);
+  if (auto w = sys::write_all(s->get(), line.data(), line.size()); !w)
+    return refuse(op, w.error().code, "", w.error().msg);
   std::string answer;
   while (answer.find('\n') == std::string::npos) {
     auto got = sys::read_available(s->get(), 65536);

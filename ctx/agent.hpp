@@ -16,6 +16,7 @@ namespace ctx::helper {
 /// the child's runtime command line. Prints the supervisor's answer on
 /// stdout and returns 0, or prints one JSON error line and a sentence on
 /// stderr and returns the errno value (13 for a denial).
-int agent_request(const std::string& op, const std::optional<std::string>& arg, const std::vector<std::string>& command);
+int agent_request(const std::string& op, const std::optional<std::string>& arg,
+                  const std::vector<std::string>& command);
 
 }  // namespace ctx::helper

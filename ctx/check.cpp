@@ -66,7 +66,9 @@ void lint_objects(const agentdir::AgentSpec& s, const std::function<void(const s
       if (!tool_name_issue(t)) tools.push_back(t);
   std::vector<std::string> models = model_names(s.ctx_root);
   std::vector<std::string> spaces = entries(s.ctx_root + "/shared", is_dir);
-  auto has = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
   for (const auto& r : s.policy.rules()) {
     if (r.subject != s.subject()) continue;  // inert already, said once
     const std::vector<std::string>* pool = nullptr;
@@ -87,13 +89,13 @@ void lint_objects(const agentdir::AgentSpec& s, const std::function<void(const s
       case policy::Class::session:
       case policy::Class::mount:
       case policy::Class::agent:
-      case policy::Class::network:
-        break;
+      case policy::Class::network: break;
     }
     if (pool == nullptr || has(*pool, r.object)) continue;
     std::string hint = closest(r.object, *pool);
-    warn(s.name + ".d/policy:" + std::to_string(r.line) + ": " + std::string(policy::to_string(r.cls)) + ":" + r.object +
-         ": " + kind + (hint.empty() ? std::string(" (the rule is inert)") : "; did you mean " + hint + "?"));
+    warn(s.name + ".d/policy:" + std::to_string(r.line) + ": " + std::string(policy::to_string(r.cls)) + ":" +
+         r.object + ": " + kind +
+         (hint.empty() ? std::string(" (the rule is inert)") : "; did you mean " + hint + "?"));
   }
 }
 
@@ -101,13 +103,14 @@ void lint_objects(const agentdir::AgentSpec& s, const std::function<void(const s
 void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const std::string&)>& warn) {
   for (const auto& m : s.mounts) {
     std::string where = s.name + ".d/mount:" + std::to_string(m.line) + ": ";
-    if (auto st = sys::open_o_path(m.source); !st) warn(where + "source " + m.source + " does not exist (the launch will fail)");
+    if (auto st = sys::open_o_path(m.source); !st)
+      warn(where + "source " + m.source + " does not exist (the launch will fail)");
     for (const auto& p : s.mounts) {
       if (&p == &m || !path_is_at_or_under(m.target, p.target) || m.target == p.target) continue;
       std::string point = path_join(p.source, path_suffix(m.target, p.target));
       if (m.mode == mountspec::Mode::rw && p.mode == mountspec::Mode::ro && !sys::open_o_path(point))
-        warn(where + "rw mount " + m.target + " lies under the read-only " + p.target + " (line " + std::to_string(p.line) +
-             ") and its mount point " + point + " does not exist; create it there");
+        warn(where + "rw mount " + m.target + " lies under the read-only " + p.target + " (line " +
+             std::to_string(p.line) + ") and its mount point " + point + " does not exist; create it there");
     }
   }
 }

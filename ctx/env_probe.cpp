@@ -36,15 +36,18 @@ std::vector<Finding> probe_environment() {
     const Error& e = userns.error();
     std::string remedy;
     if (e.reason == "mount") {
-      remedy = "a new user namespace gets no capabilities (Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1): "
-               "load examples/apparmor/ctx-agent-run or set the sysctl to 0";
+      remedy =
+          "a new user namespace gets no capabilities (Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1): "
+          "load examples/apparmor/ctx-agent-run or set the sysctl to 0";
     } else if (e.code == ENOSPC || e.code == EUSERS) {
       remedy = "user.max_user_namespaces is " + max_ns + ": sysctl -w user.max_user_namespaces=15000";
     } else {
-      remedy = "unprivileged user namespaces are disabled: sysctl -w kernel.unprivileged_userns_clone=1 (Debian) or raise "
-               "user.max_user_namespaces";
+      remedy =
+          "unprivileged user namespaces are disabled: sysctl -w kernel.unprivileged_userns_clone=1 (Debian) or raise "
+          "user.max_user_namespaces";
     }
-    std::string text = "env: " + e.msg + ": " + remedy + (root ? "" : "; without them only root (a systemd unit) can launch agents");
+    std::string text =
+        "env: " + e.msg + ": " + remedy + (root ? "" : "; without them only root (a systemd unit) can launch agents");
     out.push_back({root ? Finding::Level::warning : Finding::Level::error, text});
   }
 
@@ -61,10 +64,12 @@ std::vector<Finding> probe_environment() {
     } else if (writable) {
       ok("cgroup v2 at " + mount->mount_point + ", own cgroup " + own + " delegated");
     } else {
-      warn("cgroup v2 at " + mount->mount_point + " but the own cgroup " + own + " is not delegated to uid " + uid +
-           ": run under systemd-run --user --scope -p Delegate=yes (or a unit with Delegate=yes), or pass --cgroup-base");
+      warn(
+          "cgroup v2 at " + mount->mount_point + " but the own cgroup " + own + " is not delegated to uid " + uid +
+          ": run under systemd-run --user --scope -p Delegate=yes (or a unit with Delegate=yes), or pass --cgroup-base");
     }
-    std::string ctrl = trim(sys::read_or_empty(*dir == mount->mount_point ? mount->mount_point : *dir, "cgroup.controllers"));
+    std::string ctrl =
+        trim(sys::read_or_empty(*dir == mount->mount_point ? mount->mount_point : *dir, "cgroup.controllers"));
     if (ctrl.find("memory") == std::string::npos || ctrl.find("pids") == std::string::npos)
       warn("cgroup controllers here: " + (ctrl.empty() ? std::string("none") : ctrl) +
            "; limits need memory, pids and cpu (enabled by systemd with Delegate=yes, or by cgroup.subtree_control)");
@@ -73,15 +78,19 @@ std::vector<Finding> probe_environment() {
   if (auto fuse = sys::probe_open_rw("/dev/fuse"); fuse) {
     ok("/dev/fuse");
   } else {
-    warn(fuse.error().msg + ": the FUSE view (ctx-view) needs /dev/fuse read-write: apt-get install fuse3, or chmod 0666 "
-                            "/dev/fuse");
+    warn(fuse.error().msg +
+         ": the FUSE view (ctx-view) needs /dev/fuse read-write: apt-get install fuse3, or chmod 0666 "
+         "/dev/fuse");
   }
 
   if (auto ll = sys::landlock_abi(); ll && *ll >= sys::kLandlockScopeAbi) {
     ok("Landlock ABI " + std::to_string(*ll) + " (abstract unix sockets and signals scoped to the sandbox)");
   } else if (ll) {
-    warn("Landlock ABI " + std::to_string(*ll) + ": abstract unix sockets and signals cannot be scoped to the sandbox "
-         "(ABI " + std::to_string(sys::kLandlockScopeAbi) + ", Linux 6.12): a granted network reaches the host's "
+    warn("Landlock ABI " + std::to_string(*ll) +
+         ": abstract unix sockets and signals cannot be scoped to the sandbox "
+         "(ABI " +
+         std::to_string(sys::kLandlockScopeAbi) +
+         ", Linux 6.12): a granted network reaches the host's "
          "abstract sockets; update the kernel");
   } else {
     warn(ll.error().msg + ": Landlock is off: boot with lsm=landlock,... on the kernel command line");
@@ -93,12 +102,15 @@ std::vector<Finding> probe_environment() {
     std::string name;
     if (auto me = sys::lookup_user(::geteuid()); me && *me) name = (*me)->name;
     std::string subuid = sys::read_or_empty("/etc", "subuid");
-    bool delegated = (!name.empty() && subuid.find(name + ":") != std::string::npos) || subuid.find(uid + ":") != std::string::npos;
+    bool delegated =
+        (!name.empty() && subuid.find(name + ":") != std::string::npos) || subuid.find(uid + ":") != std::string::npos;
     if (!helper || !*helper) {
       warn("newuidmap is missing: iso uid needs it for unprivileged users: apt-get install uidmap");
     } else if (!delegated) {
-      warn("no /etc/subuid range for " + (name.empty() ? uid : name) + ": iso uid needs one: usermod --add-subuids "
-           "100000-165535 --add-subgids 100000-165535 " + (name.empty() ? uid : name));
+      warn("no /etc/subuid range for " + (name.empty() ? uid : name) +
+           ": iso uid needs one: usermod --add-subuids "
+           "100000-165535 --add-subgids 100000-165535 " +
+           (name.empty() ? uid : name));
     } else {
       ok("newuidmap and a /etc/subuid range (iso uid)");
     }

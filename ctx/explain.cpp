@@ -82,7 +82,8 @@ std::vector<Layer> explain_layers(const agentdir::AgentSpec& spec, const policy:
 
   auto dfd = sys::open_dir(host_dir);
   auto td = dfd ? sys::open_dir_at(dfd->get(), name + ".d") : Result<UniqueFd>(fail(ENOENT, ""));
-  auto pf = td ? sys::read_small_file(td->get(), "policy", kMaxControlFileSize) : Result<std::optional<sys::FileContent>>(std::nullopt);
+  auto pf = td ? sys::read_small_file(td->get(), "policy", kMaxControlFileSize)
+               : Result<std::optional<sys::FileContent>>(std::nullopt);
   if (!pf) {
     out.push_back({"tool policy", false, name + ".d/policy: " + pf.error().msg});
   } else if (!*pf) {
@@ -93,9 +94,10 @@ std::vector<Layer> explain_layers(const agentdir::AgentSpec& spec, const policy:
       out.push_back({"tool policy", false, tp.error().msg});
     } else {
       auto e = policy::explain(*tp, spec.subject(), req);
-      out.push_back({"tool policy", e.allowed, e.allowed ? "allowed by " + name + ".d/policy line " + std::to_string(e.rule->line)
-                                                         : "no " + policy::missing_rule(spec.subject(), policy::Class::tool, name, "execute") +
-                                                               " in " + name + ".d/policy"});
+      out.push_back({"tool policy", e.allowed,
+                     e.allowed ? "allowed by " + name + ".d/policy line " + std::to_string(e.rule->line)
+                               : "no " + policy::missing_rule(spec.subject(), policy::Class::tool, name, "execute") +
+                                     " in " + name + ".d/policy"});
     }
   }
   return out;

@@ -8,12 +8,9 @@ namespace ctx::helper {
 
 std::string_view to_string(Risk r) {
   switch (r) {
-    case Risk::high:
-      return "high";
-    case Risk::medium:
-      return "medium";
-    case Risk::low:
-      return "low";
+    case Risk::high: return "high";
+    case Risk::medium: return "medium";
+    case Risk::low: return "low";
   }
   return "?";
 }
@@ -21,8 +18,9 @@ std::string_view to_string(Risk r) {
 namespace {
 
 bool container_socket(const std::string& p) {
-  for (const char* s : {"/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock", "/var/run/podman/podman.sock",
-                        "/run/containerd/containerd.sock", "/var/run/crio/crio.sock", "/run/crio/crio.sock"})
+  for (const char* s :
+       {"/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock", "/var/run/podman/podman.sock",
+        "/run/containerd/containerd.sock", "/var/run/crio/crio.sock", "/run/crio/crio.sock"})
     if (p == s) return true;
   return false;
 }
@@ -54,7 +52,8 @@ std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec) {
     if ((r.cls == Class::tool && r.object == "shell.exec") || r.cls == Class::network ||
         (r.cls == Class::agent && r.permission == "create")) {
       g.risk = Risk::high;
-    } else if ((r.cls == Class::tool && r.object == "fs.write") || (r.cls == Class::shared && r.permission == "write") ||
+    } else if ((r.cls == Class::tool && r.object == "fs.write") ||
+               (r.cls == Class::shared && r.permission == "write") ||
                (r.cls == Class::mount && r.permission == "write")) {
       g.risk = Risk::medium;
     }

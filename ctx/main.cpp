@@ -7,10 +7,10 @@
 //   ctx agent create|start|stop|wait [REQUEST] [-- CMD...]
 //                                                  owned children, from inside a sandbox
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,7 +50,9 @@ int print_json(const std::vector<std::pair<std::string, std::vector<ctx::helper:
   nlohmann::json doc{{"agents", nlohmann::json::array()}, {"env", nlohmann::json::array()}};
   int errors = 0, warnings = 0;
   for (const auto& [n, findings] : reports) {
-    nlohmann::json a{{"name", n}, {"errors", nlohmann::json::array()}, {"warnings", nlohmann::json::array()},
+    nlohmann::json a{{"name", n},
+                     {"errors", nlohmann::json::array()},
+                     {"warnings", nlohmann::json::array()},
                      {"risk", nlohmann::json::array()}};
     for (const auto& f : findings) {
       switch (f.level) {
@@ -63,8 +65,10 @@ int print_json(const std::vector<std::pair<std::string, std::vector<ctx::helper:
           ++warnings;
           break;
         case ctx::helper::Finding::Level::note:
-          if (!f.tier.empty()) a["risk"].push_back({{"tier", f.tier}, {"grant", f.what}, {"where", f.where}});
-          else a["ok"].push_back(f.text);
+          if (!f.tier.empty())
+            a["risk"].push_back({{"tier", f.tier}, {"grant", f.what}, {"where", f.where}});
+          else
+            a["ok"].push_back(f.text);
           break;
       }
     }
@@ -125,8 +129,8 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all, bo
     errors += e;
     if (e == 0 && !n.empty()) std::printf("%s: ok\n", n.c_str());
   }
-  if (errors > 0 || warnings > 0) std::printf("%d error%s, %d warning%s\n", errors, errors == 1 ? "" : "s", warnings,
-                                              warnings == 1 ? "" : "s");
+  if (errors > 0 || warnings > 0)
+    std::printf("%d error%s, %d warning%s\n", errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
   return errors > 0 ? 1 : 0;
 }
 
@@ -204,9 +208,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> agent_arg;
   std::string agent_op;
   for (const char* op : {"create", "start", "stop", "wait"}) {
-    auto* sub = agent->add_subcommand(op, std::string(op) == "create"
-                                              ? "create a child from a JSON request (argument or stdin)"
-                                              : std::string(op) + " a child: NAME or {\"name\": ...} (argument or stdin)");
+    auto* sub = agent->add_subcommand(
+        op, std::string(op) == "create" ? "create a child from a JSON request (argument or stdin)"
+                                        : std::string(op) + " a child: NAME or {\"name\": ...} (argument or stdin)");
     sub->add_option("REQUEST", agent_arg, "the request")->expected(0, 1);
     sub->callback([&agent_op, op] { agent_op = op; });
   }

@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "agentdir/load.hpp"
+#include "base/text.hpp"
 #include "cgroup/discover.hpp"
 #include "ctx/check.hpp"
-#include "base/text.hpp"
 #include "sys/file.hpp"
 
 namespace ctx::helper {
@@ -78,7 +78,8 @@ std::vector<PsRow> running_agents(const std::string& ctx_root) {
     r.status = status;
     r.pid = pid;
     std::string parent = first_line(sys::read_or_empty(d, "parent"));
-    if (parent.rfind("agent:", 0) == 0) r.parent = parent.substr(6, parent.find(' ') == std::string::npos ? std::string::npos : parent.find(' ') - 6);
+    if (parent.rfind("agent:", 0) == 0)
+      r.parent = parent.substr(6, parent.find(' ') == std::string::npos ? std::string::npos : parent.find(' ') - 6);
     r.uptime_s = uptime_of(pid);
     r.cgroup = cgroup_of(pid);
     rows.push_back(r);
@@ -126,8 +127,9 @@ std::optional<std::string> root_status(const std::string& ctx_root, std::string&
     return std::nullopt;
   }
   if (!*f) {
-    error = ctx_root + "/status: ENOENT: missing: the CTX root's mount status (seed 001) is written by whatever mounts "
-                       "the root; a tree made by hand has none (write one line, e.g. \"ok\", or check the --ctx-root)";
+    error = ctx_root +
+            "/status: ENOENT: missing: the CTX root's mount status (seed 001) is written by whatever mounts "
+            "the root; a tree made by hand has none (write one line, e.g. \"ok\", or check the --ctx-root)";
     return std::nullopt;
   }
   return (*f)->data;

@@ -11,8 +11,8 @@
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
-#include "base/timestamp.hpp"
 #include "base/text.hpp"
+#include "base/timestamp.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
 #include "sys/process.hpp"
@@ -31,13 +31,12 @@ std::string env_or(const char* k, const std::string& d) {
   return v != nullptr && *v != '\0' ? std::string(v) : d;
 }
 
-
 // One tool.call event in the session's events.jsonl; facts only, never the
 // request or the output. A failure to record is said, not fatal.
 void record(const ToolCaller& c, const std::string& tool, const std::string& status, const std::string& reason) {
   if (c.home.empty() || c.agent.empty()) return;
-  json e{{"ts", timestamp_now()}, {"type", "tool.call"}, {"agent", c.agent}, {"session", c.session}, {"object", "tool/" + tool},
-         {"status", status}};
+  json e{{"ts", timestamp_now()}, {"type", "tool.call"},      {"agent", c.agent},
+         {"session", c.session},  {"object", "tool/" + tool}, {"status", status}};
   if (!reason.empty()) e["reason"] = reason;
   // The session directory usually exists: one open, and the walk that
   // creates it (never through a symlink) only when it does not.
@@ -53,10 +52,10 @@ void record(const ToolCaller& c, const std::string& tool, const std::string& sta
 }
 
 // The error protocol: one JSON line, then one sentence for people.
-int refuse(const ToolCaller& c, const std::string& tool, int code, const std::string& reason, const std::string& sentence,
-           const char* status) {
-  json j{{"type", "error"}, {"code", errno_name(code)}, {"reason", reason}, {"tool", tool}, {"agent", c.agent},
-         {"message", sentence}};
+int refuse(const ToolCaller& c, const std::string& tool, int code, const std::string& reason,
+           const std::string& sentence, const char* status) {
+  json j{{"type", "error"}, {"code", errno_name(code)}, {"reason", reason},
+         {"tool", tool},    {"agent", c.agent},         {"message", sentence}};
   std::fprintf(stderr, "%s\nctx tool: %s: %s: %s\n", j.dump(-1, ' ', true).c_str(), printable(tool).c_str(),
                errno_name(code).c_str(), printable(sentence).c_str());
   record(c, tool, status, reason);
@@ -110,12 +109,17 @@ namespace {
 std::optional<std::pair<std::string, std::string>> agent_policy_refuses(const ToolCaller& c, const std::string& name,
                                                                         std::string& subject) {
   auto spec = agentdir::load_subject_policy(c.ctx_root, c.agent);
-  if (!spec) return std::pair<std::string, std::string>("agent_policy", "cannot read the agent's control files: " + spec.error().msg);
+  if (!spec)
+    return std::pair<std::string, std::string>("agent_policy",
+                                               "cannot read the agent's control files: " + spec.error().msg);
   subject = spec->subject();
-  if (subject.empty()) return std::pair<std::string, std::string>("agent_policy", c.agent + " has no label, so policy v0 denies everything");
+  if (subject.empty())
+    return std::pair<std::string, std::string>("agent_policy",
+                                               c.agent + " has no label, so policy v0 denies everything");
   if (!spec->policy.allows(subject, policy::Class::tool, name, "execute"))
     return std::pair<std::string, std::string>(
-        "agent_policy", "the policy of " + c.agent + " has no " + policy::missing_rule(subject, policy::Class::tool, name, "execute"));
+        "agent_policy",
+        "the policy of " + c.agent + " has no " + policy::missing_rule(subject, policy::Class::tool, name, "execute"));
   return std::nullopt;
 }
 
@@ -131,17 +135,19 @@ std::optional<std::pair<std::string, std::string>> tool_policy_refuses(int dirfd
   if (!tp) return std::pair<std::string, std::string>("tool_policy", tp.error().msg);
   if (!tp->allows(subject, policy::Class::tool, name, "execute"))
     return std::pair<std::string, std::string>(
-        "tool_policy", "the tool's own policy has no " + policy::missing_rule(subject, policy::Class::tool, name, "execute"));
+        "tool_policy",
+        "the tool's own policy has no " + policy::missing_rule(subject, policy::Class::tool, name, "execute"));
   return std::nullopt;
 }
 
 }  // namespace
 
-int call_tool(const ToolCaller& c, const std::string& name, const std::vector<std::string>& args, const std::string& tier) {
+int call_tool(const ToolCaller& c, const std::string& name, const std::vector<std::string>& args,
+              const std::string& tier) {
   if (auto issue = tool_name_issue(name)) return refuse(c, name, EINVAL, "invalid_name", *issue, "error");
   if (c.agent.empty() || agent_name_issue(c.agent))
-    return refuse(c, name, EINVAL, "no_agent", "CTX_AGENT does not name an agent; call tools from inside an agent's sandbox",
-                  "error");
+    return refuse(c, name, EINVAL, "no_agent",
+                  "CTX_AGENT does not name an agent; call tools from inside an agent's sandbox", "error");
   // 3 first: without 'allow <type> tool:<name> execute' the answer is
   // EACCES whether or not such a tool exists (seed 000), and inside a
   // sandbox the tiers are projections that show only allowed tools
@@ -166,7 +172,8 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::vector<st
   }
   // In a projected tier the name is this helper and the tool itself, with
   // its .d/, waits in .ctx-real/ (launcher/tool_view.hpp).
-  if (auto real = sys::open_dir_at(hit->dirfd.get(), ".ctx-real"); real && sys::stat_at(real->get(), name).value_or(std::nullopt)) {
+  if (auto real = sys::open_dir_at(hit->dirfd.get(), ".ctx-real");
+      real && sys::stat_at(real->get(), name).value_or(std::nullopt)) {
     hit->dir += "/.ctx-real";
     hit->dirfd = std::move(*real);
   }
@@ -180,8 +187,8 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::vector<st
   if (*noexec)
     return refuse(c, name, EACCES, "noexec_mount", hit->dir + " is on a noexec mount in this sandbox", "denied");
   if (!sys::executable_at(hit->dirfd.get(), name))
-    return refuse(c, name, EACCES, "mode", hit->dir + "/" + name + " is not executable for uid " +
-                                               std::to_string(::geteuid()), "denied");
+    return refuse(c, name, EACCES, "mode",
+                  hit->dir + "/" + name + " is not executable for uid " + std::to_string(::geteuid()), "denied");
   if (auto no = tool_policy_refuses(hit->dirfd.get(), name, subject))
     return refuse(c, name, EACCES, no->first, no->second, "denied");
 

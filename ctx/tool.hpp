@@ -14,10 +14,10 @@ namespace ctx::helper {
 /// Who calls, from the environment the launcher built.
 struct ToolCaller {
   std::string ctx_root = "/ctx";
-  std::string home;                    ///< CTX_HOME
-  std::vector<std::string> ctx_path;   ///< CTX_PATH, in order
-  std::string agent;                   ///< CTX_AGENT
-  std::string session = "default";     ///< CTX_SESSION
+  std::string home;                   ///< CTX_HOME
+  std::vector<std::string> ctx_path;  ///< CTX_PATH, in order
+  std::string agent;                  ///< CTX_AGENT
+  std::string session = "default";    ///< CTX_SESSION
 };
 
 /// Reads CTX_ROOT, CTX_HOME, CTX_PATH, CTX_AGENT and CTX_SESSION.

@@ -21,8 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     start = sep + 1;
   }
   std::vector<ctx::Error> all;
-  auto spec = ctx::agentdir::build_spec("fuzz", "/ctx", files, [](std::uint32_t) { return std::optional<std::uint32_t>(1000); },
-                                        &all);
+  auto spec = ctx::agentdir::build_spec(
+      "fuzz", "/ctx", files, [](std::uint32_t) { return std::optional<std::uint32_t>(1000); }, &all);
   if (!spec && all.empty()) __builtin_trap();
   if (spec) {
     for (const auto& [k, v] : spec->env)

@@ -28,9 +28,7 @@ void check(bool ok) {
   if (!ok) std::abort();
 }
 
-std::string class_object(const Rule& r) {
-  return std::string(ctx::policy::to_string(r.cls)) + ":" + r.object;
-}
+std::string class_object(const Rule& r) { return std::string(ctx::policy::to_string(r.cls)) + ":" + r.object; }
 
 /// The rule read back from its one-line form must be the rule itself.
 void round_trip(const Rule& r) {
@@ -41,8 +39,7 @@ void round_trip(const Rule& r) {
   a.line = r.line;
   check(a == r);
   auto req = ctx::policy::parse_request(class_object(r), r.permission);
-  check(static_cast<bool>(req) && req->cls == r.cls && req->object == r.object &&
-        req->permission == r.permission);
+  check(static_cast<bool>(req) && req->cls == r.cls && req->object == r.object && req->permission == r.permission);
 }
 
 void as_policy(std::string_view in) {

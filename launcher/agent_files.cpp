@@ -80,7 +80,8 @@ void AgentFiles::event_of(const std::string& agent, const std::string& session, 
   for (auto& [k, v] : j.items()) out[k] = v;
   out["agent"] = agent;
   out["session"] = session;
-  warn(sys::append_file(dir->get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()), "the parent's events.jsonl");
+  warn(sys::append_file(dir->get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()),
+       "the parent's events.jsonl");
 }
 
 void AgentFiles::context_status(const std::string& dir, const std::string& s) {
@@ -112,7 +113,8 @@ std::optional<sys::Ownership> AgentFiles::owner() const {
 
 void AgentFiles::warn(const Result<void>& r, const char* what) {
   if (!r)
-    std::fprintf(stderr, "ctx-agent-run: warning: %s.d/%s: %s\n", plan_.name.c_str(), what, printable(r.error().msg).c_str());
+    std::fprintf(stderr, "ctx-agent-run: warning: %s.d/%s: %s\n", plan_.name.c_str(), what,
+                 printable(r.error().msg).c_str());
 }
 
 }  // namespace ctx::launcher

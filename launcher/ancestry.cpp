@@ -28,7 +28,8 @@ Result<void> plan_ancestry(agentdir::AgentSpec& spec, PlanOptions& po, const Age
   for (int depth = 0; depth < kMaxDepth && cur->parent; ++depth) {
     auto p = load(cur->parent->agent);
     if (!p && depth == 0)
-      return fail(p.error().code, spec.name + ": its parent " + cur->parent->agent + " cannot be read (" + p.error().msg +
+      return fail(p.error().code, spec.name + ": its parent " + cur->parent->agent + " cannot be read (" +
+                                      p.error().msg +
                                       "): a child runs only while its parent's files say what it may see; remove " +
                                       spec.name + ".d/parent to run it as an agent of its own");
     if (!p) {

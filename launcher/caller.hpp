@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "agentdir/agent_spec.hpp"
-#include "launcher/tool_view.hpp"
 #include "base/result.hpp"
 #include "launcher/plan.hpp"
+#include "launcher/tool_view.hpp"
 
 namespace ctx::launcher {
 

@@ -114,7 +114,8 @@ Result<agentdir::ChildRequest> decode(const json& j) {
       if (!v.is_string()) return fail(bad_request("handoff must be a string (the text of handoff.md)"));
       r.handoff = v.get<std::string>();
     } else {
-      return fail(bad_request("unknown key '" + k + "' (known: name label model tools shared agents network mount "
+      return fail(bad_request("unknown key '" + k +
+                              "' (known: name label model tools shared agents network mount "
                               "groups cwd handoff)"));
     }
   }
@@ -125,8 +126,8 @@ Result<agentdir::ChildRequest> decode(const json& j) {
 // <ctx>/home/<owner>/agent/<name>/session/default/output.log, for appending.
 Result<UniqueFd> open_output(const agentdir::AgentSpec& child, std::optional<sys::Ownership> owner) {
   CTX_TRY_ASSIGN(UniqueFd home, sys::open_dir(child.ctx_root + "/home", true));
-  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_or_make_dirs(home.get(), session_rel(child.owner, child.name, "default"), 0755,
-                                                          owner));
+  CTX_TRY_ASSIGN(UniqueFd dir,
+                 sys::open_or_make_dirs(home.get(), session_rel(child.owner, child.name, "default"), 0755, owner));
   return sys::open_append(dir.get(), "output.log", 0644);
 }
 
@@ -135,7 +136,8 @@ Result<UniqueFd> open_output(const agentdir::AgentSpec& child, std::optional<sys
 int parent_dead_signal() { return SIGRTMIN + 2; }
 int stop_signal() { return SIGRTMIN + 3; }
 
-Children::Children(ChildrenConfig cfg, UniqueFd control_listen) : cfg_(std::move(cfg)), listen_(std::move(control_listen)) {}
+Children::Children(ChildrenConfig cfg, UniqueFd control_listen)
+    : cfg_(std::move(cfg)), listen_(std::move(control_listen)) {}
 
 void Children::add_poll_fds(std::vector<struct pollfd>& fds) const {
   if (listen_.valid()) fds.push_back({listen_.get(), POLLIN, 0});
@@ -173,7 +175,7 @@ void Children::accept_all() {
   while (true) {
     auto c = sys::accept_nonblock(listen_.get());
     if (!c || !*c) return;
-    if (conns_.size() >= kMaxConns) continue;  // dropped: the peer sees EOF
+    if (conns_.size() >= kMaxConns) continue;                            // dropped: the peer sees EOF
     if (cfg_.peer_allowed && !cfg_.peer_allowed((*c)->get())) continue;  // not of our sandbox
     conns_[next_conn_++] = Conn{std::move(**c), {}};
   }
@@ -280,7 +282,9 @@ Result<json> Children::create(const json& req) {
                  agentdir::plan_child(*cfg_.parent, r, {cfg_.session, cfg_.run}, agentdir::passwd_primary_gid()));
   CTX_TRY(agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, cfg_.owner));
   cfg_.event({{"type", "agent.child.create"}, {"parent", cfg_.parent->name}, {"child", r.name}, {"status", "ok"}});
-  return json{{"ok", true}, {"op", "create"}, {"name", r.name},
+  return json{{"ok", true},
+              {"op", "create"},
+              {"name", r.name},
               {"context", agentdir::child_context_dir(*cfg_.parent, cfg_.session, r.name)}};
 }
 
@@ -302,8 +306,15 @@ Result<std::string> Children::start(int id, const json& req) {
   if (!spec) return fail(spec.error());
   CTX_TRY(agentdir::check_child(*cfg_.parent, *spec));
 
-  std::vector<std::string> argv{cfg_.self_exe, "--ctx-root", cfg_.parent->ctx_root, "--owned-by", std::to_string(::getpid()),
-                                "--cancel-grace-ms", std::to_string(cfg_.cancel_grace_ms), "--json-status-fd", "3"};
+  std::vector<std::string> argv{cfg_.self_exe,
+                                "--ctx-root",
+                                cfg_.parent->ctx_root,
+                                "--owned-by",
+                                std::to_string(::getpid()),
+                                "--cancel-grace-ms",
+                                std::to_string(cfg_.cancel_grace_ms),
+                                "--json-status-fd",
+                                "3"};
   if (!cfg_.agent_cgroup.empty()) {
     // <agent>/child/<name>: beside runtime/, so the no-internal-process
     // rule holds at every level.
@@ -324,8 +335,8 @@ Result<std::string> Children::start(int id, const json& req) {
   CTX_TRY_ASSIGN(UniqueFd devnull, sys::open_path("/dev/null", O_RDONLY));
   CTX_TRY_ASSIGN(UniqueFd out, open_output(*spec, cfg_.owner));
   CTX_TRY_ASSIGN(auto pipe, sys::make_pipe());
-  CTX_TRY_ASSIGN(sys::Child proc, sys::spawn_owned(cfg_.self_exe, argv, cfg_.env, parent_dead_signal(), {pipe.second.get()},
-                                                   {devnull.get(), out.get(), out.get()}));
+  CTX_TRY_ASSIGN(sys::Child proc, sys::spawn_owned(cfg_.self_exe, argv, cfg_.env, parent_dead_signal(),
+                                                   {pipe.second.get()}, {devnull.get(), out.get(), out.get()}));
   pipe.second.reset();
   CTX_TRY(sys::set_nonblocking(pipe.first.get()));
   Child c;
@@ -352,7 +363,8 @@ void Children::read_status(Child& c, const std::string& name) {
       c.status_buf.erase(0, nl + 1);
       if (j.is_object() && j.value("event", "") == "started") {
         c.runtime_pid = j.value("pid", 0);
-        for (int w : c.start_waiters) answer(w, {{"ok", true}, {"op", "start"}, {"name", name}, {"pid", *c.runtime_pid}});
+        for (int w : c.start_waiters)
+          answer(w, {{"ok", true}, {"op", "start"}, {"name", name}, {"pid", *c.runtime_pid}});
         c.start_waiters.clear();
       }
     }
@@ -364,11 +376,13 @@ void Children::exited(const std::string& name, Child& c, int status) {
   c.status.reset();
   for (int w : c.start_waiters)
     deny(w, "start",
-         Error{EIO, name + ": EIO: its launch failed with exit status " + std::to_string(status) + " (its log: " + name +
-                        ".d/log; its output: home/" + std::to_string(cfg_.parent->owner) + "/agent/" + name +
-                        "/session/default/output.log)",
+         Error{EIO,
+               name + ": EIO: its launch failed with exit status " + std::to_string(status) + " (its log: " + name +
+                   ".d/log; its output: home/" + std::to_string(cfg_.parent->owner) + "/agent/" + name +
+                   "/session/default/output.log)",
                "launch_failed"});
-  for (const auto& [w, op] : c.exit_waiters) answer(w, {{"ok", true}, {"op", op}, {"name", name}, {"exit_status", status}});
+  for (const auto& [w, op] : c.exit_waiters)
+    answer(w, {{"ok", true}, {"op", op}, {"name", name}, {"exit_status", status}});
   c.start_waiters.clear();
   c.exit_waiters.clear();
   cfg_.event({{"type", "agent.child.exit"}, {"parent", cfg_.parent->name}, {"child", name}, {"exit_status", status}});
@@ -378,7 +392,8 @@ void Children::close_control() {
   listen_.reset();
   for (auto& [name, c] : children_) {
     for (int w : c.start_waiters) deny(w, "start", Error{ECANCELED, name + ": ECANCELED: the parent is stopping"});
-    for (const auto& [w, op] : c.exit_waiters) deny(w, op, Error{ECANCELED, name + ": ECANCELED: the parent is stopping"});
+    for (const auto& [w, op] : c.exit_waiters)
+      deny(w, op, Error{ECANCELED, name + ": ECANCELED: the parent is stopping"});
     c.start_waiters.clear();
     c.exit_waiters.clear();
   }

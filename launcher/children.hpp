@@ -51,11 +51,11 @@ struct ChildrenConfig {
   const agentdir::AgentSpec* parent = nullptr;
   std::string session;
   std::string run;
-  std::string self_exe;         ///< ctx-agent-run, to start child supervisors
-  std::string agent_cgroup;     ///< the agent's cgroup directory, "" without cgroups
+  std::string self_exe;      ///< ctx-agent-run, to start child supervisors
+  std::string agent_cgroup;  ///< the agent's cgroup directory, "" without cgroups
   bool require_cgroup = false;
   int cancel_grace_ms = kDefaultCancelGraceMs;
-  std::vector<std::string> env; ///< the child supervisors' environment
+  std::vector<std::string> env;         ///< the child supervisors' environment
   std::optional<sys::Ownership> owner;  ///< a root caller: files go to the agent's host ids
   /// Runs before the first child supervisor is started (the parent's
   /// watchdog); a failure refuses the start.
@@ -95,11 +95,11 @@ class Children {
   struct Child {
     pid_t pid = 0;
     UniqueFd pidfd;
-    UniqueFd status;           ///< the child supervisor's --json-status-fd
+    UniqueFd status;  ///< the child supervisor's --json-status-fd
     std::string status_buf;
     std::optional<int> exit_status;
     std::optional<pid_t> runtime_pid;
-    std::vector<int> start_waiters;  ///< connection ids
+    std::vector<int> start_waiters;                         ///< connection ids
     std::vector<std::pair<int, std::string>> exit_waiters;  ///< connection id, op (stop or wait)
   };
 

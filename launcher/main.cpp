@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
   po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
   po.terminal = ctx::sys::is_terminal(0) || ctx::sys::is_terminal(1) || ctx::sys::is_terminal(2);
   if (spec->parent)
-    if (auto r = ctx::launcher::plan_ancestry(*spec, po, [&](const std::string& n) { return ctx::agentdir::load(ctx_root, n); });
+    if (auto r = ctx::launcher::plan_ancestry(*spec, po,
+                                              [&](const std::string& n) { return ctx::agentdir::load(ctx_root, n); });
         !r)
       return report(r.error(), ctx::launcher::kExitLaunchFailed);
   po.tool_views = ctx::launcher::add_tool_views;
@@ -131,8 +132,10 @@ int main(int argc, char** argv) {
   std::string xdg = env_or("XDG_RUNTIME_DIR", "");
   // Only a directory that is verifiably the caller's alone: one planted by
   // another user is never used.
-  if (ctx::sys::is_private_dir(xdg)) so.marker_dir = xdg;
-  else if (::geteuid() == 0) so.marker_dir = "/run";
+  if (ctx::sys::is_private_dir(xdg))
+    so.marker_dir = xdg;
+  else if (::geteuid() == 0)
+    so.marker_dir = "/run";
   so.parent_notify_socket = env_or("NOTIFY_SOCKET", "");
   so.cgroup_base = cgroup_base;
   so.require_cgroup = require_cgroup;

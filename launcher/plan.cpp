@@ -31,7 +31,8 @@ Result<IdPlan> plan_privileged_ids(const AgentSpec& spec, const Caller& caller) 
   std::uint32_t owner_gid = caller.owner_primary_gid.value_or(spec.gid);
   p.privileged = true;
   // Before anything else: the owner may not choose ids it does not have.
-  if (auto refused = agentdir::entitlement_errors(spec, caller.owner_ids); !refused.empty()) return fail(refused.front());
+  if (auto refused = agentdir::entitlement_errors(spec, caller.owner_ids); !refused.empty())
+    return fail(refused.front());
   // Mount sources and mount points are opened as the owner, so a table
   // can never reach a path the owner could not.
   p.fs = sys::Creds{spec.owner, owner_gid, caller.owner_groups};
@@ -88,9 +89,11 @@ Result<IdPlan> plan_unprivileged_ids(const AgentSpec& spec, const Caller& caller
   switch (spec.iso) {
     case Iso::uid: {
       if (!caller.have_id_map_helpers)
-        return fail(EPERM, who + " needs privilege: launch it as root (a systemd unit), or install uidmap "
-                                 "(newuidmap/newgidmap) and delegate uid " + std::to_string(spec.uid) +
-                                 " to uid " + std::to_string(caller.uid) + " in /etc/subuid and /etc/subgid");
+        return fail(EPERM, who +
+                               " needs privilege: launch it as root (a systemd unit), or install uidmap "
+                               "(newuidmap/newgidmap) and delegate uid " +
+                               std::to_string(spec.uid) + " to uid " + std::to_string(caller.uid) +
+                               " in /etc/subuid and /etc/subgid");
       if (!agentdir::in_ranges(spec.uid, caller.subuid))
         return fail(EPERM, who + ": uid " + std::to_string(spec.uid) + " is not delegated to uid " +
                                std::to_string(caller.uid) + " in /etc/subuid; add a range that holds it");
@@ -120,8 +123,10 @@ Result<IdPlan> plan_unprivileged_ids(const AgentSpec& spec, const Caller& caller
                                 std::to_string(spec.uid) + "; remove the uid file or use iso userns");
       if (spec.gid != caller.gid)
         return fail(EPERM, who + ": gid " + std::to_string(spec.gid) + " differs from the caller's gid " +
-                               std::to_string(caller.gid) + ", which is the only gid an unprivileged launch can map; "
-                               "write " + std::to_string(caller.gid) + " to gid or launch as root");
+                               std::to_string(caller.gid) +
+                               ", which is the only gid an unprivileged launch can map; "
+                               "write " +
+                               std::to_string(caller.gid) + " to gid or launch as root");
       p.uid_map = {{caller.uid, caller.uid, 1}};
       p.gid_map = {{caller.gid, caller.gid, 1}};
       p.uid = caller.uid;

@@ -65,9 +65,9 @@ struct IdPlan {
 };
 
 /// The mount plan's step (mountspec/steps.hpp).
+using mountspec::kToolRealDir;
 using mountspec::MountStep;
 using mountspec::StepKind;
-using mountspec::kToolRealDir;
 
 /// The whole plan.
 struct LaunchPlan {
@@ -75,7 +75,7 @@ struct LaunchPlan {
   std::string session;
   std::string ctx_root;  ///< host path of the CTX root
   std::uint32_t owner = 0;
-  std::string root;      ///< host path that becomes "/"
+  std::string root;  ///< host path that becomes "/"
   std::string cwd;
   IdPlan ids;
   std::uint64_t clone_flags = 0;  ///< CLONE_NEW* at clone time

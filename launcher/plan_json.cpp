@@ -15,7 +15,7 @@ nlohmann::json map_json(const std::vector<sys::IdMapLine>& m) {
 nlohmann::json ns_names(std::uint64_t flags) {
   auto a = nlohmann::json::array();
   const std::pair<std::uint64_t, const char*> names[] = {
-      {CLONE_NEWUSER, "user"}, {CLONE_NEWNS, "mnt"}, {CLONE_NEWPID, "pid"},      {CLONE_NEWNET, "net"},
+      {CLONE_NEWUSER, "user"}, {CLONE_NEWNS, "mnt"},  {CLONE_NEWPID, "pid"},       {CLONE_NEWNET, "net"},
       {CLONE_NEWIPC, "ipc"},   {CLONE_NEWUTS, "uts"}, {CLONE_NEWCGROUP, "cgroup"},
   };
   for (auto [bit, name] : names)
@@ -42,7 +42,8 @@ nlohmann::json step_json(const MountStep& m) {
       j["flags"] = attrs_json(m.attrs);
       if (m.kind == StepKind::bind) j["type"] = m.recursive ? "rbind" : "bind";
       if (m.line > 0) j["line"] = m.line;
-      if (!m.beneath.empty()) j["beneath"] = {{"dir", m.beneath}, {"no_symlinks", true}, {"no_xdev", m.beneath_no_xdev}};
+      if (!m.beneath.empty())
+        j["beneath"] = {{"dir", m.beneath}, {"no_symlinks", true}, {"no_xdev", m.beneath_no_xdev}};
       break;
     case StepKind::mask:
       j["flags"] = attrs_json(m.attrs);
@@ -63,15 +64,9 @@ nlohmann::json step_json(const MountStep& m) {
       j["source"] = m.source;
       j["flags"] = attrs_json(m.attrs);
       break;
-    case StepKind::symlink:
-      j["link"] = m.link;
-      break;
-    case StepKind::socket:
-      j["socket"] = m.datagram ? "datagram" : "stream, listening";
-      break;
-    case StepKind::seal:
-      j["flags"] = attrs_json(m.attrs);
-      break;
+    case StepKind::symlink: j["link"] = m.link; break;
+    case StepKind::socket: j["socket"] = m.datagram ? "datagram" : "stream, listening"; break;
+    case StepKind::seal: j["flags"] = attrs_json(m.attrs); break;
   }
   return j;
 }
@@ -117,8 +112,9 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
                                  {"cpu.max", p.limits->cpu_max.value_or("")}}
                           : json(nullptr)},
       {"bounds", {{"dev_shm_size", p.shm_size}, {"rlimit_nproc", p.nproc}}},
-      {"hardening", {"capabilities dropped", "no_new_privs", "setsid", "fds 0-2 + LISTEN_FDS only", "pivot_root + detach",
-                     "seccomp deny-list (docs/seccomp.md)", "Landlock scope: abstract unix sockets and signals"}},
+      {"hardening",
+       {"capabilities dropped", "no_new_privs", "setsid", "fds 0-2 + LISTEN_FDS only", "pivot_root + detach",
+        "seccomp deny-list (docs/seccomp.md)", "Landlock scope: abstract unix sockets and signals"}},
   };
 }
 

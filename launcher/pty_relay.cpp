@@ -2,8 +2,8 @@
 
 #include <poll.h>
 
-#include "sys/pty.hpp"
 #include "sys/process.hpp"
+#include "sys/pty.hpp"
 #include "sys/socket.hpp"
 
 namespace ctx::launcher {
@@ -11,8 +11,15 @@ namespace ctx::launcher {
 PtyRelay::PtyRelay(int in_fd, int out_fd, UniqueFd master) : in_(in_fd), out_(out_fd), master_(std::move(master)) {}
 
 PtyRelay::PtyRelay(PtyRelay&& o) noexcept
-    : in_(o.in_), out_(o.out_), tty_(o.tty_), master_(std::move(o.master_)), saved_(o.saved_),
-      to_master_(std::move(o.to_master_)), to_out_(std::move(o.to_out_)), in_eof_(o.in_eof_), eof_sent_(o.eof_sent_),
+    : in_(o.in_),
+      out_(o.out_),
+      tty_(o.tty_),
+      master_(std::move(o.master_)),
+      saved_(o.saved_),
+      to_master_(std::move(o.to_master_)),
+      to_out_(std::move(o.to_out_)),
+      in_eof_(o.in_eof_),
+      eof_sent_(o.eof_sent_),
       master_done_(o.master_done_) {
   o.saved_.reset();
   o.tty_ = -1;

@@ -150,7 +150,8 @@ Result<void> bind_one(int rootfd, const MountStep& b, const std::vector<sys::Mou
   // non-recursive bind would uncover what they cover, so the kernel
   // refuses it (EINVAL from open_tree).
   if (!cloned && cloned.error().code == EINVAL && !b.recursive)
-    return fail(Error{EINVAL, "source " + b.source + ": EINVAL: has mounts below it that a non-recursive bind would "
+    return fail(Error{EINVAL, "source " + b.source +
+                                  ": EINVAL: has mounts below it that a non-recursive bind would "
                                   "uncover, which the kernel refuses in a user namespace; use rbind"});
   if (!cloned) return fail(cloned.error());
   UniqueFd tree = std::move(*cloned);
@@ -214,8 +215,10 @@ Result<void> tool_view(int rootfd, const MountStep& v) {
     CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(tree.get()));
     bool is_dir = S_ISDIR(st.mode);
     auto slash = rel.rfind('/');
-    CTX_TRY_ASSIGN(UniqueFd parent, sys::open_in_root(rootfd, rel_of(slash == std::string::npos ? v.target
-                                                                   : path_join(v.target, rel.substr(0, slash))), true));
+    CTX_TRY_ASSIGN(
+        UniqueFd parent,
+        sys::open_in_root(
+            rootfd, rel_of(slash == std::string::npos ? v.target : path_join(v.target, rel.substr(0, slash))), true));
     std::string leaf = slash == std::string::npos ? rel : rel.substr(slash + 1);
     if (is_dir) {
       CTX_TRY(sys::make_dir_at(parent.get(), leaf, 0755));
@@ -279,8 +282,8 @@ Result<UniqueFd> bind_socket(int rootfd, const MountStep& s) {
   const std::string dir(path_dirname(s.target));
   const std::string leaf(path_basename(s.target));
   CTX_TRY_ASSIGN(UniqueFd d, sys::open_in_root(rootfd, rel_of(dir), true));
-  Result<UniqueFd> sock = s.datagram ? sys::bind_datagram_at(d.get(), leaf, s.target)
-                                     : sys::listen_unix_at(d.get(), leaf, s.target);
+  Result<UniqueFd> sock =
+      s.datagram ? sys::bind_datagram_at(d.get(), leaf, s.target) : sys::listen_unix_at(d.get(), leaf, s.target);
   if (!sock) return fail(sock.error());
   CTX_TRY(sys::chmod_at(d.get(), leaf, 0666));
   return std::move(*sock);
@@ -299,8 +302,7 @@ Step timing_step(const MountStep& m) {
     case StepKind::dev_node:
     case StepKind::symlink:
     case StepKind::socket:
-    case StepKind::seal:
-      return Step::proc;
+    case StepKind::seal: return Step::proc;
   }
   return Step::proc;
 }
@@ -325,24 +327,19 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep) {
         }
         auto r = bind_one(root.get(), m, host_mounts ? &*host_mounts : nullptr);
         if (!r && m.line > 0)
-          return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(m.line) + ": " + m.source + " -> " + m.target));
+          return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(m.line) + ": " + m.source +
+                                             " -> " + m.target));
         if (!r) return fail(r.error().with_context(m.source + " -> " + m.target));
         break;
       }
-      case StepKind::mask:
-        CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")");
-        break;
-      case StepKind::tool_view:
-        CTX_TRY_CTX(tool_view(root.get(), m), "tool view " + m.target);
-        break;
+      case StepKind::mask: CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")"); break;
+      case StepKind::tool_view: CTX_TRY_CTX(tool_view(root.get(), m), "tool view " + m.target); break;
       case StepKind::fs: {
         CTX_TRY_ASSIGN(UniqueFd point, mount_point(root.get(), m.target, true));
         CTX_TRY_CTX(sys::mount_fresh(m.fstype, point.get(), fs_flags(m.attrs), m.options), m.target);
         break;
       }
-      case StepKind::dev_node:
-        CTX_TRY_CTX(bind_dev_node(root.get(), m), m.target);
-        break;
+      case StepKind::dev_node: CTX_TRY_CTX(bind_dev_node(root.get(), m), m.target); break;
       case StepKind::symlink: {
         CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(std::string(path_dirname(m.target))), true));
         CTX_TRY_CTX(sys::make_symlink_at(m.link, dir.get(), std::string(path_basename(m.target))), m.target);
@@ -360,7 +357,8 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep) {
       }
     }
   }
-  if (sockets.size() != 2) return fail(Error{EPROTO, "the mount plan holds " + std::to_string(sockets.size()) + " sockets, not 2"});
+  if (sockets.size() != 2)
+    return fail(Error{EPROTO, "the mount plan holds " + std::to_string(sockets.size()) + " sockets, not 2"});
   rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {sockets[0].get(), sockets[1].get()});
   return root;
 }
@@ -372,7 +370,8 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   rep.enter(Step::private_mounts);
   CTX_TRY_CTX(sys::make_mounts_private(), "making mounts private");
   rep.enter(Step::owner_ids);
-  if (ids.privileged) CTX_TRY_CTX(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups), "taking the owner's file-system ids");
+  if (ids.privileged)
+    CTX_TRY_CTX(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups), "taking the owner's file-system ids");
   CTX_TRY_ASSIGN(UniqueFd root, apply_mounts(plan, rep));
 
   rep.enter(Step::network);
@@ -387,7 +386,8 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   // The bounding set can only be emptied with CAP_SETPCAP: before root is
   // left.
   if (ids.host_ids) CTX_TRY_CTX(sys::drop_bounding_set(), "dropping capabilities");
-  if (ids.host_ids) CTX_TRY_CTX(sys::set_ids(ids.host_ids->uid, ids.host_ids->gid, ids.host_ids->groups), "setting host ids");
+  if (ids.host_ids)
+    CTX_TRY_CTX(sys::set_ids(ids.host_ids->uid, ids.host_ids->gid, ids.host_ids->groups), "setting host ids");
   if (ids.user_ns_after_mounts) {
     CTX_TRY(sys::set_dumpable());
     CTX_TRY_CTX(sys::unshare_ns(plan.unshare_flags), "user namespace");
@@ -463,7 +463,6 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
   int code = last.code == ENOENT || last.code == ENOTDIR ? kExitNotFound : kExitNotExecutable;
   die(err, last.with_context("runtime " + cmd), code);
 }
-
 
 }  // namespace
 

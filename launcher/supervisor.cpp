@@ -1,8 +1,8 @@
 #include "launcher/supervisor.hpp"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,8 +61,10 @@ void warn_once_without_cgroup(const std::string& marker_dir, const std::string& 
       if (seen && *seen) return;
       (void)sys::append_file(dir->get(), marker, "", 0600);
     }
-  std::fprintf(stderr, "ctx-agent-run: warning: no writable cgroup v2 (%s); supervising with the pidfd and the pid namespace "
-               "instead (--require-cgroup makes this an error)\n", why.c_str());
+  std::fprintf(stderr,
+               "ctx-agent-run: warning: no writable cgroup v2 (%s); supervising with the pidfd and the pid namespace "
+               "instead (--require-cgroup makes this an error)\n",
+               why.c_str());
 }
 
 // What the sandbox reported over the channel until its runtime's execve
@@ -99,9 +101,7 @@ SetupReport read_setup(int channel) {
       case Record::Kind::pty:
         if ((*m)->fds.size() == 1) out.master = std::move((*m)->fds[0]);
         break;
-      case Record::Kind::error:
-        out.error = std::move(*r);
-        break;
+      case Record::Kind::error: out.error = std::move(*r); break;
     }
   }
 }
@@ -147,14 +147,16 @@ Result<std::pair<UniqueFd, pid_t>> start_watchdog(const LaunchPlan& plan, int ag
   (void)sys::remove_at(agents, plan.name + ".sock");
   files.status(AgentState::dead);
   files.log({{"event", "agent.stop"}, {"reason", "supervisor_killed"}});
-  files.event({{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"reason", "supervisor_killed"}});
+  files.event(
+      {{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"reason", "supervisor_killed"}});
   _exit(0);
 }
 
 // A run id for the `parent` file of the children this run creates.
 std::string new_run_id() {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "r%llx%x", static_cast<unsigned long long>(sys::now_us()), static_cast<unsigned>(::getpid()));
+  std::snprintf(buf, sizeof buf, "r%llx%x", static_cast<unsigned long long>(sys::now_us()),
+                static_cast<unsigned>(::getpid()));
   return buf;
 }
 
@@ -239,8 +241,11 @@ int Supervisor::failed(Error e) {
 int Supervisor::fail_launch(const Error& e) {
   files_->status(AgentState::dead);
   files_->log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}});
-  files_->event({{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", "error"},
-                 {"exit_status", kExitLaunchFailed}, {"error", e.msg}});
+  files_->event({{"type", "agent.stop"},
+                 {"object", "agent/" + plan_.name},
+                 {"status", "error"},
+                 {"exit_status", kExitLaunchFailed},
+                 {"error", e.msg}});
   files_->context_status(opts_.handoff_dir, "failed");
   return failed(e);
 }
@@ -250,7 +255,8 @@ int Supervisor::fail_launch(const Error& e) {
 // half-way; then <name>.d and the one-instance lock, which lives as long
 // as this process.
 std::optional<int> Supervisor::open_agent() {
-  std::vector<int> watched{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, parent_dead_signal(), stop_signal()};
+  std::vector<int> watched{SIGTERM,      SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, parent_dead_signal(),
+                           stop_signal()};
   if (plan_.terminal) watched.push_back(SIGWINCH);
   auto sigfd = sys::block_into_signalfd(watched);
   if (!sigfd) return failed(sigfd.error());
@@ -265,7 +271,8 @@ std::optional<int> Supervisor::open_agent() {
   if (!locked) return failed(locked.error());
   if (!*locked) {
     std::string pid = "?";
-    if (auto f = sys::read_small_file(ddir_.get(), "pid", 64); f && *f) pid = (*f)->data.substr(0, (*f)->data.find('\n'));
+    if (auto f = sys::read_small_file(ddir_.get(), "pid", 64); f && *f)
+      pid = (*f)->data.substr(0, (*f)->data.find('\n'));
     return failed(Error{EBUSY, plan_.name + ": EBUSY: already running (supervisor pid " + pid + "); stop it first"});
   }
   files_.emplace(plan_, ddir_.get());
@@ -279,8 +286,8 @@ std::optional<int> Supervisor::open_agent() {
 std::optional<int> Supervisor::place() {
   std::string why_not;
   bool reaped = false;
-  cgroup::PlacementOptions po{plan_.name, plan_.ctx_root, plan_.owner, plan_.ids.privileged, opts_.cgroup_base,
-                              plan_.limits, opts_.cgroup_leaf};
+  cgroup::PlacementOptions po{plan_.name,        plan_.ctx_root, plan_.owner,      plan_.ids.privileged,
+                              opts_.cgroup_base, plan_.limits,   opts_.cgroup_leaf};
   auto pl = cgroup::Placement::create(po, why_not, reaped);
   if (!pl) return fail_launch(pl.error());
   if (reaped) files_->log({{"event", "agent.reap"}, {"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}});
@@ -300,7 +307,8 @@ std::optional<int> Supervisor::place() {
 // The agent socket, the lifeline and the channel, clone3 into the
 // namespaces (and the cgroup), the id maps; then the sandbox is released.
 std::optional<int> Supervisor::start_sandbox() {
-  auto listen = sys::listen_unix_at(agents_.get(), plan_.name + ".sock", plan_.ctx_root + "/agent/" + plan_.name + ".sock");
+  auto listen =
+      sys::listen_unix_at(agents_.get(), plan_.name + ".sock", plan_.ctx_root + "/agent/" + plan_.name + ".sock");
   if (!listen) return fail_launch(listen.error());
   socket_name_.dir = agents_.get();
   socket_name_.name = plan_.name + ".sock";
@@ -330,8 +338,9 @@ std::optional<int> Supervisor::start_sandbox() {
       if (auto ino = sys::ns_inode(child_->pid, n)) namespaces_[n] = *ino;
   const IdPlan& ids = plan_.ids;
   if (ids.user_ns && !ids.user_ns_after_mounts) {
-    Result<void> r = ids.map_via_helpers ? sys::run_id_map_helpers(child_->pid, ids.uid_map, ids.gid_map)
-                                         : sys::write_id_maps(child_->pid, ids.uid_map, ids.gid_map, ids.deny_setgroups);
+    Result<void> r = ids.map_via_helpers
+                         ? sys::run_id_map_helpers(child_->pid, ids.uid_map, ids.gid_map)
+                         : sys::write_id_maps(child_->pid, ids.uid_map, ids.gid_map, ids.deny_setgroups);
     if (!r) return abort_child(with_userns_remedy(plan_, r.error().with_context("writing id maps")));
   }
   char go = 1;
@@ -364,7 +373,8 @@ std::optional<int> Supervisor::finish_setup() {
     if (auto r = PtyRelay::start(0, out, std::move(setup_.master)); r) {
       relay_.emplace(std::move(*r));
     } else {
-      setup_.error = Record{Record::Kind::error, Step::terminal, r.error().code, 0, r.error().with_context("terminal").msg};
+      setup_.error =
+          Record{Record::Kind::error, Step::terminal, r.error().code, 0, r.error().with_context("terminal").msg};
     }
   }
   if (!setup_.error) return std::nullopt;
@@ -377,7 +387,8 @@ std::optional<int> Supervisor::finish_setup() {
   }
   files_->status(AgentState::dead);
   files_->log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}, {"exit_status", code}});
-  files_->event({{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", "error"}, {"exit_status", code}});
+  files_->event(
+      {{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", "error"}, {"exit_status", code}});
   files_->context_status(opts_.handoff_dir, "failed");
   error_ = e;
   return code;
@@ -389,8 +400,12 @@ void Supervisor::report_started() {
   timings["total"] = t_exec_ - t0_;
   files_->log({{"event", "agent.exec"}, {"pid", child_->pid}, {"setup_us", t_exec_ - t0_}});
   if (opts_.json_status_fd >= 0) {
-    json j{{"event", "started"}, {"agent", plan_.name}, {"pid", child_->pid}, {"supervisor_pid", ::getpid()},
-           {"namespaces", namespaces_}, {"timings_us", timings},
+    json j{{"event", "started"},
+           {"agent", plan_.name},
+           {"pid", child_->pid},
+           {"supervisor_pid", ::getpid()},
+           {"namespaces", namespaces_},
+           {"timings_us", timings},
            {"cgroup", placement_ ? json(placement_->agent_dir() + "/runtime") : json(nullptr)}};
     std::string s = j.dump() + "\n";
     (void)sys::write_all(opts_.json_status_fd, s.data(), s.size());
@@ -482,8 +497,8 @@ void Supervisor::supervise_loop() {
   // The parent may have died between our start and now.
   if (opts_.owned_by != 0 && ::getppid() != opts_.owned_by) cancel("parent_dead");
   while (true) {
-    std::vector<struct pollfd> fds{{sigfd_.get(), POLLIN, 0}, {child_->pidfd.get(), POLLIN, 0},
-                                   {setup_.notify.get(), POLLIN, 0}};
+    std::vector<struct pollfd> fds{
+        {sigfd_.get(), POLLIN, 0}, {child_->pidfd.get(), POLLIN, 0}, {setup_.notify.get(), POLLIN, 0}};
     fds.push_back({lifeline_.get(), POLLIN, 0});  // fds[3]
     if (relay_) relay_->add_poll_fds(fds);
     children_->add_poll_fds(fds);
@@ -557,7 +572,8 @@ int Supervisor::teardown() {
   // A parent's stop ends in "stopped", the parent's death in "cancelled".
   const bool stopped = cancelled_ && cancel_reason_ == "stopped";
   const char* outcome = stopped ? "stopped" : cancelled_ ? "cancelled" : exit_code_ == 0 ? "ok" : "error";
-  files_->event({{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", outcome}, {"exit_status", exit_code_}});
+  files_->event(
+      {{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", outcome}, {"exit_status", exit_code_}});
   if (spec_.parent && !opts_.handoff_dir.empty()) {
     const char* s = stopped ? "stopped" : cancelled_ ? "cancelled" : exit_code_ == 0 ? "done" : "failed";
     files_->session_state(s);
@@ -565,8 +581,11 @@ int Supervisor::teardown() {
   }
   if (cancelled_ && !stopped && spec_.parent)
     files_->event_of(spec_.parent->agent, spec_.parent->session.empty() ? "default" : spec_.parent->session,
-                     {{"type", "agent.child.cancel"}, {"parent", spec_.parent->agent}, {"child", plan_.name},
-                      {"reason", "parent_dead"}, {"object", "agent/" + plan_.name}});
+                     {{"type", "agent.child.cancel"},
+                      {"parent", spec_.parent->agent},
+                      {"child", plan_.name},
+                      {"reason", "parent_dead"},
+                      {"object", "agent/" + plan_.name}});
   if (opts_.json_status_fd >= 0) {
     std::string s = json{{"event", "exited"}, {"agent", plan_.name}, {"exit_status", exit_code_}}.dump() + "\n";
     (void)sys::write_all(opts_.json_status_fd, s.data(), s.size());
@@ -577,7 +596,8 @@ int Supervisor::teardown() {
 int Supervisor::run() {
   if (auto code = open_agent()) return *code;
   if (int abi = sys::landlock_abi().value_or(0); abi < sys::kLandlockScopeAbi)
-    std::fprintf(stderr, "ctx-agent-run: notice: this kernel's Landlock (ABI %d) cannot scope abstract unix sockets and "
+    std::fprintf(stderr,
+                 "ctx-agent-run: notice: this kernel's Landlock (ABI %d) cannot scope abstract unix sockets and "
                  "signals (ABI %d, Linux 6.12): a granted network reaches the host's abstract sockets\n",
                  abi, sys::kLandlockScopeAbi);
   if (auto code = place()) return *code;

@@ -76,16 +76,12 @@ void plan_tool_views(const agentdir::AgentSpec& spec, const std::vector<ToolDirL
     for (const auto& e : l.entries) {
       switch (e.kind) {
         case ToolDirEntry::Kind::directory:
-        case ToolDirEntry::Kind::file:
-          show.push_back(e.name);
-          break;
+        case ToolDirEntry::Kind::file: show.push_back(e.name); break;
         case ToolDirEntry::Kind::executable:
           (allowed(spec, e) ? show : hidden).push_back(e.name);
           if (!helper.empty() && allowed(spec, e)) wrapped.push_back(e.name);
           break;
-        case ToolDirEntry::Kind::other:
-          hidden.push_back(e.name);
-          break;
+        case ToolDirEntry::Kind::other: hidden.push_back(e.name); break;
       }
     }
     // Everywhere the directory appears, not only at its CTX_PATH name: a
@@ -107,10 +103,13 @@ void plan_tool_views(const agentdir::AgentSpec& spec, const std::vector<ToolDirL
       // first component below the tier carries it), unless it lies on a
       // hidden entry.
       for (const auto& deeper : plan.mounts) {
-        if (deeper.kind != StepKind::bind || deeper.target == inner || !path_is_at_or_under(deeper.target, inner)) continue;
+        if (deeper.kind != StepKind::bind || deeper.target == inner || !path_is_at_or_under(deeper.target, inner))
+          continue;
         std::string first(path_suffix(deeper.target, inner));
         first = first.substr(0, first.find('/'));
-        auto in = [&](const std::vector<std::string>& names) { return std::find(names.begin(), names.end(), first) != names.end(); };
+        auto in = [&](const std::vector<std::string>& names) {
+          return std::find(names.begin(), names.end(), first) != names.end();
+        };
         if (!in(v.show) && !in(hidden)) v.show.push_back(first);
       }
       views.push_back(std::move(v));

@@ -10,8 +10,9 @@ namespace ctx::mountspec {
 namespace {
 
 Error denial(std::size_t i, const ChildMount& c, int code, const std::string& reason, const std::string& what) {
-  return Error{code, "mount[" + std::to_string(i) + "] " + c.source + " -> " + c.target + ": " + errno_name(code) + ": " + what,
-               reason};
+  return Error{
+      code, "mount[" + std::to_string(i) + "] " + c.source + " -> " + c.target + ": " + errno_name(code) + ": " + what,
+      reason};
 }
 
 }  // namespace
@@ -27,7 +28,8 @@ const Entry* covering(const Table& parent, std::string_view inner) {
 }
 
 std::optional<std::string> widening(const Entry& p, const Entry& child) {
-  if (child.mode == Mode::rw && p.mode == Mode::ro) return "rw requested but the parent sees " + p.target + " read-only";
+  if (child.mode == Mode::rw && p.mode == Mode::ro)
+    return "rw requested but the parent sees " + p.target + " read-only";
   if (child.kind == Kind::rbind && p.kind != Kind::rbind)
     return "rbind requested but the parent's mount of " + p.target +
            " is bind (its submounts are hidden from the parent)";
@@ -37,10 +39,10 @@ std::optional<std::string> widening(const Entry& p, const Entry& child) {
   if (child.kind == Kind::bind && p.kind == Kind::rbind)
     return "bind requested but the parent sees " + p.target +
            " with rbind: a bind would uncover what the submounts below it cover; leave the kind unset or ask rbind";
-  for (auto [name, has, keeps] : {std::tuple{"nosuid", p.nosuid, child.nosuid}, std::tuple{"nodev", p.nodev, child.nodev},
-                                  std::tuple{"noexec", p.noexec, child.noexec}})
-    if (has && !keeps)
-      return std::string(name) + " dropped but the parent's mount of " + p.target + " has it";
+  for (auto [name, has, keeps] :
+       {std::tuple{"nosuid", p.nosuid, child.nosuid}, std::tuple{"nodev", p.nodev, child.nodev},
+        std::tuple{"noexec", p.noexec, child.noexec}})
+    if (has && !keeps) return std::string(name) + " dropped but the parent's mount of " + p.target + " has it";
   return std::nullopt;
 }
 
@@ -54,7 +56,8 @@ Result<void> check_derived(const Table& parent, const Entry& child) {
     if (deepest == nullptr || path_depth(p.source) > path_depth(deepest->source)) deepest = &p;
   }
   if (deepest == nullptr)
-    return fail(Error{EACCES, "not visible to the parent (no parent mount shows " + child.source + ")", "mount_not_visible"});
+    return fail(
+        Error{EACCES, "not visible to the parent (no parent mount shows " + child.source + ")", "mount_not_visible"});
   return fail(Error{EACCES, *widening(*deepest, child), "mount_widens_access"});
 }
 
@@ -70,12 +73,12 @@ Result<Table> attenuate(const Table& parent, const std::vector<ChildMount>& requ
   for (std::size_t i = 0; i < request.size(); ++i) {
     const ChildMount& c = request[i];
     for (const std::string* p : {&c.source, &c.target})
-      if (auto issue = abs_path_issue(*p))
-        return fail(denial(i, c, EINVAL, "invalid_mount", issue->what + ": " + *p));
+      if (auto issue = abs_path_issue(*p)) return fail(denial(i, c, EINVAL, "invalid_mount", issue->what + ": " + *p));
     if (c.target == "/") return fail(denial(i, c, EINVAL, "invalid_mount", "target must not be /"));
     const Entry* p = covering(parent, c.source);
     if (p == nullptr)
-      return fail(denial(i, c, EACCES, "mount_not_visible", "not visible to the parent (no parent mount covers " + c.source + ")"));
+      return fail(denial(i, c, EACCES, "mount_not_visible",
+                         "not visible to the parent (no parent mount covers " + c.source + ")"));
     Entry e;
     e.source = path_join(p->source, path_suffix(c.source, p->target));
     e.target = c.target;

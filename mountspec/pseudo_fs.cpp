@@ -5,13 +5,14 @@
 namespace ctx::mountspec {
 
 bool is_pseudo_fs(std::string_view t) {
-  for (std::string_view p : {"proc", "sysfs", "debugfs", "tracefs", "securityfs", "cgroup", "cgroup2", "bpf", "configfs",
-                             "efivarfs", "pstore"})
+  for (std::string_view p : {"proc", "sysfs", "debugfs", "tracefs", "securityfs", "cgroup", "cgroup2", "bpf",
+                             "configfs", "efivarfs", "pstore"})
     if (t == p) return true;
   return false;
 }
 
-std::optional<std::string> pseudo_fs_issue(std::string_view source, bool recursive, const std::vector<MountEntry>& mounts) {
+std::optional<std::string> pseudo_fs_issue(std::string_view source, bool recursive,
+                                           const std::vector<MountEntry>& mounts) {
   // The mount the source lies on: the deepest target holding it, the last
   // of equal depth (it covers the earlier ones).
   const MountEntry* on = nullptr;

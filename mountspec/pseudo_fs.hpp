@@ -23,6 +23,7 @@ bool is_pseudo_fs(std::string_view fstype);
 /// nullopt: the source lies on a pseudo file system, or (recursive) a
 /// pseudo file system is mounted at or below it. `mounts` is the mount
 /// table the source is seen in.
-std::optional<std::string> pseudo_fs_issue(std::string_view source, bool recursive, const std::vector<MountEntry>& mounts);
+std::optional<std::string> pseudo_fs_issue(std::string_view source, bool recursive,
+                                           const std::vector<MountEntry>& mounts);
 
 }  // namespace ctx::mountspec

@@ -90,9 +90,7 @@ std::vector<std::string> mount_points(const MountPlan& plan) {
       case StepKind::root:
       case StepKind::mask:
       case StepKind::fs:
-      case StepKind::dev_node:
-        out.push_back(s.target);
-        break;
+      case StepKind::dev_node: out.push_back(s.target); break;
       case StepKind::tool_view: {
         // The view's tmpfs and each entry cloned onto it; a wrapped tool is
         // the helper at its name and itself in kToolRealDir (its .d/ stays
@@ -107,8 +105,7 @@ std::vector<std::string> mount_points(const MountPlan& plan) {
       }
       case StepKind::symlink:
       case StepKind::socket:
-      case StepKind::seal:
-        break;
+      case StepKind::seal: break;
     }
   }
   return out;

@@ -10,20 +10,16 @@ namespace ctx::mountspec {
 
 std::string_view to_string(Mode m) {
   switch (m) {
-    case Mode::ro:
-      return "ro";
-    case Mode::rw:
-      return "rw";
+    case Mode::ro: return "ro";
+    case Mode::rw: return "rw";
   }
   return "?";
 }
 
 std::string_view to_string(Kind k) {
   switch (k) {
-    case Kind::bind:
-      return "bind";
-    case Kind::rbind:
-      return "rbind";
+    case Kind::bind: return "bind";
+    case Kind::rbind: return "rbind";
   }
   return "?";
 }
@@ -58,7 +54,8 @@ std::optional<OptionIssue> parse_options(std::string_view f, Options& out) {
     } else if (o == "noexec") {
       issue = once(out.noexec);
     } else {
-      issue = OptionIssue{start, "unknown option '" + printable(o) + "' (v0 options: bind, rbind, nosuid, nodev, noexec, -)"};
+      issue = OptionIssue{start,
+                          "unknown option '" + printable(o) + "' (v0 options: bind, rbind, nosuid, nodev, noexec, -)"};
     }
     if (issue) return issue;
     if (seen_bind && seen_rbind) return OptionIssue{start, "bind and rbind are mutually exclusive"};
@@ -93,8 +90,8 @@ Result<Table> parse(std::string_view file, std::string_view content, std::vector
       start = tab + 1;
     }
     if (fields.size() != 4) {
-      std::string what = "expected 4 TAB-separated fields (source, target, mode, options), found " +
-                         std::to_string(fields.size());
+      std::string what =
+          "expected 4 TAB-separated fields (source, target, mode, options), found " + std::to_string(fields.size());
       err(fields.size() > 4 ? fields[4] : l.text, 0, EINVAL, what);
       continue;
     }
@@ -105,7 +102,8 @@ Result<Table> parse(std::string_view file, std::string_view content, std::vector
     for (int i = 0; i < 2; ++i) {
       if (auto issue = abs_path_issue(fields[static_cast<std::size_t>(i)])) {
         std::string what = std::string(names[i]) + ": " + issue->what;
-        if (issue->what == "path must be absolute (start with '/')") what = std::string(names[i]) + " must be an absolute path";
+        if (issue->what == "path must be absolute (start with '/')")
+          what = std::string(names[i]) + " must be an absolute path";
         err(fields[static_cast<std::size_t>(i)], issue->offset, EINVAL, what);
         ok = false;
       }
@@ -113,7 +111,8 @@ Result<Table> parse(std::string_view file, std::string_view content, std::vector
     e.source = std::string(fields[0]);
     e.target = std::string(fields[1]);
     if (ok && e.target == "/") {
-      err(fields[1], 0, EINVAL, "target must not be / (a mount over the whole root); set the root control file instead");
+      err(fields[1], 0, EINVAL,
+          "target must not be / (a mount over the whole root); set the root control file instead");
       ok = false;
     }
     if (fields[2] == "ro") {

@@ -15,9 +15,8 @@ Explanation explain(const Policy& p, std::string_view subject, const Request& r)
   if (auto rule = p.find(subject, r.cls, r.object, r.permission)) {
     e.allowed = true;
     // The caller knows the file; the line is what we know.
-    e.text = rule->line > 0
-                 ? "allowed by policy line " + std::to_string(rule->line) + ": " + format_rule(*rule)
-                 : "allowed by the rule '" + format_rule(*rule) + "'";
+    e.text = rule->line > 0 ? "allowed by policy line " + std::to_string(rule->line) + ": " + format_rule(*rule)
+                            : "allowed by the rule '" + format_rule(*rule) + "'";
     e.rule = std::move(rule);
     return e;
   }

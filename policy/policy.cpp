@@ -63,8 +63,7 @@ std::string permission_list(Class c) {
 
 /// The hash key of one rule. NUL cannot occur in a valid field, so the
 /// composition is unambiguous.
-std::string key_of(std::string_view subject, Class cls, std::string_view object,
-                   std::string_view permission) {
+std::string key_of(std::string_view subject, Class cls, std::string_view object, std::string_view permission) {
   std::string k;
   k.reserve(subject.size() + object.size() + permission.size() + 10);
   k += subject;
@@ -105,12 +104,8 @@ std::optional<FieldIssue> object_issue(Class c, std::string_view o) {
   if (auto g = glob_or_variable_issue(o)) return g;
   std::optional<std::string> e;
   switch (c) {
-    case Class::tool:
-      e = tool_name_issue(o);
-      break;
-    case Class::model:
-      e = model_name_issue(o);
-      break;
+    case Class::tool: e = tool_name_issue(o); break;
+    case Class::model: e = model_name_issue(o); break;
     case Class::shared:
       // space_name_issue says "name ..."; say which name.
       if (auto s = space_name_issue(o)) e = "shared " + *s;
@@ -118,9 +113,7 @@ std::optional<FieldIssue> object_issue(Class c, std::string_view o) {
     case Class::session:
       if (auto s = space_name_issue(o)) e = "session " + *s;
       break;
-    case Class::agent:
-      e = agent_name_issue(o);
-      break;
+    case Class::agent: e = agent_name_issue(o); break;
     case Class::mount:
       if (auto p = abs_path_issue(o)) return FieldIssue{p->offset, "mount object: " + p->what};
       // Reachable only from from_rules and parse_request: a policy line
@@ -130,8 +123,7 @@ std::optional<FieldIssue> object_issue(Class c, std::string_view o) {
       if (!writable_in_file(o)) return FieldIssue{0, "mount object: invalid UTF-8"};
       break;
     case Class::network:
-      if (o != "default")
-        e = "unknown network object '" + printable(o) + "' (the only network object is 'default')";
+      if (o != "default") e = "unknown network object '" + printable(o) + "' (the only network object is 'default')";
       break;
   }
   if (e) return FieldIssue{0, *e};
@@ -170,8 +162,7 @@ std::optional<FieldIssue> permission_issue(Class c, std::string_view p) {
     if (known == p) return std::nullopt;
   std::string cls(to_string(c));
   if (p.empty())
-    return FieldIssue{
-        0, "missing permission for class " + cls + " (" + cls + " permits: " + permission_list(c) + ")"};
+    return FieldIssue{0, "missing permission for class " + cls + " (" + cls + " permits: " + permission_list(c) + ")"};
   // Another class's permission says which class; a slip gets its fix.
   std::string hint = other_classes_of(c, p);
   if (hint.empty()) hint = did_you_mean(p, permissions_of(c));
@@ -188,16 +179,15 @@ struct ClassObject {
 std::variant<ClassObject, FieldIssue> class_object_of(std::string_view f) {
   if (auto g = glob_or_variable_issue(f)) return *g;
   std::size_t colon = f.find(':');
-  if (colon == std::string_view::npos)
-    return FieldIssue{0, "expected <class>:<object>, found '" + printable(f) + "'"};
+  if (colon == std::string_view::npos) return FieldIssue{0, "expected <class>:<object>, found '" + printable(f) + "'"};
   std::string_view cls = f.substr(0, colon);
   if (cls.empty()) return FieldIssue{0, "missing class before ':' (classes: " + class_list() + ")"};
   auto c = class_from(cls);
   if (!c) {
     std::vector<std::string_view> names;
     for (Class k : kClasses) names.push_back(to_string(k));
-    return FieldIssue{0, "unknown class '" + printable(cls) + "' (classes: " + class_list() + ")" +
-                             did_you_mean(cls, names)};
+    return FieldIssue{
+        0, "unknown class '" + printable(cls) + "' (classes: " + class_list() + ")" + did_you_mean(cls, names)};
   }
   std::string_view obj = f.substr(colon + 1);
   if (auto e = object_issue(*c, obj)) return FieldIssue{colon + 1 + e->offset, std::move(e->what)};
@@ -210,8 +200,7 @@ int col_at(std::string_view line, std::string_view field, std::size_t offset) {
 
 /// Parses one policy line that is neither empty nor a comment.
 std::variant<Rule, LineIssue> parse_line(std::string_view line) {
-  if (line.front() == ' ' || line.front() == '\t')
-    return LineIssue{1, "leading blank; a rule starts in column 1"};
+  if (line.front() == ' ' || line.front() == '\t') return LineIssue{1, "leading blank; a rule starts in column 1"};
   if (line.back() == ' ' || line.back() == '\t')
     return LineIssue{static_cast<int>(line.size()), "trailing blank after the rule"};
   if (std::size_t tab = line.find('\t'); tab != std::string_view::npos)
@@ -225,16 +214,14 @@ std::variant<Rule, LineIssue> parse_line(std::string_view line) {
     start = sp + 1;
   }
   for (std::string_view part : f)
-    if (part.empty())
-      return LineIssue{column_of(line, part), "two spaces in a row; separate fields with one space"};
+    if (part.empty()) return LineIssue{column_of(line, part), "two spaces in a row; separate fields with one space"};
 
   for (std::string_view kw : kDenyKeywords)
     if (f[0] == kw)
-      return LineIssue{1, "policy v0 has no " + std::string(kw) +
-                              " rules; remove the line: everything not allowed is denied"};
+      return LineIssue{
+          1, "policy v0 has no " + std::string(kw) + " rules; remove the line: everything not allowed is denied"};
   if (f[0] != "allow")
-    return LineIssue{1,
-                     "unknown keyword '" + printable(f[0]) + "'; a rule reads '" + std::string(kShape) + "'"};
+    return LineIssue{1, "unknown keyword '" + printable(f[0]) + "'; a rule reads '" + std::string(kShape) + "'"};
   if (f.size() > 4 && f[4].front() == '#')
     return LineIssue{column_of(line, f[4]), "a comment must be a line of its own ('#' in column 1)"};
   if (f.size() != 4)
@@ -244,11 +231,9 @@ std::variant<Rule, LineIssue> parse_line(std::string_view line) {
   Rule r;
   if (auto e = subject_issue(f[1])) return LineIssue{col_at(line, f[1], e->offset), std::move(e->what)};
   auto co = class_object_of(f[2]);
-  if (auto* e = std::get_if<FieldIssue>(&co))
-    return LineIssue{col_at(line, f[2], e->offset), std::move(e->what)};
+  if (auto* e = std::get_if<FieldIssue>(&co)) return LineIssue{col_at(line, f[2], e->offset), std::move(e->what)};
   const auto& [cls, object] = std::get<ClassObject>(co);
-  if (auto e = permission_issue(cls, f[3]))
-    return LineIssue{col_at(line, f[3], e->offset), std::move(e->what)};
+  if (auto e = permission_issue(cls, f[3])) return LineIssue{col_at(line, f[3], e->offset), std::move(e->what)};
   r.subject = std::string(f[1]);
   r.cls = cls;
   r.object = std::string(object);
@@ -269,20 +254,13 @@ std::optional<std::string> rule_issue(const Rule& r) {
 
 std::string_view to_string(Class c) {
   switch (c) {
-    case Class::tool:
-      return "tool";
-    case Class::model:
-      return "model";
-    case Class::shared:
-      return "shared";
-    case Class::session:
-      return "session";
-    case Class::mount:
-      return "mount";
-    case Class::agent:
-      return "agent";
-    case Class::network:
-      return "network";
+    case Class::tool: return "tool";
+    case Class::model: return "model";
+    case Class::shared: return "shared";
+    case Class::session: return "session";
+    case Class::mount: return "mount";
+    case Class::agent: return "agent";
+    case Class::network: return "network";
   }
   return "?";
 }
@@ -303,27 +281,22 @@ const std::vector<std::string_view>& permissions_of(Class c) {
   static const std::vector<std::string_view> kNetwork{"connect"};
   static const std::vector<std::string_view> kNone{};
   switch (c) {
-    case Class::tool:
-      return kTool;
-    case Class::model:
-      return kModel;
-    case Class::shared:
-      return kShared;
-    case Class::session:
-      return kSession;
-    case Class::mount:
-      return kMount;
-    case Class::agent:
-      return kAgent;
-    case Class::network:
-      return kNetwork;
+    case Class::tool: return kTool;
+    case Class::model: return kModel;
+    case Class::shared: return kShared;
+    case Class::session: return kSession;
+    case Class::mount: return kMount;
+    case Class::agent: return kAgent;
+    case Class::network: return kNetwork;
   }
   return kNone;
 }
 
 std::string missing_rule(std::string_view subject, Class cls, std::string_view object, std::string_view permission) {
-  return "'" + format_rule(Rule{subject.empty() ? std::string("<no label>") : std::string(subject), cls, std::string(object),
-                                std::string(permission), 0}) + "'";
+  return "'" +
+         format_rule(Rule{subject.empty() ? std::string("<no label>") : std::string(subject), cls, std::string(object),
+                          std::string(permission), 0}) +
+         "'";
 }
 
 std::string format_rule(const Rule& r) {
@@ -369,8 +342,7 @@ Result<Policy> Policy::from_rules(std::vector<Rule> rules) {
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const Rule& r = rules[i];
     if (auto e = rule_issue(r)) {
-      std::string where =
-          r.line > 0 ? "policy line " + std::to_string(r.line) : "rule " + std::to_string(i + 1);
+      std::string where = r.line > 0 ? "policy line " + std::to_string(r.line) : "rule " + std::to_string(i + 1);
       return fail(EINVAL, where + ": " + printable(format_rule(r)) + ": EINVAL: " + *e);
     }
     p.index_.insert(key_of(r.subject, r.cls, r.object, r.permission));
@@ -379,8 +351,7 @@ Result<Policy> Policy::from_rules(std::vector<Rule> rules) {
   return p;
 }
 
-bool Policy::allows(std::string_view subject, Class cls, std::string_view object,
-                    std::string_view permission) const {
+bool Policy::allows(std::string_view subject, Class cls, std::string_view object, std::string_view permission) const {
   // No label, no rights; no rule can name an empty subject anyway.
   if (subject.empty()) return false;
   return index_.count(key_of(subject, cls, object, permission)) != 0;

@@ -53,8 +53,7 @@ class Policy {
   /// Parses a policy file. `file` names it in messages. On failure returns
   /// the first error; `all` collects every error. Unknown class or
   /// permission is EINVAL.
-  static Result<Policy> parse(std::string_view file, std::string_view content,
-                              std::vector<Error>* all = nullptr);
+  static Result<Policy> parse(std::string_view file, std::string_view content, std::vector<Error>* all = nullptr);
   /// Builds a policy from rules already validated (for derived policies).
   /// Each rule is checked again exactly as a policy line would be; the
   /// first invalid one is EINVAL naming it ("rule 2: allow ...", or
@@ -62,8 +61,7 @@ class Policy {
   static Result<Policy> from_rules(std::vector<Rule> rules);
 
   /// True if exactly this rule is present. Constant time (one hash lookup).
-  bool allows(std::string_view subject, Class cls, std::string_view object,
-              std::string_view permission) const;
+  bool allows(std::string_view subject, Class cls, std::string_view object, std::string_view permission) const;
   /// The rule that allows the request, if any.
   std::optional<Rule> find(std::string_view subject, Class cls, std::string_view object,
                            std::string_view permission) const;

@@ -18,8 +18,7 @@ namespace ctx::sys {
 namespace {
 
 FileStat from_stat(const struct stat& s) {
-  return FileStat{s.st_mode, s.st_uid, s.st_gid, static_cast<std::uint64_t>(s.st_size), s.st_dev,
-                  s.st_ino};
+  return FileStat{s.st_mode, s.st_uid, s.st_gid, static_cast<std::uint64_t>(s.st_size), s.st_dev, s.st_ino};
 }
 
 Result<void> write_all(int fd, std::string_view data, const char* what) {
@@ -69,8 +68,7 @@ Result<std::optional<FileStat>> stat_at(int dirfd, const std::string& name) {
   return std::optional<FileStat>(from_stat(s));
 }
 
-Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string& name,
-                                                   std::size_t max_size) {
+Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string& name, std::size_t max_size) {
   // O_NONBLOCK: a FIFO planted as a control file must not hang the reader;
   // it is refused below as not regular.
   int raw = ::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
@@ -83,8 +81,7 @@ Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string&
   UniqueFd fd(raw);
   CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
   if (!S_ISREG(st.mode)) return fail(Error{EINVAL, "is not a regular file"});
-  if (st.size > max_size)
-    return fail(Error{EFBIG, "is larger than " + std::to_string(max_size) + " bytes"});
+  if (st.size > max_size) return fail(Error{EFBIG, "is larger than " + std::to_string(max_size) + " bytes"});
   // Sized from fstat (plus one byte to notice growth), not from the cap:
   // zero-filling 64 KiB per control file was most of a launch's CPU time.
   // A size of 0 is what procfs and sysfs report; their files must be read
@@ -157,8 +154,7 @@ Result<std::string> make_temp_dir_at(int dirfd, const std::string& prefix, mode_
   return fail(Error{EEXIST, "mkdirat " + prefix + "*: EEXIST: no free temporary name after 100 attempts"});
 }
 
-Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int newdirfd,
-                                 const std::string& newname) {
+Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int newdirfd, const std::string& newname) {
   if (::renameat2(olddirfd, oldname.c_str(), newdirfd, newname.c_str(), RENAME_NOREPLACE) < 0)
     return CTX_FAIL_ERRNO("renameat2 " + oldname + " " + newname);
   return {};
@@ -295,7 +291,8 @@ Result<std::vector<std::string>> list_dir(int dirfd) {
 
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode, bool durable,
                             std::optional<Ownership> owner) {
-  std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(random_u64() % 1000000007ULL);
+  std::string tmp =
+      "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(random_u64() % 1000000007ULL);
   int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (raw < 0) return CTX_FAIL_ERRNO("openat " + tmp);
   UniqueFd fd(raw);

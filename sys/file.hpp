@@ -50,8 +50,7 @@ struct FileContent {
 /// Refusals carry a sentence for the caller to prefix with the file's name:
 /// ELOOP (symlink), EINVAL (not a regular file), EFBIG (too large); other
 /// errors are the syscall's.
-Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string& name,
-                                                   std::size_t max_size);
+Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string& name, std::size_t max_size);
 
 /// An owner to give the files and directories a call creates (a root
 /// supervisor writing into an agent owner's tree).
@@ -77,8 +76,7 @@ Result<std::string> make_temp_dir_at(int dirfd, const std::string& prefix, mode_
 
 /// renameat2(RENAME_NOREPLACE): moves olddirfd/oldname to newdirfd/newname
 /// in one step, only if newname does not exist (EEXIST otherwise).
-Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int newdirfd,
-                                 const std::string& newname);
+Result<void> rename_noreplace_at(int olddirfd, const std::string& oldname, int newdirfd, const std::string& newname);
 
 /// Removes dirfd/name and, for a directory, everything below it, never
 /// following a symbolic link (a link is removed as a link) and never
@@ -136,9 +134,8 @@ Result<std::vector<std::string>> list_dir(int dirfd);
 /// status is not. On any failure the temporary file is removed and the old
 /// content stays. `owner` is given the new file through its descriptor
 /// before it gets its name, so no path is ever chowned.
-Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data,
-                            mode_t mode = 0644, bool durable = false,
-                            std::optional<Ownership> owner = std::nullopt);
+Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode = 0644,
+                            bool durable = false, std::optional<Ownership> owner = std::nullopt);
 
 /// Opens dirfd/name for appending (created with mode if missing), never
 /// through a symlink, and only if it is a regular file (a FIFO planted
@@ -148,7 +145,7 @@ Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode);
 /// Appends data to dirfd/name (created with mode if missing) with one
 /// write(2) on an O_APPEND descriptor, so concurrent appenders of lines
 /// shorter than PIPE_BUF do not interleave.
-Result<void> append_file(int dirfd, const std::string& name, std::string_view data,
-                         mode_t mode = 0644, std::optional<Ownership> owner = std::nullopt);
+Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode = 0644,
+                         std::optional<Ownership> owner = std::nullopt);
 
 }  // namespace ctx::sys

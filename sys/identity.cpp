@@ -24,7 +24,8 @@ namespace {
 
 std::string format_map(const std::vector<IdMapLine>& m) {
   std::string s;
-  for (const auto& l : m) s += std::to_string(l.inner) + " " + std::to_string(l.outer) + " " + std::to_string(l.count) + "\n";
+  for (const auto& l : m)
+    s += std::to_string(l.inner) + " " + std::to_string(l.outer) + " " + std::to_string(l.count) + "\n";
   return s;
 }
 
@@ -150,10 +151,12 @@ Result<void> drop_bounding_set() {
 }
 
 Result<void> drop_all_capabilities() {
-  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) return CTX_FAIL_ERRNO("prctl PR_CAP_AMBIENT_CLEAR_ALL");
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+    return CTX_FAIL_ERRNO("prctl PR_CAP_AMBIENT_CLEAR_ALL");
   CTX_TRY(drop_bounding_set());
   capng_clear(CAPNG_SELECT_CAPS);
-  if (capng_apply(CAPNG_SELECT_CAPS) != 0) return fail(Error{EPERM, "capng_apply: EPERM: could not clear capabilities"});
+  if (capng_apply(CAPNG_SELECT_CAPS) != 0)
+    return fail(Error{EPERM, "capng_apply: EPERM: could not clear capabilities"});
   return {};
 }
 

@@ -23,8 +23,8 @@ struct IdMapLine {
 /// Writes /proc/<pid>/setgroups ("deny" when deny_setgroups) and the
 /// uid_map and gid_map of the process's user namespace. pid 0 means the
 /// caller itself ("self").
-Result<void> write_id_maps(pid_t pid, const std::vector<IdMapLine>& uid_map,
-                           const std::vector<IdMapLine>& gid_map, bool deny_setgroups);
+Result<void> write_id_maps(pid_t pid, const std::vector<IdMapLine>& uid_map, const std::vector<IdMapLine>& gid_map,
+                           bool deny_setgroups);
 
 /// Runs newuidmap/newgidmap (the setuid helpers of the uidmap package)
 /// for pid: the way an unprivileged caller maps ids delegated to it in

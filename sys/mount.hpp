@@ -37,8 +37,7 @@ Result<void> make_mounts_private();
 
 /// Mounts a fresh file system of `fstype` ("proc", "tmpfs", "devpts",
 /// "mqueue") onto the open directory targetfd with mount(2) flags and data.
-Result<void> mount_fresh(const std::string& fstype, int targetfd, unsigned long flags,
-                         const std::string& data);
+Result<void> mount_fresh(const std::string& fstype, int targetfd, unsigned long flags, const std::string& data);
 
 /// Binds `new_root` (a directory fd that is a mount point) as "/" with
 /// pivot_root(".", ".") and detaches the old root (umount2 MNT_DETACH), so

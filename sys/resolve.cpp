@@ -60,8 +60,7 @@ Result<void> make_file_at(int dirfd, const std::string& name, mode_t mode) {
   int err = errno;
   if (err == EEXIST) {
     struct stat st {};
-    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) &&
-        !S_ISLNK(st.st_mode))
+    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
       return {};
     if (S_ISLNK(st.st_mode)) return fail(Error{ELOOP, "openat " + name + ": ELOOP: is a symbolic link"});
     return fail(Error{EISDIR, "openat " + name + ": EISDIR: exists and is a directory"});

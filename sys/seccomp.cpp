@@ -27,9 +27,7 @@ struct FilterFree {
   void operator()(void* ctx) const { seccomp_release(ctx); }
 };
 
-Error seccomp_error(const std::string& what, int rc) {
-  return sys_error("seccomp: " + what, rc < 0 ? -rc : EINVAL);
-}
+Error seccomp_error(const std::string& what, int rc) { return sys_error("seccomp: " + what, rc < 0 ? -rc : EINVAL); }
 
 // One comparison (the SCMP_CMP macro is a C compound literal).
 scmp_arg_cmp cmp(unsigned arg, scmp_compare op, std::uint64_t a, std::uint64_t b = 0) {
@@ -37,15 +35,15 @@ scmp_arg_cmp cmp(unsigned arg, scmp_compare op, std::uint64_t a, std::uint64_t b
 }
 
 int add(scmp_filter_ctx ctx, std::uint32_t action, int nr, const scmp_arg_cmp* c) {
-  return c == nullptr ? seccomp_rule_add_array(ctx, action, nr, 0, nullptr) : seccomp_rule_add_array(ctx, action, nr, 1, c);
+  return c == nullptr ? seccomp_rule_add_array(ctx, action, nr, 0, nullptr)
+                      : seccomp_rule_add_array(ctx, action, nr, 1, c);
 }
 
 // Adds one table entry; returns the libseccomp result (0 on success).
 int add_rule(scmp_filter_ctx ctx, const SeccompRule& r, int nr) {
   const std::uint32_t action = SCMP_ACT_ERRNO(static_cast<std::uint32_t>(r.error));
   switch (r.when) {
-    case SeccompWhen::always:
-      return add(ctx, action, nr, nullptr);
+    case SeccompWhen::always: return add(ctx, action, nr, nullptr);
     case SeccompWhen::arg_has_bits: {
       scmp_arg_cmp c = cmp(r.arg, SCMP_CMP_MASKED_EQ, r.value, r.value);
       return add(ctx, action, nr, &c);
@@ -88,8 +86,10 @@ const std::vector<SeccompRule>& seccomp_rules() {
       {"io_uring_register", SeccompWhen::always, 0, 0, EPERM, "as io_uring_setup"},
       {"perf_event_open", SeccompWhen::always, 0, 0, EPERM,
        "performance counters observe other processes and the kernel; a frequent exploit vector"},
-      {"bpf", SeccompWhen::always, 0, 0, EPERM, "loading programs into the kernel; unprivileged eBPF has a long exploit history"},
-      {"userfaultfd", SeccompWhen::always, 0, 0, EPERM, "lets user space stall kernel page faults, which makes kernel races reliable"},
+      {"bpf", SeccompWhen::always, 0, 0, EPERM,
+       "loading programs into the kernel; unprivileged eBPF has a long exploit history"},
+      {"userfaultfd", SeccompWhen::always, 0, 0, EPERM,
+       "lets user space stall kernel page faults, which makes kernel races reliable"},
       {"kexec_load", SeccompWhen::always, 0, 0, EPERM, "replaces the running kernel"},
       {"kexec_file_load", SeccompWhen::always, 0, 0, EPERM, "as kexec_load"},
       {"init_module", SeccompWhen::always, 0, 0, EPERM, "loads kernel code"},

@@ -16,20 +16,20 @@ namespace ctx::sys {
 
 /// When a rule applies.
 enum class SeccompWhen {
-  always,          ///< every call
-  arg_has_bits,    ///< (argument & value) != 0
-  arg_low32_is,    ///< (argument & 0xffffffff) == value (ioctl requests)
-  arg_not_query,   ///< personality: anything but PER_LINUX (0) or the query (0xffffffff)
+  always,         ///< every call
+  arg_has_bits,   ///< (argument & value) != 0
+  arg_low32_is,   ///< (argument & 0xffffffff) == value (ioctl requests)
+  arg_not_query,  ///< personality: anything but PER_LINUX (0) or the query (0xffffffff)
 };
 
 /// One entry of the deny-list.
 struct SeccompRule {
-  const char* syscall;   ///< the name libseccomp resolves
+  const char* syscall;  ///< the name libseccomp resolves
   SeccompWhen when = SeccompWhen::always;
-  unsigned arg = 0;      ///< which argument (0-based)
+  unsigned arg = 0;  ///< which argument (0-based)
   std::uint64_t value = 0;
-  int error = 0;         ///< the errno returned
-  const char* reason;    ///< why, for docs/seccomp.md
+  int error = 0;       ///< the errno returned
+  const char* reason;  ///< why, for docs/seccomp.md
 };
 
 /// The deny-list, in the order it is documented.

@@ -7,8 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "sys/error.hpp"
@@ -18,7 +18,7 @@ namespace ctx::sys {
 namespace {
 
 Result<sockaddr_un> make_addr(const std::string& path) {
-  sockaddr_un a {};
+  sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (path.size() >= sizeof a.sun_path) return fail(Error{ENAMETOOLONG, "socket path too long: " + path});
   std::memcpy(a.sun_path, path.data(), path.size());
@@ -124,7 +124,8 @@ Result<std::optional<Message>> recv_message(int sock, std::size_t max_bytes, std
       out.fds.emplace_back(fd);  // owned, so closed even when refused below
     }
   }
-  if ((m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0) return fail(Error{EMSGSIZE, "recvmsg: EMSGSIZE: message truncated"});
+  if ((m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0)
+    return fail(Error{EMSGSIZE, "recvmsg: EMSGSIZE: message truncated"});
   if (out.fds.size() > max_fds) return fail(Error{EMSGSIZE, "recvmsg: EMSGSIZE: too many descriptors"});
   if (n == 0 && out.fds.empty()) return std::optional<Message>();
   out.bytes.resize(static_cast<std::size_t>(n));

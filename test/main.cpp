@@ -44,8 +44,7 @@ int main(int argc, char** argv) {
     std::optional<std::string> missing = ctx::test::facility_missing(facility);
     if (missing) {
       if (strict_for(facility)) {
-        std::fprintf(stderr, "FAIL: CTX_TEST_STRICT requires [%s], but %s\n", facility.c_str(),
-                     missing->c_str());
+        std::fprintf(stderr, "FAIL: CTX_TEST_STRICT requires [%s], but %s\n", facility.c_str(), missing->c_str());
         return 1;
       }
       std::fprintf(stderr, "SKIP: [%s] %s\n", facility.c_str(), missing->c_str());

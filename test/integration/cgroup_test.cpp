@@ -15,10 +15,10 @@
 #include "cgroup/placement.hpp"
 #include "test/support/launch.hpp"
 
-using nlohmann::json;
 using ctx::test::CtxTree;
 using ctx::test::RunResult;
 using ctx::test::TestUser;
+using nlohmann::json;
 
 namespace {
 
@@ -50,15 +50,15 @@ TEST_CASE("a root launch runs in <cgroup2>/cortexfs/user-<owner>/agent-<name>[-<
   t.agent("cgcoder");
   std::string agent_dir = cgroup2() + "/cortexfs/user-" + std::to_string(owner->uid) + "/" +
                           ctx::cgroup::agent_cgroup_name("cgcoder", t.root());
-  auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "--json-status-fd",
-                                      "1", "cgcoder", "--", "/probe", "notify:READY=1", "sleep:30"},
+  auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(),
+                                      "--json-status-fd", "1", "cgcoder", "--", "/probe", "notify:READY=1", "sleep:30"},
                                      TestUser{0, 0, "root"});
   REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/cgcoder.d/status", "ready\n"));
   std::string procs = slurp(agent_dir + "/runtime/cgroup.procs");
   std::istringstream in(procs);
   int n = 0;
   for (std::string pid; in >> pid;) ++n;
-  CHECK(n == 2);  // the sandbox's init and the probe: nothing else
+  CHECK(n == 2);                                      // the sandbox's init and the probe: nothing else
   CHECK(slurp(agent_dir + "/cgroup.procs").empty());  // no process in the subtree's root
   REQUIRE(::kill(sp.pid, SIGTERM) == 0);
   RunResult r = ctx::test::wait_command(sp, 30);
@@ -111,8 +111,8 @@ TEST_CASE("a limit whose controller is not delegated is an error, not a silent s
     // Where the controller exists (the systemd VM), the limit is applied.
     CtxTree t(*owner);
     t.agent("cglim", {{"limits", "memory.max=64M\n"}});
-    auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "cglim", "--",
-                                        "/probe", "notify:READY=1", "sleep:30"},
+    auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "cglim",
+                                        "--", "/probe", "notify:READY=1", "sleep:30"},
                                        TestUser{0, 0, "root"});
     REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/cglim.d/status", "ready\n"));
     CHECK(slurp(base + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root()) + "/memory.max") == "67108864\n");
@@ -120,17 +120,17 @@ TEST_CASE("a limit whose controller is not delegated is an error, not a silent s
     ctx::test::wait_command(sp, 30);
   } else {
     CtxTree t(*owner);
-  t.agent("cglim", {{"limits", "memory.max=64M\npids.max=100\n"}});
-  RunResult r = t.launch({"cglim", "--", "/probe", "ids"}, TestUser{0, 0, "root"});
-  CHECK(r.exit_code == 125);
-  std::string controllers = slurp(cgroup2() + "/cortexfs/cgroup.controllers");
+    t.agent("cglim", {{"limits", "memory.max=64M\npids.max=100\n"}});
+    RunResult r = t.launch({"cglim", "--", "/probe", "ids"}, TestUser{0, 0, "root"});
+    CHECK(r.exit_code == 125);
+    std::string controllers = slurp(cgroup2() + "/cortexfs/cgroup.controllers");
     std::string avail = controllers.substr(0, controllers.find('\n'));
-  // The first cgroup of the chain the launcher made itself (cortexfs) is
-  // where the controller is missing.
-  CHECK(r.err == "ctx-agent-run: limits: memory.max is requested but the memory controller is not available in " +
-                     cgroup2() + "/cortexfs" +
-                     " (cgroup.controllers: " + (avail.empty() ? std::string("none") : avail) +
-                     "); delegate it (systemd: Delegate=yes) or remove the line\n");
+    // The first cgroup of the chain the launcher made itself (cortexfs) is
+    // where the controller is missing.
+    CHECK(r.err == "ctx-agent-run: limits: memory.max is requested but the memory controller is not available in " +
+                       cgroup2() + "/cortexfs" +
+                       " (cgroup.controllers: " + (avail.empty() ? std::string("none") : avail) +
+                       "); delegate it (systemd: Delegate=yes) or remove the line\n");
     CHECK_FALSE(exists(base + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root())));
   }
 }
@@ -144,11 +144,13 @@ TEST_CASE("without a writable cgroup: a warning once, or an error with --require
   t.agent("coder");
   t.mkdir("xdg", 0700);
   std::vector<std::string> env{"XDG_RUNTIME_DIR=" + t.dir().path() + "/xdg"};
-  std::vector<std::string> argv{ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "ids"};
+  std::vector<std::string> argv{
+      ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "ids"};
   RunResult first = ctx::test::run_command(argv, *u, 60, env);
   CHECK(first.exit_code == 0);
-  CHECK(first.warnings.find("ctx-agent-run: warning: no writable cgroup v2 (the launcher's own cgroup / is not writable by "
-                            "this user and no --cgroup-base was given") == 0);
+  CHECK(first.warnings.find(
+            "ctx-agent-run: warning: no writable cgroup v2 (the launcher's own cgroup / is not writable by "
+            "this user and no --cgroup-base was given") == 0);
   RunResult second = ctx::test::run_command(argv, *u, 60, env);
   CHECK(second.exit_code == 0);
   CHECK(second.warnings.empty());
@@ -156,7 +158,8 @@ TEST_CASE("without a writable cgroup: a warning once, or an error with --require
   argv.insert(argv.begin() + 3, "--require-cgroup");
   RunResult req = ctx::test::run_command(argv, *u, 60, env);
   CHECK(req.exit_code == 125);
-  CHECK(req.err.rfind("ctx-agent-run: --require-cgroup: EOPNOTSUPP: no writable cgroup v2: the launcher's own cgroup", 0) == 0);
+  CHECK(req.err.rfind("ctx-agent-run: --require-cgroup: EOPNOTSUPP: no writable cgroup v2: the launcher's own cgroup",
+                      0) == 0);
 }
 
 // [limits] needs cgroup2 with the memory, pids and cpu controllers; on a
@@ -171,8 +174,8 @@ TEST_CASE("limits are applied to the agent's subtree and hold for its runtime an
   t.agent("cglim", {{"limits", "memory.max=64M\npids.max=20\ncpu.max=50000 100000\n"},
                     {"iso", "shared\n"},
                     {"policy", "allow cglim_t agent:kid create\nallow cglim_t agent:kid start\n"},
-                    {"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" + uid +
-                                  "/agent/cglim\t/ctx/home/" + uid + "/agent/cglim\trw\tbind,nosuid,nodev\n"}});
+                    {"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" +
+                                  uid + "/agent/cglim\t/ctx/home/" + uid + "/agent/cglim\trw\tbind,nosuid,nodev\n"}});
   std::string dir = cgroup2() + "/cortexfs/user-" + uid + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root());
   // 30 sleepers under pids.max=20: the forks fail part of the way. They are
   // started by a subshell because a POSIX shell exits when a fork fails

@@ -11,8 +11,8 @@
 
 #include <chrono>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -21,10 +21,10 @@
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
 
-using nlohmann::json;
 using ctx::test::CtxTree;
 using ctx::test::RunResult;
 using ctx::test::TestUser;
+using nlohmann::json;
 
 namespace {
 
@@ -75,7 +75,8 @@ struct Family {
 // read-only.
 std::string request(const std::string& name, const std::string& more = "") {
   return "{\"name\":\"" + name + "\",\"label\":\"" + name +
-         "_t\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\",\"/probe\",\"ro\"],[\"/ctx\",\"/ctx\",\"ro\"]]" + more + "}";
+         "_t\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\",\"/probe\",\"ro\"],[\"/ctx\",\"/ctx\",\"ro\"]]" +
+         more + "}";
 }
 
 std::vector<json> events(Family& f, const std::string& agent) {
@@ -129,8 +130,8 @@ TEST_CASE("create, start and wait: the child runs in its own sandbox with only i
   std::string home = "/ctx/home/" + f.uid + "/agent/coder/session/default";
   RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev", ",\"handoff\":\"Task: review\\n\"") +
                      "'; /ctx/bin/ctx agent start rev -- /probe ids read:/handoff/handoff.md write:/handoff/handoff.md "
-                     "write:/handoff/result.md write:/handoff/artifact/patch.diff exists:" + home +
-                     "/messages.jsonl exists:/ctx/agent/coder.d/policy; /ctx/bin/ctx agent wait rev");
+                     "write:/handoff/result.md write:/handoff/artifact/patch.diff exists:" +
+                     home + "/messages.jsonl exists:/ctx/agent/coder.d/policy; /ctx/bin/ctx agent wait rev");
   INFO(r.out << r.err << (f.exists("ctx/agent/rev.d/mount") ? f.read("ctx/agent/rev.d/mount") : ""));
   REQUIRE(r.exit_code == 0);
   // The answers of create, start and wait, and the child's probe report,
@@ -213,12 +214,13 @@ TEST_CASE("every denial of ctx agent create is EACCES with its reason, and write
   CHECK(bad.err.find("\"reason\":\"invalid_request\"") != std::string::npos);
   CHECK(bad.err.find("unknown key 'colour'") != std::string::npos);
   // Mount options: the mount file's parser, with its rules.
-  for (auto [opts, says] : {std::pair{"bind,rbind", "bind and rbind are mutually exclusive"},
-                            std::pair{"-,nosuid", "'-' must stand alone (it means no option)"},
-                            std::pair{"nodev,nodev", "option 'nodev' repeated"},
-                            std::pair{"nosuid,,", "empty option (stray ',')"}}) {
-    RunResult o = f.sh(std::string("/ctx/bin/ctx agent create '{\"name\":\"rev\",\"mount\":[[\"/usr\",\"/usr\",\"ro\",\"") +
-                       opts + "\"]]}'");
+  for (auto [opts, says] :
+       {std::pair{"bind,rbind", "bind and rbind are mutually exclusive"},
+        std::pair{"-,nosuid", "'-' must stand alone (it means no option)"},
+        std::pair{"nodev,nodev", "option 'nodev' repeated"}, std::pair{"nosuid,,", "empty option (stray ',')"}}) {
+    RunResult o =
+        f.sh(std::string("/ctx/bin/ctx agent create '{\"name\":\"rev\",\"mount\":[[\"/usr\",\"/usr\",\"ro\",\"") +
+             opts + "\"]]}'");
     INFO(opts << ": " << o.err);
     CHECK(o.exit_code == 22);
     CHECK(o.err.find(std::string("mount[0]: ") + says) != std::string::npos);
@@ -269,8 +271,9 @@ TEST_CASE("stop ends a running child; wait returns its exit status", "[root][use
 }
 
 TEST_CASE("the example tree's agent.create, agent.start and agent.stop are ordinary tools", "[root][userns]") {
-  Family f("allow coder_t tool:agent.create execute\nallow coder_t tool:agent.start execute\n"
-           "allow coder_t tool:agent.stop execute\n");
+  Family f(
+      "allow coder_t tool:agent.create execute\nallow coder_t tool:agent.start execute\n"
+      "allow coder_t tool:agent.stop execute\n");
   const std::string examples = std::string(std::getenv("CTX_SOURCE_ROOT")) + "/examples/ctx/tool/";
   for (const char* op : {"create", "start", "stop"}) {
     std::string tool = std::string("agent.") + op;
@@ -301,21 +304,23 @@ TEST_CASE("the parent's exit cancels a child that ignores SIGTERM, after the gra
   Family f;
   std::string token = "sleep:41." + std::to_string(::getpid());
   auto t0 = std::chrono::steady_clock::now();
-  RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev") +
-                         "' >/dev/null; /ctx/bin/ctx agent start rev -- /probe ignore:TERM notify:READY=1 " + token +
-                         " >/dev/null; until [ \"$(cat /ctx/agent/rev.d/status)\" = ready ]; do sleep 0.02; done; exit 3",
-                     {"--cancel-grace-ms", "300"});
+  RunResult r =
+      f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev") +
+               "' >/dev/null; /ctx/bin/ctx agent start rev -- /probe ignore:TERM notify:READY=1 " + token +
+               " >/dev/null; until [ \"$(cat /ctx/agent/rev.d/status)\" = ready ]; do sleep 0.02; done; exit 3",
+           {"--cancel-grace-ms", "300"});
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   INFO(r.out << r.err);
   CHECK(r.exit_code == 3);
-  CHECK(ms >= 300);  // SIGTERM was ignored: the grace period ran out
+  CHECK(ms >= 300);              // SIGTERM was ignored: the grace period ran out
   CHECK(wait_gone(token, 100));  // gone when the parent's supervisor is
   CHECK(ctx::test::processes_mentioning(f.t.root()).empty());
   // The cancellation sequence, as recorded.
   CHECK(has_event(events(f, "coder"),
                   {{"type", "agent.child.cancel"}, {"parent", "coder"}, {"child", "rev"}, {"reason", "parent_dead"}}));
   auto ce = events(f, "rev");
-  CHECK(has_event(ce, {{"type", "agent.stop"}, {"agent", "rev"}, {"status", "cancelled"}, {"exit_status", 128 + SIGKILL}}));
+  CHECK(has_event(ce,
+                  {{"type", "agent.stop"}, {"agent", "rev"}, {"status", "cancelled"}, {"exit_status", 128 + SIGKILL}}));
   CHECK(has_event(ce, {{"type", "agent.start"}, {"agent", "rev"}}));  // history stays readable
   CHECK(f.read(f.session_dir("rev") + "/state") == "cancelled\n");
   CHECK(f.read(f.session_dir("coder") + "/context/child/rev/status") == "cancelled\n");
@@ -338,7 +343,8 @@ TEST_CASE("SIGKILL of the parent's runtime or supervisor leaves no descendant an
       auto sp = f.spawn_sh("set -e; /ctx/bin/ctx agent create '" +
                                request("rev", ",\"agents\":{\"sub\":[\"create\",\"start\"]}") +
                                "' >/dev/null; /ctx/bin/ctx agent start rev -- /ctx/bin/rev-run >/dev/null; exec /probe "
-                               "notify:READY=1 " + token,
+                               "notify:READY=1 " +
+                               token,
                            {"--cancel-grace-ms", "200", "--json-status-fd", "1"});
       for (const char* a : {"coder", "rev", "sub"})
         REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/" + a + ".d/status", "ready\n", 20000));
@@ -370,7 +376,8 @@ TEST_CASE("SIGKILL of the parent's runtime or supervisor leaves no descendant an
         CHECK(f.read(std::string("ctx/agent/") + a + ".d/status") == "dead\n");
         CHECK_FALSE(f.exists(std::string("ctx/agent/") + a + ".sock"));
       }
-      CHECK(has_event(events(f, "coder"), {{"type", "agent.child.cancel"}, {"child", "rev"}, {"reason", "parent_dead"}}));
+      CHECK(
+          has_event(events(f, "coder"), {{"type", "agent.child.cancel"}, {"child", "rev"}, {"reason", "parent_dead"}}));
       CHECK(has_event(events(f, "rev"), {{"type", "agent.child.cancel"}, {"child", "sub"}, {"reason", "parent_dead"}}));
       CHECK(has_event(events(f, "rev"), {{"type", "agent.stop"}, {"status", "cancelled"}}));
       CHECK(has_event(events(f, "sub"), {{"type", "agent.stop"}, {"status", "cancelled"}}));
@@ -406,38 +413,43 @@ TEST_CASE("a child never sees a submount that its parent's non-recursive bind hi
   Family f;
   f.t.mkdir("src/sub");
   std::string src = f.t.dir().path() + "/src";
-  f.t.agent("coder", {{"mount", f.t.base_mounts() + f.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + f.t.root() + "/home/" +
-                                    f.uid + "/agent/coder\t/ctx/home/" + f.uid + "/agent/coder\trw\tbind,nosuid,nodev\n" +
-                                    src + "\t/data\tro\tbind\n"},
-                      {"policy", "allow coder_t agent:rev create\nallow coder_t agent:rev start\n"
-                                 "allow coder_t agent:sub create\nallow coder_t agent:sub start\n"},
+  f.t.agent("coder", {{"mount", f.t.base_mounts() + f.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + f.t.root() +
+                                    "/home/" + f.uid + "/agent/coder\t/ctx/home/" + f.uid +
+                                    "/agent/coder\trw\tbind,nosuid,nodev\n" + src + "\t/data\tro\tbind\n"},
+                      {"policy",
+                       "allow coder_t agent:rev create\nallow coder_t agent:rev start\n"
+                       "allow coder_t agent:sub create\nallow coder_t agent:sub start\n"},
                       {"iso", "shared\n"}});
   const std::string base = R"([["/usr","/usr","ro"],["/probe","/probe","ro"],)";
   f.t.write("ctx/bin/parent-run",
             "#!/bin/sh\n"
-            "/ctx/bin/ctx agent create '{\"name\":\"rev\",\"mount\":" + base + R"(["/data","/data","ro"]]}')" +
+            "/ctx/bin/ctx agent create '{\"name\":\"rev\",\"mount\":" +
+                base + R"(["/data","/data","ro"]]}')" +
                 " >/dev/null\n"
                 "/ctx/bin/ctx agent start rev -- /probe exists:/data/sub exists:/data/sub/marker >/dev/null\n"
                 "/ctx/bin/ctx agent wait rev >/dev/null\n"
-                "/ctx/bin/ctx agent create '{\"name\":\"sub\",\"mount\":" + base + R"(["/data/sub","/x","ro"]]}')" +
+                "/ctx/bin/ctx agent create '{\"name\":\"sub\",\"mount\":" +
+                base + R"(["/data/sub","/x","ro"]]}')" +
                 " >/dev/null\n"
                 "/ctx/bin/ctx agent start sub -- /probe exists:/x/marker >/dev/null 2>&1\n"
                 "echo start=$?\n",
             0755);
   // The submount is made in a private mount namespace of a helper that
   // then runs the launcher: the host's mounts stay untouched.
-  std::string script = "set -e; mount --make-rprivate /; mount -t tmpfs -o size=64k tmpfs " + src + "/sub; touch " + src +
-                       "/sub/marker; exec " + ctx::test::built("launcher/ctx-agent-run") + " --ctx-root " + f.t.root() +
-                       " coder -- /ctx/bin/parent-run";
-  RunResult r = ctx::test::run_command({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
+  std::string script = "set -e; mount --make-rprivate /; mount -t tmpfs -o size=64k tmpfs " + src + "/sub; touch " +
+                       src + "/sub/marker; exec " + ctx::test::built("launcher/ctx-agent-run") + " --ctx-root " +
+                       f.t.root() + " coder -- /ctx/bin/parent-run";
+  RunResult r =
+      ctx::test::run_command({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   auto lines = json_lines(f.read(f.session_dir("rev") + "/output.log"));
   REQUIRE(lines.size() == 1);
   CHECK(json::parse(lines[0]) == json{{"exists:/data/sub", "yes"}, {"exists:/data/sub/marker", "ENOENT"}});
   CHECK(r.out.find("start=5") != std::string::npos);  // EIO: its launch failed
-  CHECK(f.read("ctx/agent/sub.d/log").find("lies on another mount than " + src +
-                                           ", which the parent binds without its submounts") != std::string::npos);
+  CHECK(f.read("ctx/agent/sub.d/log")
+            .find("lies on another mount than " + src + ", which the parent binds without its submounts") !=
+        std::string::npos);
 }
 
 TEST_CASE("a child's mounts, handoff and root never follow a symlink its parent planted", "[root][userns]") {
@@ -447,16 +459,25 @@ TEST_CASE("a child's mounts, handoff and root never follow a symlink its parent 
   std::string secret = f.t.dir().path() + "/secret";
   std::string home = "/ctx/home/" + f.uid + "/agent/coder";
   std::string ctxdir = home + "/session/default/context/child/sub";
-  f.t.write("ctx/bin/parent-run",
-            "#!/bin/sh\n"
-            "ln -s " + secret + " " + home + "/esc\n"
-            "/ctx/bin/ctx agent create '{\"name\":\"rev\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\",\"/probe\",\"ro\"],"
-            "[\"" + home + "/esc\",\"/esc\",\"ro\"]]}' >/dev/null && echo created=rev\n"
-            "/ctx/bin/ctx agent start rev -- /probe read:/esc/file >/dev/null 2>&1; echo rev=$?\n"
-            "/ctx/bin/ctx agent create '" + request("sub") + "' >/dev/null && echo created=sub\n"
-            "rm -r " + ctxdir + "/artifact && ln -s " + secret + " " + ctxdir + "/artifact\n"
-            "/ctx/bin/ctx agent start sub -- /probe read:/handoff/artifact/file >/dev/null 2>&1; echo sub=$?\n",
-            0755);
+  f.t.write(
+      "ctx/bin/parent-run",
+      "#!/bin/sh\n"
+      "ln -s " +
+          secret + " " + home +
+          "/esc\n"
+          "/ctx/bin/ctx agent create '{\"name\":\"rev\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\",\"/probe\",\"ro\"],"
+          "[\"" +
+          home +
+          "/esc\",\"/esc\",\"ro\"]]}' >/dev/null && echo created=rev\n"
+          "/ctx/bin/ctx agent start rev -- /probe read:/esc/file >/dev/null 2>&1; echo rev=$?\n"
+          "/ctx/bin/ctx agent create '" +
+          request("sub") +
+          "' >/dev/null && echo created=sub\n"
+          "rm -r " +
+          ctxdir + "/artifact && ln -s " + secret + " " + ctxdir +
+          "/artifact\n"
+          "/ctx/bin/ctx agent start sub -- /probe read:/handoff/artifact/file >/dev/null 2>&1; echo sub=$?\n",
+      0755);
   RunResult r = f.t.launch({"coder", "--", "/ctx/bin/parent-run"}, f.m.as);
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);

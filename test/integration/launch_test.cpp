@@ -27,10 +27,10 @@
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
 
-using nlohmann::json;
 using ctx::test::CtxTree;
 using ctx::test::RunResult;
 using ctx::test::TestUser;
+using nlohmann::json;
 
 namespace {
 
@@ -97,8 +97,9 @@ TEST_CASE("only the mount table's targets, /proc and /dev are visible", "[root][
   t.mkdir("data");
   t.write("data/file", "x\n");
   t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/data\t/data\tro\tbind,nosuid,nodev\n"}});
-  json j = probe(run_probe(t, m, "coder", {"mounts", "exists:/etc/passwd", "exists:/home", "exists:/data/file",
-                                            "exists:" + t.root(), "exists:/tmp", "pids"}));
+  json j = probe(run_probe(t, m, "coder",
+                           {"mounts", "exists:/etc/passwd", "exists:/home", "exists:/data/file", "exists:" + t.root(),
+                            "exists:/tmp", "pids"}));
   std::set<std::string> top;
   for (const auto& mnt : j["mounts"]) {
     std::string target = mnt["target"];
@@ -108,7 +109,8 @@ TEST_CASE("only the mount table's targets, /proc and /dev are visible", "[root][
     CHECK(allowed);
     top.insert(target);
   }
-  for (const char* want : {"/", "/usr", "/probe", "/data", "/proc", "/dev", "/dev/pts", "/dev/shm", "/dev/null", "/run/ctx"})
+  for (const char* want :
+       {"/", "/usr", "/probe", "/data", "/proc", "/dev", "/dev/pts", "/dev/shm", "/dev/null", "/run/ctx"})
     CHECK(top.count(want) == 1);
   CHECK(j["exists:/etc/passwd"] == "ENOENT");
   CHECK(j["exists:/home"] == "ENOENT");
@@ -125,8 +127,10 @@ TEST_CASE("ro is EROFS and cannot be remounted rw; rw is writable", "[root][user
   CtxTree t(m.owner);
   t.mkdir("ro");
   t.mkdir("rw");
-  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/ro\t/ro\tro\tbind\n" + t.dir().path() + "/rw\t/rw\trw\tbind\n"}});
-  json j = probe(run_probe(t, m, "coder", {"write:/ro/x", "write:/rw/x", "remount:/ro", "statvfs:/ro", "write:/probe"}));
+  t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/ro\t/ro\tro\tbind\n" + t.dir().path() +
+                                  "/rw\t/rw\trw\tbind\n"}});
+  json j =
+      probe(run_probe(t, m, "coder", {"write:/ro/x", "write:/rw/x", "remount:/ro", "statvfs:/ro", "write:/probe"}));
   CHECK(j["write:/ro/x"] == "EROFS");
   CHECK(j["write:/rw/x"] == "ok");
   CHECK(j["remount:/ro"] == "EPERM");
@@ -142,7 +146,8 @@ TEST_CASE("nosuid, nodev and noexec are enforced", "[root][userns]") {
   t.write("bin/tool", ctx::test::read_file("/usr/bin/true"), 0755);
   t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/bin\t/noexec\tro\tbind,nosuid,nodev,noexec\n" +
                                   t.dir().path() + "/bin\t/exec\tro\tbind\n"}});
-  json j = probe(run_probe(t, m, "coder", {"exec:/noexec/tool", "exec:/exec/tool", "statvfs:/noexec", "statvfs:/exec"}));
+  json j =
+      probe(run_probe(t, m, "coder", {"exec:/noexec/tool", "exec:/exec/tool", "statvfs:/noexec", "statvfs:/exec"}));
   CHECK(j["exec:/noexec/tool"] == "EACCES");
   CHECK(j["exec:/exec/tool"] == "ok");
   json flags = j["statvfs:/noexec"];
@@ -271,7 +276,8 @@ TEST_CASE("a symlink in root never leads a mount or mkdir outside it", "[root][u
   if (::geteuid() == 0) REQUIRE(::lchown(link.c_str(), m.owner.uid, m.owner.gid) == 0);
   RunResult r = run_probe(t, m, "coder", {"ids"});
   CHECK(r.exit_code == 125);
-  CHECK(r.err.find("coder.d/mount:3: " + t.dir().path() + "/src -> /work/sub: openat2 work/sub: ELOOP") != std::string::npos);
+  CHECK(r.err.find("coder.d/mount:3: " + t.dir().path() + "/src -> /work/sub: openat2 work/sub: ELOOP") !=
+        std::string::npos);
   struct stat st {};
   CHECK(::lstat((t.dir().path() + "/outside/sub").c_str(), &st) == -1);
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
@@ -371,18 +377,20 @@ TEST_CASE("a mount of a shared space needs the policy's permission", "[root][use
   CHECK(denied.exit_code == 125);
   CHECK(denied.err == "ctx-agent-run: coder.d/mount:3: EACCES: source " + src +
                           " is in shared space project-a and the policy lacks 'allow coder_t shared:project-a read'\n");
-  t.agent("coder", {{"mount", t.base_mounts() + src + "\t/p\tro\tbind\n"},
-                    {"policy", "allow coder_t shared:project-a read\n"}});
+  t.agent("coder",
+          {{"mount", t.base_mounts() + src + "\t/p\tro\tbind\n"}, {"policy", "allow coder_t shared:project-a read\n"}});
   CHECK(probe(run_probe(t, m, "coder", {"exists:/p/data"}))["exists:/p/data"] == "yes");
-  t.agent("coder", {{"mount", t.base_mounts() + src + "\t/p\trw\tbind\n"},
-                    {"policy", "allow coder_t shared:project-a read\n"}});
+  t.agent("coder",
+          {{"mount", t.base_mounts() + src + "\t/p\trw\tbind\n"}, {"policy", "allow coder_t shared:project-a read\n"}});
   RunResult rw = run_probe(t, m, "coder", {"ids"});
   CHECK(rw.exit_code == 125);
   CHECK(rw.err.find("lacks 'allow coder_t shared:project-a write'") != std::string::npos);
   // A mount of the whole ctx root hides the spaces the policy does not allow.
   t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind\n"},
                     {"policy", "allow coder_t shared:project-a read\n"}});
-  json j = probe(run_probe(t, m, "coder", {"exists:/ctx/shared/project-a/data", "exists:/ctx/shared/project-b/x", "write:/ctx/shared/project-b/x"}));
+  json j = probe(run_probe(
+      t, m, "coder",
+      {"exists:/ctx/shared/project-a/data", "exists:/ctx/shared/project-b/x", "write:/ctx/shared/project-b/x"}));
   CHECK(j["exists:/ctx/shared/project-a/data"] == "yes");
   CHECK(j["write:/ctx/shared/project-b/x"] == "EROFS");
 }
@@ -423,8 +431,8 @@ TEST_CASE("--json-status-fd reports pid, namespaces, timings and exit status", "
     INFO(ns);
     CHECK(started["namespaces"][ns].get<unsigned long>() > 0);
   }
-  for (const char* step : {"prepare", "id_maps", "private_mounts", "owner_ids", "root", "binds", "proc", "dev", "run_ctx",
-                           "network", "pivot_root", "cwd", "identity", "total"}) {
+  for (const char* step : {"prepare", "id_maps", "private_mounts", "owner_ids", "root", "binds", "proc", "dev",
+                           "run_ctx", "network", "pivot_root", "cwd", "identity", "total"}) {
     INFO(step);
     CHECK(started["timings_us"].contains(step));
   }
@@ -442,7 +450,9 @@ TEST_CASE("a privileged launch opens mount sources as the owner", "[root]") {
   t.agent("coder", {{"mount", t.base_mounts() + "/etc/shadow\t/shadow\tro\tbind\n"}});
   RunResult shadow = run_probe(t, m, "coder", {"ids"});
   CHECK(shadow.exit_code == 125);
-  CHECK(shadow.err == "ctx-agent-run: coder.d/mount:3: /etc/shadow -> /shadow: source /etc/shadow: EACCES: the owner may not read it\n");
+  CHECK(
+      shadow.err ==
+      "ctx-agent-run: coder.d/mount:3: /etc/shadow -> /shadow: source /etc/shadow: EACCES: the owner may not read it\n");
   t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/private\t/p\tro\tbind\n"}});
   RunResult priv = run_probe(t, m, "coder", {"ids"});
   CHECK(priv.exit_code == 125);
@@ -456,7 +466,8 @@ TEST_CASE("a privileged launch opens mount sources as the owner", "[root]") {
   t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/shared-ro\t/s\trw\tbind\n"}});
   RunResult rw = run_probe(t, m, "coder", {"ids"});
   CHECK(rw.exit_code == 125);
-  CHECK(rw.err.find("source " + t.dir().path() + "/shared-ro: EACCES: the owner may not read and write it") != std::string::npos);
+  CHECK(rw.err.find("source " + t.dir().path() + "/shared-ro: EACCES: the owner may not read and write it") !=
+        std::string::npos);
 }
 
 TEST_CASE("a privileged launch refuses untrusted control files", "[root]") {
@@ -493,7 +504,8 @@ TEST_CASE("bind hides the source's submounts, rbind shows them", "[root]") {
                        "/src/sub; touch " + t.dir().path() + "/src/sub/marker; exec " +
                        ctx::test::built("launcher/ctx-agent-run") + " --ctx-root " + t.root() +
                        " coder -- /probe exists:/b/sub/marker exists:/r/sub/marker exists:/b/sub";
-  RunResult r = ctx::test::run_command({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
+  RunResult r =
+      ctx::test::run_command({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
   json j = probe(r);
   CHECK(j["exists:/b/sub"] == "yes");
   CHECK(j["exists:/b/sub/marker"] == "ENOENT");
@@ -508,14 +520,14 @@ TEST_CASE("READY=1 is forwarded to the launcher's own NOTIFY_SOCKET", "[root][us
   std::string sock = t.dir().path() + "/notify/socket";
   int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   REQUIRE(fd >= 0);
-  sockaddr_un a {};
+  sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::snprintf(a.sun_path, sizeof a.sun_path, "%s", sock.c_str());
   REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
   ::chmod(sock.c_str(), 0666);
-  RunResult r = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
-                                        "/probe", "notify:READY=1"},
-                                       m.as, 60, {"NOTIFY_SOCKET=" + sock});
+  RunResult r = ctx::test::run_command(
+      {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "notify:READY=1"},
+      m.as, 60, {"NOTIFY_SOCKET=" + sock});
   probe(r);
   char buf[64] = {};
   ssize_t n = ::recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
@@ -529,7 +541,7 @@ TEST_CASE("a stale instance is cleaned up at the next launch", "[root][userns]")
   t.agent("coder", {{"status", "busy\n"}, {"pid", "999999\n"}});
   // A socket file left by a supervisor that was SIGKILLed.
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a {};
+  sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::snprintf(a.sun_path, sizeof a.sun_path, "%s", (t.root() + "/agent/coder.sock").c_str());
   REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
@@ -548,18 +560,17 @@ TEST_CASE("without user namespaces an unprivileged launch fails with the remedy"
   t.agent("coder");
   // The launcher runs in a user namespace of its own whose limit on
   // nested user namespaces is 0: the machine's setting stays untouched.
-  auto no_userns = [&]() {
-    return enter_own_userns(m.owner) && write_proc("/proc/sys/user/max_user_namespaces", "0");
-  };
-  RunResult r = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
-                                        "/probe", "ids"},
-                                       m.as, 60, {}, no_userns);
+  auto no_userns = [&]() { return enter_own_userns(m.owner) && write_proc("/proc/sys/user/max_user_namespaces", "0"); };
+  RunResult r = ctx::test::run_command(
+      {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "ids"}, m.as, 60,
+      {}, no_userns);
   CHECK(r.exit_code == 125);
-  CHECK(r.err == "ctx-agent-run: creating namespaces: clone3: ENOSPC (unprivileged user namespaces are unavailable to uid " +
-                     std::to_string(m.owner.uid) +
-                     ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
-                     "examples/apparmor/ctx-agent-run or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as "
-                     "root from a systemd unit)\n");
+  CHECK(r.err ==
+        "ctx-agent-run: creating namespaces: clone3: ENOSPC (unprivileged user namespaces are unavailable to uid " +
+            std::to_string(m.owner.uid) +
+            ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
+            "examples/apparmor/ctx-agent-run or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as "
+            "root from a systemd unit)\n");
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
   // A failed clone3 leaves no agent socket behind.
   CHECK_FALSE(std::filesystem::exists(t.root() + "/agent/coder.sock"));
@@ -582,16 +593,17 @@ TEST_CASE("unprivileged: bind of a source with submounts is refused, rbind shows
   };
   // A non-recursive bind of a source with (locked) submounts is refused by
   // the kernel in a user namespace; rbind shows them.
-  RunResult b = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
-                                        "/probe", "exists:/b/sub/marker"},
+  RunResult b = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder",
+                                        "--", "/probe", "exists:/b/sub/marker"},
                                        m.as, 60, {}, with_submount);
   CHECK(b.exit_code == 125);
-  CHECK(b.err == "ctx-agent-run: coder.d/mount:3: " + t.dir().path() + "/src -> /b: source " + t.dir().path() +
-                     "/src: EINVAL: has mounts below it that a non-recursive bind would uncover, which the kernel refuses "
-                     "in a user namespace; use rbind\n");
+  CHECK(b.err ==
+        "ctx-agent-run: coder.d/mount:3: " + t.dir().path() + "/src -> /b: source " + t.dir().path() +
+            "/src: EINVAL: has mounts below it that a non-recursive bind would uncover, which the kernel refuses "
+            "in a user namespace; use rbind\n");
   t.agent("coder", {{"mount", t.base_mounts() + t.dir().path() + "/src\t/r\tro\trbind\n"}});
-  RunResult r = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
-                                        "/probe", "exists:/r/sub/marker"},
+  RunResult r = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder",
+                                        "--", "/probe", "exists:/r/sub/marker"},
                                        m.as, 60, {}, with_submount);
   CHECK(probe(r)["exists:/r/sub/marker"] == "yes");
 }
@@ -667,8 +679,8 @@ TEST_CASE("the sandbox's init holds only its signalfd and the lifeline", "[root]
     INFO("launched by " << as.name);
     CtxTree t(*u);
     t.agent("coder");
-    auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "--json-status-fd",
-                                        "1", "coder", "--", "/probe", "notify:READY=1", "sleep:30"},
+    auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(),
+                                        "--json-status-fd", "1", "coder", "--", "/probe", "notify:READY=1", "sleep:30"},
                                        as);
     REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
     int init = init_pid_of(sp);
@@ -691,9 +703,7 @@ TEST_CASE("ctx check --env names the remedy when user namespaces are unavailable
   std::vector<std::string> argv{ctx::test::built("ctx/ctx"), "check", "--env"};
   RunResult fine = ctx::test::run_command(argv, m.as);
   CHECK(fine.out.find("env ok      unprivileged user namespaces (user.max_user_namespaces ") == 0);
-  auto no_userns = [&]() {
-    return enter_own_userns(m.owner) && write_proc("/proc/sys/user/max_user_namespaces", "0");
-  };
+  auto no_userns = [&]() { return enter_own_userns(m.owner) && write_proc("/proc/sys/user/max_user_namespaces", "0"); };
   RunResult r = ctx::test::run_command(argv, m.as, 60, {}, no_userns);
   CHECK(r.exit_code == 1);
   CHECK(r.out.find("env: unshare: ENOSPC: user.max_user_namespaces is 0: sysctl -w user.max_user_namespaces=15000; "
@@ -713,7 +723,8 @@ TEST_CASE("a root launch refuses ids the owner is not entitled to", "[root]") {
   CtxTree t(m.owner);
   const std::string etc = t.base_mounts() + "/etc\t/hostetc\tro\tbind\n";
   const std::string owner = std::to_string(m.owner.uid);
-  const std::string tail = "; a root launch gives an agent only ids its owner is entitled to unless root owns the file: ";
+  const std::string tail =
+      "; a root launch gives an agent only ids its owner is entitled to unless root owns the file: ";
   // uid 0 in a uid file the owner wrote: refused before anything runs.
   t.agent("coder", {{"iso", "uid\n"}, {"uid", "0\n"}, {"gid", std::to_string(m.owner.gid) + "\n"}, {"mount", etc}});
   RunResult root_uid = run_probe(t, m, "coder", {"ids", "read:/hostetc/shadow"});
@@ -735,8 +746,11 @@ TEST_CASE("a root launch refuses ids the owner is not entitled to", "[root]") {
     CHECK(g.err.find("ctx-agent-run: coder.d/gid: EPERM: gid 42 is not the owner's primary group") == 0);
   }
   for (const char* iso : {"shared\n", "uid\n", "userns\n"}) {
-    t.agent("coder", {{"iso", iso}, {"uid", owner + "\n"}, {"gid", std::to_string(m.owner.gid) + "\n"},
-                      {"groups", "0\n42\n"}, {"mount", etc}});
+    t.agent("coder", {{"iso", iso},
+                      {"uid", owner + "\n"},
+                      {"gid", std::to_string(m.owner.gid) + "\n"},
+                      {"groups", "0\n42\n"},
+                      {"mount", etc}});
     RunResult g = run_probe(t, m, "coder", {"ids"});
     INFO(iso << g.err);
     CHECK(g.exit_code == 125);
@@ -778,9 +792,7 @@ std::vector<std::string> named_sockets_of(int pid) {
   return out;
 }
 
-int supervisor_pid(const CtxTree& t) {
-  return std::stoi(ctx::test::read_file(t.root() + "/agent/coder.d/pid"));
-}
+int supervisor_pid(const CtxTree& t) { return std::stoi(ctx::test::read_file(t.root() + "/agent/coder.d/pid")); }
 
 }  // namespace
 
@@ -813,8 +825,8 @@ TEST_CASE("a peer outside the sandbox is not served by the supervisor", "[root]"
     INFO("launched by " << as.name);
     CtxTree t(*u);
     t.agent("coder", {{"policy", "allow coder_t agent:x create\n"}});
-    auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "--json-status-fd",
-                                        "1", "coder", "--", "/probe", "sleep:30"},
+    auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(),
+                                        "--json-status-fd", "1", "coder", "--", "/probe", "sleep:30"},
                                        as);
     int init = init_pid_of(sp);
     std::string run_ctx = "/proc/" + std::to_string(init) + "/root/run/ctx/";
@@ -866,9 +878,9 @@ TEST_CASE("a planted runtime directory does not block a launch", "[root]") {
   if (made) ::chmod(tmp.c_str(), 0777);
   CtxTree t(*u);
   t.agent("coder");
-  RunResult r = ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--",
-                                        "/probe", "ids"},
-                                       *u, 60, {"XDG_RUNTIME_DIR=" + planted.path()});
+  RunResult r = ctx::test::run_command(
+      {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "ids"}, *u, 60,
+      {"XDG_RUNTIME_DIR=" + planted.path()});
   CHECK(r.exit_code == 0);
   CHECK(ctx::test::names_in(planted.path()).empty());
   if (made) ::rmdir(tmp.c_str());
@@ -889,7 +901,8 @@ TEST_CASE("/dev/shm has a size and processes a bound; limits raise them", "[root
   CHECK(j["statvfs:/dev/shm"]["bytes"] == 8ull << 20);
   // 60 sleepers against a bound of 40: the shell's forks start failing
   // (dash gives up at the first); with a bound of 100 they all start.
-  const std::vector<std::string> sleepers{"coder", "--", "/bin/sh", "-c", "for i in $(seq 60); do sleep 2 & done; echo all"};
+  const std::vector<std::string> sleepers{"coder", "--", "/bin/sh", "-c",
+                                          "for i in $(seq 60); do sleep 2 & done; echo all"};
   RunResult f = t.launch(sleepers, m.as);
   CHECK(f.exit_code != 0);
   CHECK(f.err.find("Cannot fork") != std::string::npos);
@@ -946,7 +959,8 @@ TEST_CASE("ctx check run as root reports what a root launch refuses", "[root]") 
   ::chmod((t.root() + "/agent/coder.d/mount").c_str(), 0666);
   RunResult trust = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t.root(), "coder"});
   CHECK(trust.exit_code != 0);
-  CHECK(trust.out.find("coder.d/mount: EPERM: writable by group or other (mode 0666); chmod go-w it") != std::string::npos);
+  CHECK(trust.out.find("coder.d/mount: EPERM: writable by group or other (mode 0666); chmod go-w it") !=
+        std::string::npos);
 }
 
 // The seccomp deny-list (docs/seccomp.md), checked call by call from
@@ -958,9 +972,9 @@ TEST_CASE("the seccomp filter refuses the listed calls from inside", "[root][use
   json d = probe(run_probe(t, m, "coder", {"denied"}))["denied"];
   INFO(d.dump());
   CHECK(d["Seccomp"] == "2");
-  for (const char* call : {"keyctl", "add_key", "request_key", "io_uring_setup", "perf_event_open", "bpf", "userfaultfd",
-                           "unshare_user", "setns", "tiocsti", "open_by_handle_at", "acct", "reboot", "personality_rie",
-                           "i386_getpid", "x32_getpid"}) {
+  for (const char* call :
+       {"keyctl", "add_key", "request_key", "io_uring_setup", "perf_event_open", "bpf", "userfaultfd", "unshare_user",
+        "setns", "tiocsti", "open_by_handle_at", "acct", "reboot", "personality_rie", "i386_getpid", "x32_getpid"}) {
     INFO(call);
     CHECK(d[call] == "EPERM");
   }
@@ -1011,8 +1025,9 @@ TEST_CASE("a root launch refuses pseudo file systems as mount sources", "[root]"
   t.agent("coder", {{"mount", t.base_mounts() + "/proc\t/hostproc\tro\tbind\n"}});
   RunResult p = run_probe(t, m, "coder", {"ids"});
   CHECK(p.exit_code == 125);
-  CHECK(p.err == "ctx-agent-run: coder.d/mount:3: /proc -> /hostproc: source /proc is on proc, a pseudo file system "
-                 "that exposes the host's processes and kernel state: a root launch does not bind it; remove the line\n");
+  CHECK(p.err ==
+        "ctx-agent-run: coder.d/mount:3: /proc -> /hostproc: source /proc is on proc, a pseudo file system "
+        "that exposes the host's processes and kernel state: a root launch does not bind it; remove the line\n");
   t.agent("coder", {{"mount", t.base_mounts() + "/sys/kernel\t/k\tro\tbind\n"}});
   CHECK(run_probe(t, m, "coder", {"ids"}).err.find("source /sys/kernel is on sysfs") != std::string::npos);
   t.agent("coder", {{"mount", t.base_mounts() + "/\t/host\tro\trbind\n"}});
@@ -1035,8 +1050,9 @@ TEST_CASE("the command line: --version, the usage line, a closed --json-status-f
   CHECK(h.out.find("[OPTIONS] NAME [-- CMD ARG...]") != std::string::npos);
   RunResult fd = ctx::test::run_command({run, "--json-status-fd", "9", "coder"});
   CHECK(fd.exit_code == 2);
-  CHECK(fd.err == "ctx-agent-run: --json-status-fd 9: EBADF: not an open file descriptor; open it for the launcher "
-                  "(e.g. 3>file)\n");
+  CHECK(fd.err ==
+        "ctx-agent-run: --json-status-fd 9: EBADF: not an open file descriptor; open it for the launcher "
+        "(e.g. 3>file)\n");
 }
 
 // The plan is the truth: the mount points a sandbox has (its mountinfo)

@@ -3,9 +3,9 @@
 // runs the launcher in a fresh pty, as a person at a terminal would.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <termios.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>

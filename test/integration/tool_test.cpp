@@ -16,10 +16,10 @@
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
 
-using nlohmann::json;
 using ctx::test::CtxTree;
 using ctx::test::RunResult;
 using ctx::test::TestUser;
+using nlohmann::json;
 
 namespace {
 
@@ -34,10 +34,11 @@ struct ToolTree {
     t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
     tool("ctx/tool/echo.args", "#!/bin/sh\nprintf 'args:%s\\n' \"$*\"\ncat\n");
     t.mkdir("ctx/home/" + uid + "/tool");
-    t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" + uid +
-                                    "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind,nosuid,nodev\n"},
-                      {"policy", "allow coder_t tool:echo.args execute\nallow coder_t tool:fenced execute\n"
-                                 "allow coder_t tool:rooted execute\nallow coder_t tool:twice execute\n"}});
+    t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" +
+                                    uid + "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind,nosuid,nodev\n"},
+                      {"policy",
+                       "allow coder_t tool:echo.args execute\nallow coder_t tool:fenced execute\n"
+                       "allow coder_t tool:rooted execute\nallow coder_t tool:twice execute\n"}});
   }
   void tool(const std::string& rel, const std::string& script, unsigned mode = 0755) { t.write(rel, script, mode); }
 
@@ -115,19 +116,22 @@ TEST_CASE("ctx tool: each layer refuses with its reason", "[root][userns]") {
   CHECK(bad.exit_code == 22);
   CHECK(first_json_line(bad.err)["reason"] == "invalid_name");
   std::string ev = tt.events();
-  CHECK(ev.find("\"object\":\"tool/shell.exec\",\"reason\":\"agent_policy\",\"session\":\"default\",\"status\":\"denied\"") !=
-        std::string::npos);
+  CHECK(
+      ev.find(
+          "\"object\":\"tool/shell.exec\",\"reason\":\"agent_policy\",\"session\":\"default\",\"status\":\"denied\"") !=
+      std::string::npos);
 }
 
 TEST_CASE("ctx tool: a noexec mount refuses", "[root][userns]") {
   ToolTree tt = make_tree();
   std::string uid = std::to_string(tt.t.owner().uid);
   tt.tool("ctx/home/" + uid + "/tool/echo.args", "#!/bin/sh\necho home\n");
-  tt.t.agent("coder", {{"mount", tt.t.base_mounts() + tt.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + tt.t.root() + "/home/" +
-                                     uid + "/tool\t/ctx/home/" + uid + "/tool\tro\tbind,noexec\n" + tt.t.root() + "/home/" +
-                                     uid + "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind\n"},
-                       {"path", "/ctx/home/" + uid + "/tool\n/ctx/tool\n"},
-                       {"policy", "allow coder_t tool:echo.args execute\n"}});
+  tt.t.agent("coder",
+             {{"mount", tt.t.base_mounts() + tt.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + tt.t.root() + "/home/" +
+                            uid + "/tool\t/ctx/home/" + uid + "/tool\tro\tbind,noexec\n" + tt.t.root() + "/home/" +
+                            uid + "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind\n"},
+              {"path", "/ctx/home/" + uid + "/tool\n/ctx/tool\n"},
+              {"policy", "allow coder_t tool:echo.args execute\n"}});
   RunResult r = tt.sh("/ctx/bin/ctx tool echo.args");
   CHECK(r.exit_code == 13);
   CHECK(first_json_line(r.err)["reason"] == "noexec_mount");
@@ -138,8 +142,8 @@ TEST_CASE("ctx tool: CTX_PATH order, symlinks and non-executables", "[root][user
   std::string uid = std::to_string(tt.t.owner().uid);
   tt.tool("ctx/home/" + uid + "/tool/twice", "#!/bin/sh\necho home\n");
   tt.tool("ctx/tool/twice", "#!/bin/sh\necho system\n");
-  tt.t.agent("coder", {{"mount", tt.t.base_mounts() + tt.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + tt.t.root() + "/home/" +
-                                     uid + "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind\n"},
+  tt.t.agent("coder", {{"mount", tt.t.base_mounts() + tt.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + tt.t.root() +
+                                     "/home/" + uid + "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind\n"},
                        {"path", "/ctx/home/" + uid + "/tool\n/ctx/tool\n"},
                        {"policy", "allow coder_t tool:twice execute\n"}});
   CHECK(tt.sh("/ctx/bin/ctx tool twice").out == "home\n");
@@ -210,32 +214,34 @@ TEST_CASE("the example tree's tools work through the helper inside a sandbox", "
   ctx::test::TempDir d;
   const char* src = std::getenv("CTX_SOURCE_ROOT");
   REQUIRE(src != nullptr);
-  RunResult inst = ctx::test::run_command({std::string(src) + "/scripts/install-example", d.path(), std::to_string(u->uid),
-                                           std::to_string(u->gid), ctx::test::built("ctx/ctx")},
+  RunResult inst = ctx::test::run_command({std::string(src) + "/scripts/install-example", d.path(),
+                                           std::to_string(u->uid), std::to_string(u->gid), ctx::test::built("ctx/ctx")},
                                           std::nullopt, 60);
   REQUIRE(inst.exit_code == 0);
   std::string root = d.path() + "/ctx";
   auto run = [&](const std::string& agent, const std::string& cmd) {
-    return ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", root, agent, "--", "/bin/sh", "-c",
-                                   cmd},
-                                  as, 60);
+    return ctx::test::run_command(
+        {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", root, agent, "--", "/bin/sh", "-c", cmd}, as, 60);
   };
-  RunResult w = run("coder",
-                    "ctx tool fs.write '{\"path\":\"/work/note.txt\",\"content\":\"from coder\"}' && "
-                    "ctx tool fs.read '{\"path\":\"/work/note.txt\"}' && echo '{\"cmd\":\"pwd\"}' | ctx tool shell.exec && "
-                    "echo hi | /ctx/model/debug/echo");
+  RunResult w =
+      run("coder",
+          "ctx tool fs.write '{\"path\":\"/work/note.txt\",\"content\":\"from coder\"}' && "
+          "ctx tool fs.read '{\"path\":\"/work/note.txt\"}' && echo '{\"cmd\":\"pwd\"}' | ctx tool shell.exec && "
+          "echo hi | /ctx/model/debug/echo");
   INFO(w.err);
   CHECK(w.exit_code == 0);
   CHECK(w.out == "from coder\n/work\n{\"model\":\"debug/echo\",\"output\":\"hi\"}\n");
   // The reviewer may read, not write or run shell commands.
-  RunResult r = run("reviewer", "ctx tool fs.read '{\"path\":\"/shared/project-a/data/note.txt\"}'; "
-                                "ctx tool fs.write '{\"path\":\"/tmp/x\",\"content\":\"y\"}'; echo \"write=$?\"; "
-                                "ctx tool shell.exec '{\"cmd\":\"id\"}'; echo \"shell=$?\"");
+  RunResult r = run("reviewer",
+                    "ctx tool fs.read '{\"path\":\"/shared/project-a/data/note.txt\"}'; "
+                    "ctx tool fs.write '{\"path\":\"/tmp/x\",\"content\":\"y\"}'; echo \"write=$?\"; "
+                    "ctx tool shell.exec '{\"cmd\":\"id\"}'; echo \"shell=$?\"");
   CHECK(r.out == "from coder\nwrite=13\nshell=13\n");
   CHECK(r.err.find("\"reason\":\"agent_policy\",\"tool\":\"fs.write\"") != std::string::npos);
 }
 
-TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only what the agent may run", "[root][userns]") {
+TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only what the agent may run",
+          "[root][userns]") {
   ToolTree tt = make_tree();
   std::string uid = std::to_string(tt.t.owner().uid);
   tt.tool("ctx/tool/shell.exec", "#!/bin/sh\necho ran\n");  // no allow in coder's policy
@@ -253,12 +259,12 @@ TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only wha
                                      "\t/mirror\tro\trbind,nosuid,nodev\n" + tt.t.root() + "/home/" + uid +
                                      "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind,nosuid,nodev\n"},
                        {"policy", "allow coder_t tool:echo.args execute\nallow coder_t tool:fenced execute\n"}});
-  RunResult r = tt.t.launch({"coder", "--", "/probe", "exec:/ctx/tool/echo.args", "exec:/ctx/tool/shell.exec",
-                             "exec:/ctx/tool/fenced", "exists:/ctx/tool/link", "exists:/ctx/tool/README",
-                             "exists:/ctx/tool/shell.exec.d/schema", "exists:/ctx/tool/fenced.d/policy",
-                             "exec:/mirror/tool/shell.exec", "exec:/mirror/tool/echo.args", "write:/ctx/tool/new",
-                             "exists:/ctx/tool/extra/marker"},
-                            tt.as);
+  RunResult r = tt.t.launch(
+      {"coder", "--", "/probe", "exec:/ctx/tool/echo.args", "exec:/ctx/tool/shell.exec", "exec:/ctx/tool/fenced",
+       "exists:/ctx/tool/link", "exists:/ctx/tool/README", "exists:/ctx/tool/shell.exec.d/schema",
+       "exists:/ctx/tool/fenced.d/policy", "exec:/mirror/tool/shell.exec", "exec:/mirror/tool/echo.args",
+       "write:/ctx/tool/new", "exists:/ctx/tool/extra/marker"},
+      tt.as);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   json j = json::parse(ctx::test::probe_json_line(r.out));
@@ -284,7 +290,8 @@ TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only wha
   CHECK(added.find("\"status\":\"ok\"") != std::string::npos);
   auto calls = [](const std::string& ev) {
     std::size_t n = 0;
-    for (auto pos = ev.find("\"type\":\"tool.call\""); pos != std::string::npos; pos = ev.find("\"type\":\"tool.call\"", pos + 1))
+    for (auto pos = ev.find("\"type\":\"tool.call\""); pos != std::string::npos;
+         pos = ev.find("\"type\":\"tool.call\"", pos + 1))
       ++n;
     return n;
   };
@@ -297,7 +304,7 @@ TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only wha
   CHECK(first_json_line(tt.sh("/ctx/bin/ctx tool shell.exec").err)["reason"] == "agent_policy");
   CHECK(first_json_line(tt.sh("/ctx/bin/ctx tool fenced").err)["reason"] == "tool_policy");
   // Nothing durable was created in the tier on the host.
-  CHECK(ctx::test::names_in(tt.t.root() + "/tool") ==
-        std::vector<std::string>{"README", "echo.args", "extra", "fenced", "fenced.d", "link", "shell.exec",
-                                   "shell.exec.d"});
+  CHECK(ctx::test::names_in(tt.t.root() + "/tool") == std::vector<std::string>{"README", "echo.args", "extra", "fenced",
+                                                                               "fenced.d", "link", "shell.exec",
+                                                                               "shell.exec.d"});
 }

@@ -183,7 +183,8 @@ std::optional<json> look_around(const std::string& what, const std::string& /*ar
       std::string id, parent, devno, root, target, opts;
       f >> id >> parent >> devno >> root >> target >> opts;
       std::string rest, fstype;
-      while (f >> rest && rest != "-") {}
+      while (f >> rest && rest != "-") {
+      }
       f >> fstype;
       a.push_back({{"target", target}, {"root", root}, {"options", opts}, {"fstype", fstype}});
     }
@@ -254,9 +255,11 @@ std::optional<json> act(const std::string& what, const std::string& arg) {
   if (what == "statvfs") {
     struct statvfs v {};
     if (statvfs(arg.c_str(), &v) < 0) return err_name(errno);
-    return json{{"rdonly", (v.f_flag & ST_RDONLY) != 0}, {"nosuid", (v.f_flag & ST_NOSUID) != 0},
-            {"nodev", (v.f_flag & ST_NODEV) != 0}, {"noexec", (v.f_flag & ST_NOEXEC) != 0},
-            {"bytes", static_cast<unsigned long long>(v.f_blocks) * v.f_frsize}};
+    return json{{"rdonly", (v.f_flag & ST_RDONLY) != 0},
+                {"nosuid", (v.f_flag & ST_NOSUID) != 0},
+                {"nodev", (v.f_flag & ST_NODEV) != 0},
+                {"noexec", (v.f_flag & ST_NOEXEC) != 0},
+                {"bytes", static_cast<unsigned long long>(v.f_blocks) * v.f_frsize}};
   }
   if (what == "remount") {
     // Try to make a read-only bind writable again: must fail.
@@ -271,7 +274,7 @@ std::optional<json> call(const std::string& what, const std::string& arg) {
   if (what == "denied") return denied_calls();
   if (what == "abstract") {
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a {};
+    sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::memcpy(a.sun_path + 1, arg.data(), std::min(arg.size(), sizeof a.sun_path - 2));
     socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + arg.size());
@@ -284,7 +287,7 @@ std::optional<json> call(const std::string& what, const std::string& arg) {
   if (what == "connect") {
     auto sep = arg.rfind(':');
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a {};
+    sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(std::stoi(arg.substr(sep + 1))));
     inet_pton(AF_INET, arg.substr(0, sep).c_str(), &a.sin_addr);
@@ -297,7 +300,7 @@ std::optional<json> call(const std::string& what, const std::string& arg) {
     const char* path = getenv("NOTIFY_SOCKET");
     if (path == nullptr) return "no NOTIFY_SOCKET";
     int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a {};
+    sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::strncpy(a.sun_path, path, sizeof a.sun_path - 1);
     std::string msg = arg;

@@ -47,13 +47,15 @@ void set_current_facility(const std::string& f) { facility_slot() = f; }
 std::optional<std::string> facility_missing(const std::string& facility) {
   if (facility == "unit" || facility == "fs") return std::nullopt;
   if (facility == "root") {
-    if (::geteuid() != 0) return "the test runs as uid " + std::to_string(::geteuid()) + ", not root (run it with sudo)";
+    if (::geteuid() != 0)
+      return "the test runs as uid " + std::to_string(::geteuid()) + ", not root (run it with sudo)";
     return std::nullopt;
   }
   if (facility == "userns") {
     auto u = test_user();
-    if (!u) return "the runner is root and the unprivileged test user $CTX_TEST_USER (default ctx-test) does not exist "
-                   "(scripts/setup creates it)";
+    if (!u)
+      return "the runner is root and the unprivileged test user $CTX_TEST_USER (default ctx-test) does not exist "
+             "(scripts/setup creates it)";
     if (!can_unshare_user(*u))
       return "unprivileged user namespaces are unavailable to " + u->name +
              " (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, or on Ubuntu "
@@ -88,8 +90,8 @@ std::optional<std::string> facility_missing(const std::string& facility) {
     std::getline(in, have);
     for (const char* c : {"memory", "pids", "cpu"})
       if ((" " + have + " ").find(std::string(" ") + c + " ") == std::string::npos)
-        return "the cgroup2 mount at " + m->mount_point + " offers no " + c + " controller (cgroup.controllers: " +
-               (have.empty() ? std::string("none") : have) +
+        return "the cgroup2 mount at " + m->mount_point + " offers no " + c +
+               " controller (cgroup.controllers: " + (have.empty() ? std::string("none") : have) +
                "; cgroup v1 holds them on this machine): controller limits are tested where cgroup2 has them, "
                "e.g. a systemd machine with the unified hierarchy";
     return std::nullopt;

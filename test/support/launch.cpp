@@ -42,8 +42,10 @@ namespace {
 void drain(int fd, std::string& into, bool& open) {
   char buf[4096];
   ssize_t n = ::read(fd, buf, sizeof buf);
-  if (n > 0) into.append(buf, static_cast<std::size_t>(n));
-  else if (n == 0 || (errno != EINTR && errno != EAGAIN)) open = false;
+  if (n > 0)
+    into.append(buf, static_cast<std::size_t>(n));
+  else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+    open = false;
 }
 
 }  // namespace

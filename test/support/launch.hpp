@@ -51,8 +51,7 @@ struct Spawned {
 
 /// Starts argv like run_command, without waiting.
 Spawned spawn_command(const std::vector<std::string>& argv, std::optional<TestUser> as = std::nullopt,
-                      const std::vector<std::string>& extra_env = {},
-                      const std::function<bool()>& before_exec = {});
+                      const std::vector<std::string>& extra_env = {}, const std::function<bool()>& before_exec = {});
 
 /// Collects the output of a spawned command until it exits (SIGKILL to its
 /// process group after timeout_s).

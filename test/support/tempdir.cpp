@@ -26,8 +26,7 @@ void mkdir_p(const std::string& p, unsigned mode) {
   for (std::size_t i = 1; i <= p.size(); ++i) {
     if (i == p.size() || p[i] == '/') {
       std::string part = p.substr(0, i);
-      if (::mkdir(part.c_str(), mode) < 0 && errno != EEXIST)
-        throw std::runtime_error("mkdir " + part + " failed");
+      if (::mkdir(part.c_str(), mode) < 0 && errno != EEXIST) throw std::runtime_error("mkdir " + part + " failed");
     }
   }
 }

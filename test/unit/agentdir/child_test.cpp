@@ -260,11 +260,13 @@ TEST_CASE("child: a parent mount below a requested source is carried, never wide
 TEST_CASE("child: an invalid name is refused before anything else", "[unit]") {
   ChildRequest r = reviewer();
   r.name = "rev 1";
-  refused(r, EACCES, "invalid_name", "child name 'rev 1': EACCES: agent name may contain only letters, digits and '_-'");
+  refused(r, EACCES, "invalid_name",
+          "child name 'rev 1': EACCES: agent name may contain only letters, digits and '_-'");
   r.name = "";
   refused(r, EACCES, "invalid_name", "child name '': EACCES: agent name is empty");
   r.name = "a\nb";
-  refused(r, EACCES, "invalid_name", "child name 'a\\x0ab': EACCES: agent name may contain only letters, digits and '_-'");
+  refused(r, EACCES, "invalid_name",
+          "child name 'a\\x0ab': EACCES: agent name may contain only letters, digits and '_-'");
   // Even for a parent that could create nothing.
   ControlFiles f = parent_files();
   f.erase("label");
@@ -286,8 +288,8 @@ TEST_CASE("child: without 'allow <type> agent:<name> create' nothing else is loo
   // start is not create.
   ControlFiles f = parent_files();
   f["policy"] = "allow coder_t agent:rev-1 start\n";
-  refused(reviewer(), EACCES, "agent_policy", "rev-1: EACCES: the parent's policy lacks 'allow coder_t agent:rev-1 create'",
-          parent_spec(f));
+  refused(reviewer(), EACCES, "agent_policy",
+          "rev-1: EACCES: the parent's policy lacks 'allow coder_t agent:rev-1 create'", parent_spec(f));
 }
 
 TEST_CASE("child: a parent without a label holds nothing", "[unit]") {
@@ -311,15 +313,17 @@ TEST_CASE("child: a grant the parent does not hold is exceeds_parent_policy", "[
   }
   SECTION("model") {
     r.models = {"openai/gpt-5"};
-    refused(r, EACCES, "exceeds_parent_policy",
-            "rev-1: child policy rule 2: allow reviewer_t model:openai/gpt-5 use: EACCES: the parent (coder_t) does not "
-            "hold model:openai/gpt-5 use");
+    refused(
+        r, EACCES, "exceeds_parent_policy",
+        "rev-1: child policy rule 2: allow reviewer_t model:openai/gpt-5 use: EACCES: the parent (coder_t) does not "
+        "hold model:openai/gpt-5 use");
   }
   SECTION("shared: read does not give write") {
     r.shared = {{"project-a", {"read", "write"}}};
-    refused(r, EACCES, "exceeds_parent_policy",
-            "rev-1: child policy rule 4: allow reviewer_t shared:project-a write: EACCES: the parent (coder_t) does not "
-            "hold shared:project-a write");
+    refused(
+        r, EACCES, "exceeds_parent_policy",
+        "rev-1: child policy rule 4: allow reviewer_t shared:project-a write: EACCES: the parent (coder_t) does not "
+        "hold shared:project-a write");
   }
   SECTION("network") {
     ControlFiles f = parent_files();
@@ -408,49 +412,57 @@ TEST_CASE("check_child: plan_child -> build_spec -> check_child passes", "[unit]
   AgentSpec child = child_after({});
   CHECK(check_child(parent_spec(), child));
   // Narrower than planned is still within the parent.
-  CHECK(check_child(parent_spec(), child_after({{"groups", "100\n"}, {"policy", "allow reviewer_t tool:fs.read execute\n"}})));
-  CHECK(check_child(parent_spec(), child_after({{"mount", "/home/me/project/src\t/src\tro\trbind,nosuid,nodev,noexec\n"}})));
+  CHECK(check_child(parent_spec(),
+                    child_after({{"groups", "100\n"}, {"policy", "allow reviewer_t tool:fs.read execute\n"}})));
+  CHECK(check_child(parent_spec(),
+                    child_after({{"mount", "/home/me/project/src\t/src\tro\trbind,nosuid,nodev,noexec\n"}})));
 }
 
 TEST_CASE("check_child: identity and lineage must be the parent's (not_owned)", "[unit]") {
   const std::string redo = "; a child keeps its parent's ";
-  check_refused(child_after({{"parent", ""}}), "not_owned",
-                "rev-1: /ctx/agent/rev-1.d/parent: EACCES: is missing, not agent:coder, so rev-1 is not a child of coder; "
-                "coder may start only the children it created");
-  check_refused(child_after({{"parent", "agent:other session:default\n"}}), "not_owned",
-                "rev-1: /ctx/agent/rev-1.d/parent: EACCES: names agent:other, not agent:coder, so rev-1 is not a child of "
-                "coder; coder may start only the children it created");
+  check_refused(
+      child_after({{"parent", ""}}), "not_owned",
+      "rev-1: /ctx/agent/rev-1.d/parent: EACCES: is missing, not agent:coder, so rev-1 is not a child of coder; "
+      "coder may start only the children it created");
+  check_refused(
+      child_after({{"parent", "agent:other session:default\n"}}), "not_owned",
+      "rev-1: /ctx/agent/rev-1.d/parent: EACCES: names agent:other, not agent:coder, so rev-1 is not a child of "
+      "coder; coder may start only the children it created");
   // An agent of another owner whose parent line names the parent.
   check_refused(child_after({{"owner", "2000\n"}, {"uid", "2000\n"}}), "not_owned",
                 "rev-1: /ctx/agent/rev-1.d/owner: EACCES: is 2000 but the parent coder's is 1000; a child keeps its "
                 "parent's owner: remove rev-1 and create it again from coder");
-  check_refused(child_after({{"uid", "0\n"}}), "not_owned",
-                "rev-1: /ctx/agent/rev-1.d/uid: EACCES: is 0 but the parent coder's is 1000; a child keeps its parent's "
-                "uid: remove rev-1 and create it again from coder");
-  check_refused(child_after({{"gid", "0\n"}}), "not_owned",
-                "rev-1: /ctx/agent/rev-1.d/gid: EACCES: is 0 but the parent coder's is 1000; a child keeps its parent's "
-                "gid: remove rev-1 and create it again from coder");
+  check_refused(
+      child_after({{"uid", "0\n"}}), "not_owned",
+      "rev-1: /ctx/agent/rev-1.d/uid: EACCES: is 0 but the parent coder's is 1000; a child keeps its parent's "
+      "uid: remove rev-1 and create it again from coder");
+  check_refused(
+      child_after({{"gid", "0\n"}}), "not_owned",
+      "rev-1: /ctx/agent/rev-1.d/gid: EACCES: is 0 but the parent coder's is 1000; a child keeps its parent's "
+      "gid: remove rev-1 and create it again from coder");
   check_refused(child_after({{"iso", "shared\n"}}), "not_owned",
                 "rev-1: /ctx/agent/rev-1.d/iso: EACCES: is shared but the parent coder's is userns; a child keeps its "
                 "parent's iso: remove rev-1 and create it again from coder");
-  check_refused(child_after({{"root", "/ctx/home/1000/agent/coder/root\n"}}), "not_owned",
-                "rev-1: /ctx/agent/rev-1.d/root: EACCES: is /ctx/home/1000/agent/coder/root, not "
-                "/ctx/home/1000/agent/rev-1/root; a child's root is its own directory in its owner's home: remove rev-1 "
-                "and create it again from coder");
+  check_refused(
+      child_after({{"root", "/ctx/home/1000/agent/coder/root\n"}}), "not_owned",
+      "rev-1: /ctx/agent/rev-1.d/root: EACCES: is /ctx/home/1000/agent/coder/root, not "
+      "/ctx/home/1000/agent/rev-1/root; a child's root is its own directory in its owner's home: remove rev-1 "
+      "and create it again from coder");
 }
 
 TEST_CASE("check_child: groups and policy within the parent's", "[unit]") {
   check_refused(child_after({{"groups", "27\n0\n"}}), "groups_not_subset",
                 "rev-1: /ctx/agent/rev-1.d/groups: EACCES: group 0 is not one of the parent's groups (27, 100)");
-  check_refused(child_after({{"policy", "allow reviewer_t tool:fs.read execute\nallow reviewer_t tool:fs.write execute\n"}}),
-                "exceeds_parent_policy",
-                "rev-1: /ctx/agent/rev-1.d/policy: child policy line 2: allow reviewer_t tool:fs.write execute: EACCES: "
-                "the parent (coder_t) does not hold tool:fs.write execute");
+  check_refused(
+      child_after({{"policy", "allow reviewer_t tool:fs.read execute\nallow reviewer_t tool:fs.write execute\n"}}),
+      "exceeds_parent_policy",
+      "rev-1: /ctx/agent/rev-1.d/policy: child policy line 2: allow reviewer_t tool:fs.write execute: EACCES: "
+      "the parent (coder_t) does not hold tool:fs.write execute");
   // A label of the parent's type does not lend the child the parent's rules.
-  check_refused(child_after({{"label", "coder_t\n"}, {"policy", "allow coder_t agent:sub start\n"}}),
-                "exceeds_parent_policy",
-                "rev-1: /ctx/agent/rev-1.d/policy: child policy line 1: allow coder_t agent:sub start: EACCES: the parent "
-                "(coder_t) does not hold agent:sub start");
+  check_refused(
+      child_after({{"label", "coder_t\n"}, {"policy", "allow coder_t agent:sub start\n"}}), "exceeds_parent_policy",
+      "rev-1: /ctx/agent/rev-1.d/policy: child policy line 1: allow coder_t agent:sub start: EACCES: the parent "
+      "(coder_t) does not hold agent:sub start");
 }
 
 TEST_CASE("check_child: every mount derived from a parent mount", "[unit]") {
@@ -467,10 +479,11 @@ TEST_CASE("check_child: every mount derived from a parent mount", "[unit]") {
                 "rev-1: /ctx/agent/rev-1.d/mount:2: /ctx/shared/project-a -> /p: EACCES: rbind requested but the "
                 "parent's mount of /shared/project-a is bind (its submounts are hidden from the parent); remove the "
                 "line or create the child again from coder");
-  check_refused(with_mount("/usr/lib\t/lib\tro\tbind,nodev\n"), "mount_widens_access",
-                "rev-1: /ctx/agent/rev-1.d/mount:2: /usr/lib -> /lib: EACCES: bind requested but the parent sees /usr "
-                "with rbind: a bind would uncover what the submounts below it cover; leave the kind unset or ask rbind; "
-                "remove the line or create the child again from coder");
+  check_refused(
+      with_mount("/usr/lib\t/lib\tro\tbind,nodev\n"), "mount_widens_access",
+      "rev-1: /ctx/agent/rev-1.d/mount:2: /usr/lib -> /lib: EACCES: bind requested but the parent sees /usr "
+      "with rbind: a bind would uncover what the submounts below it cover; leave the kind unset or ask rbind; "
+      "remove the line or create the child again from coder");
   check_refused(with_mount("/home/me/project/src\t/src\trw\trbind,nosuid\n"), "mount_widens_access",
                 "rev-1: /ctx/agent/rev-1.d/mount:2: /home/me/project/src -> /src: EACCES: nodev dropped but the "
                 "parent's mount of /work has it; remove the line or create the child again from coder");
@@ -479,7 +492,8 @@ TEST_CASE("check_child: every mount derived from a parent mount", "[unit]") {
 TEST_CASE("child: groups must be a subset of the parent's", "[unit]") {
   ChildRequest r = reviewer();
   r.groups = std::vector<std::uint32_t>{27, 44};
-  refused(r, EACCES, "groups_not_subset", "rev-1: groups: EACCES: group 44 is not one of the parent's groups (27, 100)");
+  refused(r, EACCES, "groups_not_subset",
+          "rev-1: groups: EACCES: group 44 is not one of the parent's groups (27, 100)");
   ControlFiles f = parent_files();
   f.erase("groups");
   r.groups = std::vector<std::uint32_t>{1000};
@@ -508,19 +522,23 @@ TEST_CASE("child: a malformed request is EINVAL invalid_request", "[unit]") {
     refused(r, EINVAL, "invalid_request", "rev-1: tools[1] fs.read: EINVAL: requested twice");
     r = reviewer();
     r.models = {"openai/gpt-4o", "*"};
-    refused(r, EINVAL, "invalid_request", "rev-1: model[1] *: EINVAL: model name segment must begin with a letter or digit");
+    refused(r, EINVAL, "invalid_request",
+            "rev-1: model[1] *: EINVAL: model name segment must begin with a letter or digit");
     r = reviewer();
     r.shared = {{"project a", {"read"}}};
-    refused(r, EINVAL, "invalid_request", "rev-1: shared project a: EINVAL: name may contain only letters, digits and '_.-'");
+    refused(r, EINVAL, "invalid_request",
+            "rev-1: shared project a: EINVAL: name may contain only letters, digits and '_.-'");
     r.shared = {{"project-a", {"read"}}, {"project-a", {"read"}}};
     refused(r, EINVAL, "invalid_request", "rev-1: shared project-a: EINVAL: requested twice");
     r = reviewer();
     r.agents = {{"sub*", {"create"}}};
-    refused(r, EINVAL, "invalid_request", "rev-1: agents sub*: EINVAL: agent name may contain only letters, digits and '_-'");
+    refused(r, EINVAL, "invalid_request",
+            "rev-1: agents sub*: EINVAL: agent name may contain only letters, digits and '_-'");
   }
   SECTION("permissions") {
     r.shared = {{"project-a", {"delete"}}};
-    refused(r, EINVAL, "invalid_request", "rev-1: shared project-a: EINVAL: unknown permission 'delete' (shared permits: read write)");
+    refused(r, EINVAL, "invalid_request",
+            "rev-1: shared project-a: EINVAL: unknown permission 'delete' (shared permits: read write)");
     r.shared = {{"project-a", {}}};
     refused(r, EINVAL, "invalid_request",
             "rev-1: shared project-a: EINVAL: no permission requested (shared permits: read write)");
@@ -533,7 +551,8 @@ TEST_CASE("child: a malformed request is EINVAL invalid_request", "[unit]") {
   }
   SECTION("mounts") {
     r.mounts = {mount("/work", "work", Mode::ro)};
-    refused(r, EINVAL, "invalid_request", "rev-1: mount[0] /work -> work: EINVAL: path must be absolute (start with '/'): work");
+    refused(r, EINVAL, "invalid_request",
+            "rev-1: mount[0] /work -> work: EINVAL: path must be absolute (start with '/'): work");
     r.mounts = {mount("/work", "/w", Mode::ro), mount("/shared/project-a", "/w", Mode::ro)};
     refused(r, EINVAL, "invalid_request", "rev-1: mount[1] /shared/project-a -> /w: EINVAL: target /w requested twice");
   }
@@ -543,9 +562,10 @@ TEST_CASE("child: a malformed request is EINVAL invalid_request", "[unit]") {
   }
   SECTION("cwd outside every child mount, or not a strict absolute path") {
     r.cwd = "/etc";
-    refused(r, EINVAL, "invalid_request",
-            "rev-1: cwd /etc: EINVAL: outside every mount of the child (/work, /shared/project-a); choose a directory at "
-            "or below one of them, or /");
+    refused(
+        r, EINVAL, "invalid_request",
+        "rev-1: cwd /etc: EINVAL: outside every mount of the child (/work, /shared/project-a); choose a directory at "
+        "or below one of them, or /");
     r.cwd = "work";
     refused(r, EINVAL, "invalid_request", "rev-1: cwd work: EINVAL: path must be absolute (start with '/')");
     r.cwd = "/work/../etc";
@@ -662,10 +682,9 @@ TEST_CASE("write_child gives the agent its channels and root, and keeps the .d a
   struct stat before = lstat_of(r.t / "home/1000/agent/coder/session/default");
   REQUIRE(write_child(r.parent, r.child, "default", "x\n", o));
   std::string c = r.context();
-  for (const std::string& p : std::vector<std::string>{"home/1000/agent/rev-1", "home/1000/agent/rev-1/root",
-                                                       "home/1000/agent/coder/session/default/context", c,
-                                                       c + "/handoff.md", c + "/result.md", c + "/status",
-                                                       c + "/artifact"}) {
+  for (const std::string& p : std::vector<std::string>{
+           "home/1000/agent/rev-1", "home/1000/agent/rev-1/root", "home/1000/agent/coder/session/default/context", c,
+           c + "/handoff.md", c + "/result.md", c + "/status", c + "/artifact"}) {
     INFO(p);
     struct stat st = lstat_of(r.t / p);
     CHECK(st.st_uid == o.uid);
@@ -725,7 +744,8 @@ TEST_CASE("write_child: a taken name is EACCES exists and nothing is written", "
     REQUIRE_FALSE(w);
     CHECK(w.error().code == EACCES);
     CHECK(w.error().reason == "exists");
-    CHECK(w.error().msg == "rev-1: EACCES: " + r.t.path() + "/agent/" + clash + " already exists; choose another name for the child");
+    CHECK(w.error().msg ==
+          "rev-1: EACCES: " + r.t.path() + "/agent/" + clash + " already exists; choose another name for the child");
     CHECK(tree(r.t.path()) == before);
   }
 }
@@ -754,7 +774,8 @@ TEST_CASE("write_child: a failure late in the work removes what the call made, a
   auto w = write_child(r.parent, r.child, "default", "x\n", std::nullopt);
   REQUIRE_FALSE(w);
   CHECK(w.error().code == EINVAL);
-  CHECK(w.error().msg == "rev-1: copying " + r.t.path() + "/agent/coder: EINVAL: is neither a regular file nor a symbolic link");
+  CHECK(w.error().msg ==
+        "rev-1: copying " + r.t.path() + "/agent/coder: EINVAL: is neither a regular file nor a symbolic link");
   CHECK(tree(r.t.path()) == before);
   CHECK(r.t.read("home/1000/agent/coder/session/default/messages.jsonl") == "{}\n");
 }

@@ -42,7 +42,6 @@ ctx::Result<AgentSpec> build(const ControlFiles& f, PrimaryGidLookup lookup = gi
   return build_spec("coder", "/ctx", f, lookup, all);
 }
 
-
 }  // namespace
 
 TEST_CASE("agentdir corpus: every bad control file fails with its exact message", "[unit]") {
@@ -137,19 +136,21 @@ TEST_CASE("every error of every file is reported when asked", "[unit]") {
   REQUIRE_FALSE(s);
   std::vector<std::string> msgs;
   for (const auto& e : all) msgs.push_back(e.msg);
-  CHECK(msgs == std::vector<std::string>{
-                    "coder.d/uid:1:1: EINVAL: uid must be a decimal number from 0 to 4294967294, without sign or leading zeros",
-                    "coder.d/iso:1:1: EINVAL: iso must be shared, uid or userns, not 'jail'",
-                    "coder.d/env:1:1: EINVAL: CTX_HOME is reserved: the launcher sets CTX_* itself",
-                    "coder.d/mount:1:4: EINVAL: target must be an absolute path",
-                    "coder.d/mount:2:7: EINVAL: mode must be ro or rw, not 'zz'",
-                });
+  CHECK(msgs ==
+        std::vector<std::string>{
+            "coder.d/uid:1:1: EINVAL: uid must be a decimal number from 0 to 4294967294, without sign or leading zeros",
+            "coder.d/iso:1:1: EINVAL: iso must be shared, uid or userns, not 'jail'",
+            "coder.d/env:1:1: EINVAL: CTX_HOME is reserved: the launcher sets CTX_* itself",
+            "coder.d/mount:1:4: EINVAL: target must be an absolute path",
+            "coder.d/mount:2:7: EINVAL: mode must be ro or rw, not 'zz'",
+        });
 }
 
 TEST_CASE("meta.json is validated but changes no decision", "[unit]") {
   ControlFiles a = base_files();
   ControlFiles b = base_files();
-  b["meta.json"] = "{\"purpose\": \"root everything\", \"iso\": \"shared\", \"policy\": [\"allow coder_t network:default connect\"]}\n";
+  b["meta.json"] =
+      "{\"purpose\": \"root everything\", \"iso\": \"shared\", \"policy\": [\"allow coder_t network:default connect\"]}\n";
   ControlFiles c = base_files();
   c.erase("meta.json");
   auto sa = build(a), sb = build(b), sc = build(c);
@@ -255,17 +256,19 @@ TEST_CASE("ctx check reports every error, compiler style, and its exit status", 
   // rev's policy names coder_t: inert, a warning.
   auto warn = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "rev"});
   CHECK(warn.exit_code == 0);
-  CHECK(warn.out == "warning: rev.d/policy:1: inert: names subject coder_t, but the agent's label type is rev_t\n"
-                    "risk low    1 more grant\nrev: ok\n0 errors, 1 warning\n");
+  CHECK(warn.out ==
+        "warning: rev.d/policy:1: inert: names subject coder_t, but the agent's label type is rev_t\n"
+        "risk low    1 more grant\nrev: ok\n0 errors, 1 warning\n");
   t.write("ctx/agent/coder.d/iso", "jail\n");
   t.write("ctx/agent/coder.d/mount", "/a\tb\tro\tbind\n");
   t.write("ctx/agent/coder.d/notes", "x\n");
   auto bad = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "coder"});
   CHECK(bad.exit_code == 1);
-  CHECK(bad.out == "warning: coder.d/notes: not a control file of the ABI; it is ignored (remove or rename it)\n"
-                   "coder.d/iso:1:1: EINVAL: iso must be shared, uid or userns, not 'jail'\n"
-                   "coder.d/mount:1:4: EINVAL: target must be an absolute path\n"
-                   "2 errors, 1 warning\n");
+  CHECK(bad.out ==
+        "warning: coder.d/notes: not a control file of the ABI; it is ignored (remove or rename it)\n"
+        "coder.d/iso:1:1: EINVAL: iso must be shared, uid or userns, not 'jail'\n"
+        "coder.d/mount:1:4: EINVAL: target must be an absolute path\n"
+        "2 errors, 1 warning\n");
   auto all = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "--all"});
   CHECK(all.exit_code == 1);
   CHECK(all.out.find("rev: ok\n") != std::string::npos);
@@ -282,8 +285,8 @@ TEST_CASE("the installed example tree passes ctx check", "[fs]") {
   const char* src = std::getenv("CTX_SOURCE_ROOT");
   REQUIRE(src != nullptr);
   ctx::test::TempDir d;
-  auto inst = ctx::test::run_command({std::string(src) + "/scripts/install-example", d.path(), std::to_string(::getuid()),
-                                      std::to_string(::getgid())});
+  auto inst = ctx::test::run_command({std::string(src) + "/scripts/install-example", d.path(),
+                                      std::to_string(::getuid()), std::to_string(::getgid())});
   REQUIRE(inst.exit_code == 0);
   auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", d / "ctx", "--all"});
   CHECK(r.exit_code == 0);
@@ -314,28 +317,33 @@ TEST_CASE("ctx check as a doctor: objects, suggestions, mounts, risk tiers", "[f
   auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t / "ctx", "coder"});
   CHECK(r.exit_code == 0);  // warnings only
   // The socket is flagged whether or not this machine runs a container engine.
-  std::string docker_warning = ::access("/var/run/docker.sock", F_OK) == 0
-                                   ? ""
-                                   : "warning: coder.d/mount:4: source /var/run/docker.sock does not exist (the launch will fail)\n";
+  std::string docker_warning =
+      ::access("/var/run/docker.sock", F_OK) == 0
+          ? ""
+          : "warning: coder.d/mount:4: source /var/run/docker.sock does not exist (the launch will fail)\n";
   char risk[4][200];
   std::snprintf(risk[0], sizeof risk[0], "risk %-6s %-44s %s", "high", "tool:shell.exec execute", "coder.d/policy:4");
   std::snprintf(risk[1], sizeof risk[1], "risk %-6s %-44s %s", "high", "network:default connect", "coder.d/policy:5");
-  std::snprintf(risk[2], sizeof risk[2], "risk %-6s %-44s %s", "high", ("rw mount " + t / "ctx" + " -> /ro/inner").c_str(),
-                "coder.d/mount:2");
+  std::snprintf(risk[2], sizeof risk[2], "risk %-6s %-44s %s", "high",
+                ("rw mount " + t / "ctx" + " -> /ro/inner").c_str(), "coder.d/mount:2");
   std::snprintf(risk[3], sizeof risk[3], "risk %-6s %-44s %s", "high", "ro mount /var/run/docker.sock -> /docker.sock",
                 "coder.d/mount:4");
-  CHECK(r.out == "warning: coder.d/policy:1: tool:fs.raed: no such tool in the agent's CTX_PATH; did you mean fs.read?\n"
-                 "warning: coder.d/policy:2: model:debug/ecko: no such model in " + t / "ctx" + "/model; did you mean debug/echo?\n"
-                 "warning: coder.d/policy:3: shared:project-b: no such shared space in " + t / "ctx" +
-                     "/shared; did you mean project-a?\n"
-                 "warning: coder.d/policy:6: tool:zzz: no such tool in the agent's CTX_PATH (the rule is inert)\n"
-                 "warning: coder.d/mount:2: rw mount /ro/inner lies under the read-only /ro (line 1) and its mount point " +
-                     t / "ro" + "/inner does not exist; create it there\n"
-                 "warning: coder.d/mount:3: source /nonexistent does not exist (the launch will fail)\n" +
-                     docker_warning +
-                     std::string(risk[0]) + "\n" + risk[1] + "\n" + risk[2] + "\n" + risk[3] + "\n" +
-                     "risk low    6 more grants\ncoder: ok\n0 errors, " + std::to_string(docker_warning.empty() ? 6 : 7) +
-                     " warnings\n");
+  CHECK(r.out ==
+        "warning: coder.d/policy:1: tool:fs.raed: no such tool in the agent's CTX_PATH; did you mean fs.read?\n"
+        "warning: coder.d/policy:2: model:debug/ecko: no such model in " +
+            t / "ctx" +
+            "/model; did you mean debug/echo?\n"
+            "warning: coder.d/policy:3: shared:project-b: no such shared space in " +
+            t / "ctx" +
+            "/shared; did you mean project-a?\n"
+            "warning: coder.d/policy:6: tool:zzz: no such tool in the agent's CTX_PATH (the rule is inert)\n"
+            "warning: coder.d/mount:2: rw mount /ro/inner lies under the read-only /ro (line 1) and its mount point " +
+            t / "ro" +
+            "/inner does not exist; create it there\n"
+            "warning: coder.d/mount:3: source /nonexistent does not exist (the launch will fail)\n" +
+            docker_warning + std::string(risk[0]) + "\n" + risk[1] + "\n" + risk[2] + "\n" + risk[3] + "\n" +
+            "risk low    6 more grants\ncoder: ok\n0 errors, " + std::to_string(docker_warning.empty() ? 6 : 7) +
+            " warnings\n");
 }
 
 TEST_CASE("ctx explain names the allowing rule or the missing one", "[fs]") {
@@ -345,20 +353,25 @@ TEST_CASE("ctx explain names the allowing rule or the missing one", "[fs]") {
   std::string ctx = ctx::test::built("ctx/ctx");
   auto ok = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "model:debug/echo", "use"});
   CHECK(ok.exit_code == 0);
-  CHECK(ok.out == "coder model:debug/echo use: allowed\n  agent policy: allowed by policy line 2: allow coder_t model:debug/echo use\n");
+  CHECK(
+      ok.out ==
+      "coder model:debug/echo use: allowed\n  agent policy: allowed by policy line 2: allow coder_t model:debug/echo use\n");
   auto no = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "network:default", "connect"});
   CHECK(no.exit_code == 1);
-  CHECK(no.out == "coder network:default connect: denied\n  agent policy: denied: no rule 'allow coder_t network:default "
-                  "connect' (policy v0 is default deny)\n");
+  CHECK(no.out ==
+        "coder network:default connect: denied\n  agent policy: denied: no rule 'allow coder_t network:default "
+        "connect' (policy v0 is default deny)\n");
   // A tool the policy allows but the sandbox cannot see (no mount of /ctx).
   auto hidden = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "tool:fs.read", "execute"});
   CHECK(hidden.exit_code == 1);
-  CHECK(hidden.out == "coder tool:fs.read execute: denied\n  lookup: no executable fs.read in CTX_PATH as the sandbox sees it\n"
-                      "  agent policy: allowed by policy line 1: allow coder_t tool:fs.read execute\n");
+  CHECK(hidden.out ==
+        "coder tool:fs.read execute: denied\n  lookup: no executable fs.read in CTX_PATH as the sandbox sees it\n"
+        "  agent policy: allowed by policy line 1: allow coder_t tool:fs.read execute\n");
   auto bad = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "file:x", "read"});
   CHECK(bad.exit_code == 2);
-  CHECK(bad.err == "ctx explain: file:x read: EINVAL: unknown class 'file' (classes: tool, model, shared, session, mount, "
-                   "agent, network)\n");
+  CHECK(bad.err ==
+        "ctx explain: file:x read: EINVAL: unknown class 'file' (classes: tool, model, shared, session, mount, "
+        "agent, network)\n");
 }
 
 TEST_CASE("ctx explain shows the four layers of a tool", "[fs]") {
@@ -372,12 +385,19 @@ TEST_CASE("ctx explain shows the four layers of a tool", "[fs]") {
   std::string ctx = ctx::test::built("ctx/ctx");
   auto r = ctx::test::run_command({ctx, "explain", "--ctx-root", root, "reviewer", "tool:fs.write", "execute"});
   CHECK(r.exit_code == 1);
-  CHECK(r.out == "reviewer tool:fs.write execute: denied\n"
-                 "  lookup: /ctx/tool/fs.write (host " + root + "/tool/fs.write)\n"
-                 "  mount: exec allowed: " + root + " -> /ctx (reviewer.d/mount:2)\n"
-                 "  mode bits: executable for uid " + uid + " (mode 0744, owner " + uid + ":" + gid + ")\n"
-                 "  agent policy: denied: no rule 'allow reviewer_t tool:fs.write execute' (policy v0 is default deny)\n"
-                 "  tool policy: none (the tool adds no restriction)\n");
+  CHECK(r.out ==
+        "reviewer tool:fs.write execute: denied\n"
+        "  lookup: /ctx/tool/fs.write (host " +
+            root +
+            "/tool/fs.write)\n"
+            "  mount: exec allowed: " +
+            root +
+            " -> /ctx (reviewer.d/mount:2)\n"
+            "  mode bits: executable for uid " +
+            uid + " (mode 0744, owner " + uid + ":" + gid +
+            ")\n"
+            "  agent policy: denied: no rule 'allow reviewer_t tool:fs.write execute' (policy v0 is default deny)\n"
+            "  tool policy: none (the tool adds no restriction)\n");
   auto s = ctx::test::run_command({ctx, "explain", "--ctx-root", root, "coder", "tool:shell.exec", "execute"});
   CHECK(s.exit_code == 0);
   CHECK(s.out.find("  tool policy: allowed by shell.exec.d/policy line 1\n") != std::string::npos);
@@ -406,9 +426,11 @@ TEST_CASE("ctx check --json gives the same findings as one document", "[fs]") {
   CHECK(coder["warnings"][0] ==
         "coder.d/policy:2: tool:fs.raed: no such tool in the agent's CTX_PATH; did you mean fs.read?");
   REQUIRE(coder["risk"].size() == 3);
-  CHECK(coder["risk"][0] == nlohmann::json{{"tier", "high"}, {"grant", "tool:shell.exec execute"}, {"where", "coder.d/policy:1"}});
+  CHECK(coder["risk"][0] ==
+        nlohmann::json{{"tier", "high"}, {"grant", "tool:shell.exec execute"}, {"where", "coder.d/policy:1"}});
   CHECK(coder["risk"][1]["tier"] == "low");
-  CHECK(coder["risk"][2] == nlohmann::json{{"tier", "low"}, {"grant", "ro mount /usr -> /usr"}, {"where", "coder.d/mount:1"}});
+  CHECK(coder["risk"][2] ==
+        nlohmann::json{{"tier", "low"}, {"grant", "ro mount /usr -> /usr"}, {"where", "coder.d/mount:1"}});
 }
 
 // Control-file text with ESC, BEL and U+202E (RIGHT-TO-LEFT OVERRIDE) is
@@ -420,7 +442,8 @@ TEST_CASE("hostile control-file text is escaped in every message", "[fs]") {
   for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
   const std::string rlo = "\xe2\x80\xae";
   auto raw = [&](const std::string& s) {
-    return s.find('\x1b') != std::string::npos || s.find('\x07') != std::string::npos || s.find(rlo) != std::string::npos;
+    return s.find('\x1b') != std::string::npos || s.find('\x07') != std::string::npos ||
+           s.find(rlo) != std::string::npos;
   };
   std::string ctx = ctx::test::built("ctx/ctx");
   std::string run = ctx::test::built("launcher/ctx-agent-run");

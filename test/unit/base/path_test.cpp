@@ -10,7 +10,7 @@ using ctx::abs_path_issue;
 TEST_CASE("strict absolute paths", "[unit]") {
   CHECK_FALSE(abs_path_issue("/"));
   CHECK_FALSE(abs_path_issue("/work"));
-  CHECK_FALSE(abs_path_issue("/a/b.c/..d/...")); // dots inside names are names
+  CHECK_FALSE(abs_path_issue("/a/b.c/..d/..."));  // dots inside names are names
   struct Bad {
     const char* p;
     std::size_t off;

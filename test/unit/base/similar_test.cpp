@@ -13,7 +13,7 @@ TEST_CASE("edit_distance counts insertions, deletions, substitutions and adjacen
   CHECK(edit_distance("fs.raed", "fs.read") == 1);  // one swap, not two substitutions
   CHECK(edit_distance("exec", "execute") == 3);
   CHECK(edit_distance("kitten", "sitting") == 3);
-  CHECK(edit_distance("ca", "abc") == 3);  // optimal string alignment: no edit of a swapped pair
+  CHECK(edit_distance("ca", "abc") == 3);     // optimal string alignment: no edit of a swapped pair
   CHECK(edit_distance("Tool", "tool") == 1);  // case counts here; closest ignores it
 }
 
@@ -23,8 +23,7 @@ TEST_CASE("closest suggests the one clearly close candidate", "[unit]") {
   CHECK(closest("fs.red", tools) == "fs.read");
   CHECK(closest("fs.wirte", tools) == "fs.write");
   CHECK(closest("fs.read", tools) == "fs.read");  // present: itself
-  const std::vector<std::string_view> classes{"tool",  "model", "shared", "session",
-                                              "mount", "agent", "network"};
+  const std::vector<std::string_view> classes{"tool", "model", "shared", "session", "mount", "agent", "network"};
   CHECK(closest("tol", classes) == "tool");
   CHECK(closest("sesion", classes) == "session");
   CHECK(closest("netwrok", classes) == "network");
@@ -39,8 +38,7 @@ TEST_CASE("closest suggests the one clearly close candidate", "[unit]") {
 }
 
 TEST_CASE("closest stays silent for garbage, far words and ties", "[unit]") {
-  const std::vector<std::string_view> classes{"tool",  "model", "shared", "session",
-                                              "mount", "agent", "network"};
+  const std::vector<std::string_view> classes{"tool", "model", "shared", "session", "mount", "agent", "network"};
   for (const char* w : {"zzz", "file", "x", "", "qwertyuiop", "a", "xe", "\x01\xff"}) {
     INFO(w);
     CHECK(closest(w, classes).empty());

@@ -59,7 +59,8 @@ TEST_CASE("printable escapes what could forge, hide or reorder text on a termina
   CHECK(printable("line\nforged\r") == "line\\x0aforged\\x0d");
   CHECK(printable("del\x7f") == "del\\x7f");
   // C1 controls (U+0080..U+009F, e.g. the single-byte CSI U+009B).
-  CHECK(printable("c1\xc2\x9b" "31m") == "c1\\u{9b}31m");
+  CHECK(printable("c1\xc2\x9b"
+                  "31m") == "c1\\u{9b}31m");
   // Bidirectional overrides and isolates, and the marks.
   CHECK(printable("evil\xe2\x80\xaetxt.exe") == "evil\\u{202e}txt.exe");
   CHECK(printable("\xe2\x81\xa6x\xe2\x81\xa9") == "\\u{2066}x\\u{2069}");

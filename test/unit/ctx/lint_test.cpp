@@ -17,8 +17,9 @@ TEST_CASE("grants are ordered by risk", "[unit]") {
                                          "allow coder_t agent:rev create\n"
                                          "allow other_t network:default connect\n"
                                          "allow coder_t shared:p write\n");
-  s.mounts = *ctx::mountspec::parse("m", "/home/alice\t/h\trw\tbind\n/srv/p\t/work\trw\tbind\n/usr\t/usr\tro\tbind\n"
-                                         "/ctx\t/ctx\trw\trbind\n");
+  s.mounts = *ctx::mountspec::parse("m",
+                                    "/home/alice\t/h\trw\tbind\n/srv/p\t/work\trw\tbind\n/usr\t/usr\tro\tbind\n"
+                                    "/ctx\t/ctx\trw\trbind\n");
   auto g = grants_by_risk(s);
   std::vector<std::string> order;
   for (const auto& x : g) order.push_back(std::string(to_string(x.risk)) + " " + x.what);
@@ -38,8 +39,9 @@ TEST_CASE("grants are ordered by risk", "[unit]") {
 TEST_CASE("mounts of pseudo file systems are high risk, ro or rw", "[unit]") {
   ctx::agentdir::AgentSpec s;
   s.name = "coder";
-  s.mounts = *ctx::mountspec::parse("m", "/proc\t/p\tro\tbind\n/sys/kernel/debug\t/d\tro\tbind\n/\t/host\tro\trbind\n"
-                                         "/\t/top\tro\tbind\n/srv\t/srv\tro\tbind\n");
+  s.mounts = *ctx::mountspec::parse("m",
+                                    "/proc\t/p\tro\tbind\n/sys/kernel/debug\t/d\tro\tbind\n/\t/host\tro\trbind\n"
+                                    "/\t/top\tro\tbind\n/srv\t/srv\tro\tbind\n");
   std::vector<std::string> order;
   for (const auto& x : grants_by_risk(s)) order.push_back(std::string(to_string(x.risk)) + " " + x.what);
   const std::string why = " (a pseudo file system: the host's processes and kernel state; a root launch refuses it)";

@@ -30,7 +30,8 @@ TEST_CASE("ctx status explains a missing status file", "[fs]") {
   t.mkdir("ctx");
   auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "status", "--ctx-root", t / "ctx"});
   CHECK(r.exit_code == 1);
-  CHECK(r.err == "ctx status: " + (t / "ctx") +
-                     "/status: ENOENT: missing: the CTX root's mount status (seed 001) is written by whatever mounts the "
-                     "root; a tree made by hand has none (write one line, e.g. \"ok\", or check the --ctx-root)\n");
+  CHECK(r.err ==
+        "ctx status: " + (t / "ctx") +
+            "/status: ENOENT: missing: the CTX root's mount status (seed 001) is written by whatever mounts the "
+            "root; a tree made by hand has none (write one line, e.g. \"ok\", or check the --ctx-root)\n");
 }

@@ -24,7 +24,7 @@ AgentSpec agent(const std::string& name, const std::string& parent, IdentitySour
 
 TEST_CASE("a child's ids are root's decision only where every ancestor's are", "[unit]") {
   std::map<std::string, AgentSpec> tree{
-      {"top", agent("top", "", {true, false, true})},   // root wrote uid and groups, the owner gid
+      {"top", agent("top", "", {true, false, true})},    // root wrote uid and groups, the owner gid
       {"mid", agent("mid", "top", {true, true, true})},  // written by a root supervisor
   };
   auto load = [&](const std::string& n) -> ctx::Result<AgentSpec> {
@@ -36,8 +36,8 @@ TEST_CASE("a child's ids are root's decision only where every ancestor's are", "
   ctx::launcher::PlanOptions po;
   REQUIRE(ctx::launcher::plan_ancestry(leaf, po, load));
   CHECK(leaf.id_source == IdentitySource{true, false, true});
-  CHECK(po.hidden_dirs == std::vector<std::string>{"/srv/ctx/home/1000/agent/mid/session",
-                                                   "/srv/ctx/home/1000/agent/top/session"});
+  CHECK(po.hidden_dirs ==
+        std::vector<std::string>{"/srv/ctx/home/1000/agent/mid/session", "/srv/ctx/home/1000/agent/top/session"});
   // An ancestor that cannot be read vouches for nothing.
   tree.erase("top");
   AgentSpec orphan = agent("leaf", "mid", {true, true, true});

@@ -83,7 +83,8 @@ TEST_CASE("unprivileged userns plan", "[unit]") {
   s.uid = 0;  // namespace-local root, mapped to the owner
   auto p = make_plan(s, user(), {});
   REQUIRE(p);
-  CHECK(p->clone_flags == (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWNET));
+  CHECK(p->clone_flags ==
+        (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWNET));
   CHECK(p->unshare_flags == 0);
   CHECK(p->ids.user_ns);
   CHECK_FALSE(p->ids.privileged);
@@ -103,11 +104,11 @@ TEST_CASE("unprivileged userns plan", "[unit]") {
   CHECK(binds(*p)[2].attrs.rdonly);
   CHECK(binds(*p)[2].line == 1);
   CHECK(p->argv == std::vector<std::string>{"/ctx/agent/coder"});
-  CHECK(p->env == std::vector<std::string>{
-                      "CTX_ROOT=/ctx", "CTX_HOME=/ctx/home/1000", "CTX_PATH=/ctx/tool:/ctx/home/1000/tool",
-                      "HOME=/ctx/home/1000/agent/coder", "PATH=/ctx/bin:/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
-                      "CTX_AGENT=coder", "CTX_SESSION=default", "NOTIFY_SOCKET=/run/ctx/notify", "LISTEN_FDS=1",
-                      "LISTEN_FDNAMES=coder.sock"});
+  CHECK(p->env == std::vector<std::string>{"CTX_ROOT=/ctx", "CTX_HOME=/ctx/home/1000",
+                                           "CTX_PATH=/ctx/tool:/ctx/home/1000/tool", "HOME=/ctx/home/1000/agent/coder",
+                                           "PATH=/ctx/bin:/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
+                                           "CTX_AGENT=coder", "CTX_SESSION=default", "NOTIFY_SOCKET=/run/ctx/notify",
+                                           "LISTEN_FDS=1", "LISTEN_FDNAMES=coder.sock"});
 }
 
 TEST_CASE("env may override PATH and HOME, never CTX_*; path builds CTX_PATH", "[unit]") {
@@ -148,7 +149,8 @@ TEST_CASE("privileged plans drop to host ids after the mounts", "[unit]") {
     s.id_source = {true, true, true};  // root wrote uid, gid and groups
     auto p = make_plan(s, root(), {});
     REQUIRE(p);
-    CHECK(p->clone_flags == (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWNET));
+    CHECK(p->clone_flags ==
+          (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWNET));
     CHECK(p->unshare_flags == 0);
     REQUIRE(p->ids.host_ids);
     CHECK(p->ids.host_ids->uid == 1500);
@@ -171,15 +173,17 @@ TEST_CASE("a root launch gives only ids the owner is entitled to, unless root wr
     CHECK(p.error().code == EPERM);
     return p.error().msg;
   };
-  const std::string tail = "; a root launch gives an agent only ids its owner is entitled to unless root owns the file: ";
+  const std::string tail =
+      "; a root launch gives an agent only ids its owner is entitled to unless root owns the file: ";
   AgentSpec u = coder(Iso::uid);
   u.uid = 0;
   CHECK(msg(u) == "coder.d/uid: EPERM: uid 0 is neither the owner (1000) nor in the owner's /etc/subuid ranges" + tail +
                       "write 1000, delegate the uid to the owner in /etc/subuid, or have root own coder.d/uid");
   u.uid = 1001;  // another user
   CHECK(msg(u).rfind("coder.d/uid: EPERM: uid 1001 is neither", 0) == 0);
-  const std::string gid_rule = " is not the owner's primary group (1000), not a group uid 1000 is a member of, and not "
-                               "in uid 1000's /etc/subgid ranges";
+  const std::string gid_rule =
+      " is not the owner's primary group (1000), not a group uid 1000 is a member of, and not "
+      "in uid 1000's /etc/subgid ranges";
   for (Iso iso : {Iso::uid, Iso::shared}) {
     AgentSpec g = coder(iso);
     g.gid = 42;
@@ -236,9 +240,11 @@ TEST_CASE("plans an unprivileged caller cannot have are refused with the fix", "
   helpers.subuid = {{100000, 65536}};
   AgentSpec u = coder(Iso::uid);
   u.uid = 5;
-  CHECK(msg(u, helpers) == "coder: iso uid: uid 5 is not delegated to uid 1000 in /etc/subuid; add a range that holds it");
+  CHECK(msg(u, helpers) ==
+        "coder: iso uid: uid 5 is not delegated to uid 1000 in /etc/subuid; add a range that holds it");
   u.uid = 100005;
-  CHECK(msg(u, helpers) == "coder: iso uid: gid 1000 is not delegated to uid 1000 in /etc/subgid; add a range that holds it");
+  CHECK(msg(u, helpers) ==
+        "coder: iso uid: gid 1000 is not delegated to uid 1000 in /etc/subgid; add a range that holds it");
   helpers.subgid = {{1000, 1}};
   auto ok = make_plan(u, helpers, {});
   REQUIRE(ok);
@@ -289,12 +295,14 @@ TEST_CASE("shared spaces: permission for direct mounts, masks under wider ones",
   REQUIRE_FALSE(denied);
   CHECK(denied.error().code == EACCES);
   CHECK(denied.error().reason == "shared_policy");
-  CHECK(denied.error().msg == "coder.d/mount:1: EACCES: source /srv/ctx/shared/a/data is in shared space a and the "
-                              "policy lacks 'allow coder_t shared:a read'");
+  CHECK(denied.error().msg ==
+        "coder.d/mount:1: EACCES: source /srv/ctx/shared/a/data is in shared space a and the "
+        "policy lacks 'allow coder_t shared:a read'");
 
   s.mounts = *ctx::mountspec::parse("coder.d/mount", "/srv/ctx\t/ctx\trw\trbind\n");
-  s.policy = *ctx::policy::Policy::parse("p", "allow coder_t shared:a read\nallow coder_t shared:b read\n"
-                                              "allow coder_t shared:b write\n");
+  s.policy = *ctx::policy::Policy::parse("p",
+                                         "allow coder_t shared:a read\nallow coder_t shared:b read\n"
+                                         "allow coder_t shared:b write\n");
   PlanOptions o;
   o.shared_spaces = {"a", "b", "c"};
   auto p = make_plan(s, user(), o);
@@ -323,14 +331,16 @@ TEST_CASE("plans of the example agents", "[fs]") {
   for (const auto& b : binds(*p)) targets.push_back(b.target);
   // The table's five lines in apply order; project-a is allowed rw, and
   // project-b, which the whole-/ctx mount would expose, is masked.
-  CHECK(targets == std::vector<std::string>{"/ctx", "/ctx/home/1000/agent/coder", "/shared/project-a", "/usr", "/work"});
+  CHECK(targets ==
+        std::vector<std::string>{"/ctx", "/ctx/home/1000/agent/coder", "/shared/project-a", "/usr", "/work"});
   REQUIRE(masks(*p).size() == 1);
   CHECK(masks(*p)[0].target == "/ctx/shared/project-b");
   CHECK(p->net_ns);
   CHECK(p->cwd == "/work");
   CHECK(p->root == "/ctx/home/1000/agent/coder/root");
   CHECK(p->argv == std::vector<std::string>{"/ctx/agent/coder"});
-  CHECK(std::find(p->env.begin(), p->env.end(), "CTX_PATH=/ctx/tool:/ctx/home/1000/tool:/ctx/shared/project-a/tool") != p->env.end());
+  CHECK(std::find(p->env.begin(), p->env.end(), "CTX_PATH=/ctx/tool:/ctx/home/1000/tool:/ctx/shared/project-a/tool") !=
+        p->env.end());
   CHECK(std::find(p->env.begin(), p->env.end(), "GREETING=hello $USER, no expansion here") != p->env.end());
 
   auto reviewer = ctx::agentdir::load(root, "reviewer");
@@ -377,7 +387,7 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
     return *it;
   };
   CHECK(bind("/x").beneath == "/data");
-  CHECK(bind("/x").beneath_no_xdev);          // the parent's bind hides submounts
+  CHECK(bind("/x").beneath_no_xdev);  // the parent's bind hides submounts
   CHECK(bind("/usr").beneath == "/usr");
   CHECK_FALSE(bind("/usr").beneath_no_xdev);  // the parent's rbind shows them
   CHECK(bind("/ctx").beneath.empty());        // no parent mount holds /srv/ctx
@@ -394,11 +404,13 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
   CHECK(masks(*p)[0].target == "/ctx/home/1000/agent/coder/session");
   CHECK(std::find(p->env.begin(), p->env.end(), "CTX_HANDOFF=/handoff") != p->env.end());
   // The handoff directory is the launcher's: a mount there is refused.
-  s.mounts.push_back({"/usr", "/handoff/x", ctx::mountspec::Mode::ro, ctx::mountspec::Kind::bind, false, false, false, 4});
+  s.mounts.push_back(
+      {"/usr", "/handoff/x", ctx::mountspec::Mode::ro, ctx::mountspec::Kind::bind, false, false, false, 4});
   auto refused = make_plan(s, user(), po);
   REQUIRE_FALSE(refused);
-  CHECK(refused.error().msg == "rev.d/mount:4: EINVAL: target /handoff/x is provided by the launcher (fresh /proc, "
-                               "minimal /dev, /run/ctx, /handoff); remove the line");
+  CHECK(refused.error().msg ==
+        "rev.d/mount:4: EINVAL: target /handoff/x is provided by the launcher (fresh /proc, "
+        "minimal /dev, /run/ctx, /handoff); remove the line");
 }
 
 TEST_CASE("tool views: every place a CTX_PATH tier appears shows only the tools both policies allow", "[unit]") {
@@ -412,17 +424,15 @@ TEST_CASE("tool views: every place a CTX_PATH tier appears shows only the tools 
   auto p = make_plan(s, user(), PlanOptions{});
   REQUIRE(p);
   // Default CTX_PATH: /ctx/tool and /ctx/home/1000/tool, both through the /ctx bind.
-  CHECK(ctx::launcher::ctx_path_host_dirs(*p) ==
-        std::vector<std::string>{"/srv/ctx/tool", "/srv/ctx/home/1000/tool"});
+  CHECK(ctx::launcher::ctx_path_host_dirs(*p) == std::vector<std::string>{"/srv/ctx/tool", "/srv/ctx/home/1000/tool"});
   using K = ctx::launcher::ToolDirEntry::Kind;
-  std::vector<ctx::launcher::ToolDirListing> l{
-      {"/srv/ctx/tool",
-       {{"fs.read", K::executable, std::nullopt},
-        {"fs.read.d", K::directory, std::nullopt},
-        {"shell.exec", K::executable, std::nullopt},
-        {"fenced", K::executable, "allow reviewer_t tool:fenced execute\n"},
-        {"README", K::file, std::nullopt},
-        {"link", K::other, std::nullopt}}}};
+  std::vector<ctx::launcher::ToolDirListing> l{{"/srv/ctx/tool",
+                                                {{"fs.read", K::executable, std::nullopt},
+                                                 {"fs.read.d", K::directory, std::nullopt},
+                                                 {"shell.exec", K::executable, std::nullopt},
+                                                 {"fenced", K::executable, "allow reviewer_t tool:fenced execute\n"},
+                                                 {"README", K::file, std::nullopt},
+                                                 {"link", K::other, std::nullopt}}}};
   ctx::launcher::plan_tool_views(s, l, *p);
   REQUIRE(views(*p).size() == 2);
   const MountStep v = views(*p)[0];
@@ -447,8 +457,8 @@ TEST_CASE("tool views: every place a CTX_PATH tier appears shows only the tools 
   CHECK(views(*q)[0].show == std::vector<std::string>{"fs.read.d", "README", "sub"});
   // A deeper bind on a hidden tool stays hidden.
   s.label = ctx::agentdir::Label{"", "", "coder_t", ""};
-  s.mounts.push_back({"/srv/x", "/ctx/tool/shell.exec", ctx::mountspec::Mode::ro, ctx::mountspec::Kind::bind, false, false,
-                      false, 4});
+  s.mounts.push_back(
+      {"/srv/x", "/ctx/tool/shell.exec", ctx::mountspec::Mode::ro, ctx::mountspec::Kind::bind, false, false, false, 4});
   auto w = make_plan(s, user(), PlanOptions{});
   REQUIRE(w);
   ctx::launcher::plan_tool_views(s, l, *w);

@@ -73,8 +73,9 @@ TEST_CASE("attenuate refusals name the entry and the reason", "[unit]") {
   CHECK(e.msg == "mount[0] /ctx/tool -> /t: EACCES: rw requested but the parent sees /ctx read-only");
   e = deny({req("/shared/project-a/x", "/x", Mode::ro, Kind::rbind)});
   CHECK(e.reason == "mount_widens_access");
-  CHECK(e.msg == "mount[0] /shared/project-a/x -> /x: EACCES: rbind requested but the parent's mount of "
-                 "/shared/project-a is bind (its submounts are hidden from the parent)");
+  CHECK(e.msg ==
+        "mount[0] /shared/project-a/x -> /x: EACCES: rbind requested but the parent's mount of "
+        "/shared/project-a is bind (its submounts are hidden from the parent)");
   e = deny({req("/etc", "/etc", Mode::ro)});
   CHECK(e.reason == "mount_not_visible");
   e = deny({req("/work/../etc", "/w", Mode::ro)});
@@ -101,8 +102,9 @@ TEST_CASE("attenuate: under an rbind parent mount a child mount is rbind", "[uni
   REQUIRE_FALSE(r);
   CHECK(r.error().code == EACCES);
   CHECK(r.error().reason == "mount_widens_access");
-  CHECK(r.error().msg == "mount[0] /work -> /w: EACCES: bind requested but the parent sees /work with rbind: a bind "
-                         "would uncover what the submounts below it cover; leave the kind unset or ask rbind");
+  CHECK(r.error().msg ==
+        "mount[0] /work -> /w: EACCES: bind requested but the parent sees /work with rbind: a bind "
+        "would uncover what the submounts below it cover; leave the kind unset or ask rbind");
   // Under a bind parent mount, bind stays allowed.
   r = attenuate(parent_table(), {req("/shared/project-a", "/p", Mode::ro, Kind::bind)});
   REQUIRE(r);
@@ -144,12 +146,14 @@ TEST_CASE("check_derived: a child entry in host paths against the parent's table
   e.kind = Kind::bind;
   err = deny(e);
   CHECK(err.reason == "mount_widens_access");
-  CHECK(err.msg == "bind requested but the parent sees /work with rbind: a bind would uncover what the submounts below "
-                   "it cover; leave the kind unset or ask rbind");
+  CHECK(err.msg ==
+        "bind requested but the parent sees /work with rbind: a bind would uncover what the submounts below "
+        "it cover; leave the kind unset or ask rbind");
   e = Entry{"/srv/a", "/a", Mode::ro, Kind::rbind, true, false, false, 0};
   err = deny(e);
-  CHECK(err.msg == "rbind requested but the parent's mount of /shared/project-a is bind (its submounts are hidden from "
-                   "the parent)");
+  CHECK(err.msg ==
+        "rbind requested but the parent's mount of /shared/project-a is bind (its submounts are hidden from "
+        "the parent)");
   e = ok;
   e.nodev = false;
   err = deny(e);
@@ -182,8 +186,14 @@ TEST_CASE("property: attenuation never widens (random tables)", "[unit]") {
     Table parent;
     int n = 1 + static_cast<int>(rng() % 4);
     for (int i = 0; i < n; ++i) {
-      Entry e{"/host" + path(3), path(3), rng() % 2 ? Mode::ro : Mode::rw, rng() % 2 ? Kind::bind : Kind::rbind,
-              rng() % 2 == 0, rng() % 2 == 0, rng() % 2 == 0, i + 1};
+      Entry e{"/host" + path(3),
+              path(3),
+              rng() % 2 ? Mode::ro : Mode::rw,
+              rng() % 2 ? Kind::bind : Kind::rbind,
+              rng() % 2 == 0,
+              rng() % 2 == 0,
+              rng() % 2 == 0,
+              i + 1};
       bool dup = false;
       for (const auto& x : parent) dup = dup || x.target == e.target;
       if (!dup) parent.push_back(e);
@@ -225,8 +235,7 @@ TEST_CASE("property: attenuation never widens (random tables)", "[unit]") {
             deepest = &q;
         if (deepest != &p) continue;
         bool narrower = (p.mode == Mode::rw || child.mode == Mode::ro) && (!p.nosuid || child.nosuid) &&
-                        (!p.nodev || child.nodev) && (!p.noexec || child.noexec) &&
-                        child.kind == p.kind;
+                        (!p.nodev || child.nodev) && (!p.noexec || child.noexec) && child.kind == p.kind;
         justified = justified || narrower;
       }
       INFO(format_entry(child));

@@ -50,7 +50,8 @@ TEST_CASE("parse reports every error when asked", "[unit]") {
   REQUIRE(all.size() == 3);
   CHECK(all[0].msg == "coder.d/mount:1:1: EINVAL: source must be an absolute path");
   CHECK(all[1].msg == "coder.d/mount:2:7: EINVAL: mode must be ro or rw, not 'zz'");
-  CHECK(all[2].msg == "coder.d/mount:3:10: EINVAL: unknown option 'wat' (v0 options: bind, rbind, nosuid, nodev, noexec, -)");
+  CHECK(all[2].msg ==
+        "coder.d/mount:3:10: EINVAL: unknown option 'wat' (v0 options: bind, rbind, nosuid, nodev, noexec, -)");
   CHECK(r.error() == all[0]);
 }
 
@@ -83,8 +84,14 @@ TEST_CASE("format and parse round-trip (random tables)", "[unit]") {
     Table t;
     int n = static_cast<int>(rng() % 6);
     for (int i = 0; i < n; ++i) {
-      Entry e{path(), path(), rng() % 2 ? Mode::ro : Mode::rw, rng() % 2 ? Kind::bind : Kind::rbind,
-              rng() % 2 == 0, rng() % 2 == 0, rng() % 2 == 0, 0};
+      Entry e{path(),
+              path(),
+              rng() % 2 ? Mode::ro : Mode::rw,
+              rng() % 2 ? Kind::bind : Kind::rbind,
+              rng() % 2 == 0,
+              rng() % 2 == 0,
+              rng() % 2 == 0,
+              0};
       bool dup = false;
       for (const auto& x : t) dup = dup || x.target == e.target;
       if (dup) continue;

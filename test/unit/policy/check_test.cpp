@@ -30,8 +30,7 @@ TEST_CASE("the fixed class and permission table of v1", "[unit]") {
   CHECK(ctx::policy::permissions_of(Class::mount) == V{"read", "write"});
   CHECK(ctx::policy::permissions_of(Class::agent) == V{"create", "start", "stop", "read", "write"});
   CHECK(ctx::policy::permissions_of(Class::network) == V{"connect"});
-  const std::vector<std::string_view> names{"tool",  "model", "shared", "session",
-                                            "mount", "agent", "network"};
+  const std::vector<std::string_view> names{"tool", "model", "shared", "session", "mount", "agent", "network"};
   for (std::size_t i = 0; i < kAll.size(); ++i) {
     CHECK(ctx::policy::to_string(kAll[i]) == names[i]);
     CHECK(ctx::policy::class_from(names[i]) == kAll[i]);

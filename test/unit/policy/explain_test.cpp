@@ -57,8 +57,7 @@ TEST_CASE("parse_request refuses what a policy line refuses, with the exact mess
       {"tool:fs.read", "use",
        "tool:fs.read use: EINVAL: unknown permission 'use' for class tool (tool permits: execute); use is a "
        "permission of model"},
-      {"tool:fs.read", "",
-       "tool:fs.read : EINVAL: missing permission for class tool (tool permits: execute)"},
+      {"tool:fs.read", "", "tool:fs.read : EINVAL: missing permission for class tool (tool permits: execute)"},
       {"file:x", "read", "file:x read: EINVAL: unknown class 'file' " + classes},
       {":x", "read", ":x read: EINVAL: missing class before ':' " + classes},
       {"tool", "execute", "tool execute: EINVAL: expected <class>:<object>, found 'tool'"},
@@ -70,18 +69,13 @@ TEST_CASE("parse_request refuses what a policy line refuses, with the exact mess
       {"network:lan", "connect",
        "network:lan connect: EINVAL: unknown network object 'lan' (the only network object is 'default')"},
       {"mount:work", "read", "mount:work read: EINVAL: mount object: path must be absolute (start with '/')"},
-      {"mount:/a b", "read",
-       "mount:/a b read: EINVAL: mount object: a space cannot be written in a policy v0 rule"},
-      {"tool:fs read", "execute",
-       "tool:fs read execute: EINVAL: tool name may contain only letters, digits and '_.-'"},
-      {"tool:\x1b[2J", "execute",
-       "tool:\\x1b[2J execute: EINVAL: no globs in policy v0; write one rule per name"},
-      {"tool:a\nb", "execute",
-       "tool:a\\x0ab execute: EINVAL: tool name may contain only letters, digits and '_.-'"},
+      {"mount:/a b", "read", "mount:/a b read: EINVAL: mount object: a space cannot be written in a policy v0 rule"},
+      {"tool:fs read", "execute", "tool:fs read execute: EINVAL: tool name may contain only letters, digits and '_.-'"},
+      {"tool:\x1b[2J", "execute", "tool:\\x1b[2J execute: EINVAL: no globs in policy v0; write one rule per name"},
+      {"tool:a\nb", "execute", "tool:a\\x0ab execute: EINVAL: tool name may contain only letters, digits and '_.-'"},
       {"model:a//b", "use", "model:a//b use: EINVAL: model name segment is empty"},
       {"session:.s", "read", "session:.s read: EINVAL: session name must begin with a letter or digit"},
-      {"agent:rev.1", "start",
-       "agent:rev.1 start: EINVAL: agent name may contain only letters, digits and '_-'"},
+      {"agent:rev.1", "start", "agent:rev.1 start: EINVAL: agent name may contain only letters, digits and '_-'"},
   };
   for (const auto& c : cases) {
     INFO(c[0] << " " << c[1]);
@@ -113,8 +107,7 @@ TEST_CASE("explain names the allowing rule and its line", "[unit]") {
 }
 
 TEST_CASE("explain a denial: the exact rule that would allow it", "[unit]") {
-  auto p = Policy::parse("coder.d/policy",
-                         "allow coder_t tool:fs.read execute\nallow reviewer_t shared:p write\n");
+  auto p = Policy::parse("coder.d/policy", "allow coder_t tool:fs.read execute\nallow reviewer_t shared:p write\n");
   REQUIRE(p);
   auto d = explain(*p, "coder_t", request("tool:fs.write", "execute"));
   CHECK_FALSE(d.allowed);

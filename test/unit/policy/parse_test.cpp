@@ -95,8 +95,7 @@ TEST_CASE("parse with `all` collects every error in file order and returns the f
   CHECK(all[0].msg ==
         "f.d/policy:2:1: EINVAL: policy v0 has no deny rules; remove the line: everything not allowed is "
         "denied");
-  CHECK(all[1].msg ==
-        "f.d/policy:4:18: EINVAL: unknown permission 'run' for class tool (tool permits: execute)");
+  CHECK(all[1].msg == "f.d/policy:4:18: EINVAL: unknown permission 'run' for class tool (tool permits: execute)");
   CHECK(all[2].msg == "f.d/policy:5:17: EINVAL: no globs in policy v0; write one rule per name");
   CHECK(r.error() == all[0]);
   for (const auto& e : all) CHECK(e.code == EINVAL);
@@ -107,14 +106,11 @@ TEST_CASE("an unknown class or permission suggests the one close match", "[unit]
   const std::string tool = "for class tool (tool permits: execute)";
   const std::vector<std::pair<std::string, std::string>> cases{
       // A class typo, a swap, a case difference, a prefix.
-      {"allow coder_t tol:fs.read execute",
-       "p:1:15: EINVAL: unknown class 'tol' " + cls + "; did you mean tool?"},
+      {"allow coder_t tol:fs.read execute", "p:1:15: EINVAL: unknown class 'tol' " + cls + "; did you mean tool?"},
       {"allow coder_t netwrok:default connect",
        "p:1:15: EINVAL: unknown class 'netwrok' " + cls + "; did you mean network?"},
-      {"allow coder_t Tool:fs.read execute",
-       "p:1:15: EINVAL: unknown class 'Tool' " + cls + "; did you mean tool?"},
-      {"allow coder_t sess:s read",
-       "p:1:15: EINVAL: unknown class 'sess' " + cls + "; did you mean session?"},
+      {"allow coder_t Tool:fs.read execute", "p:1:15: EINVAL: unknown class 'Tool' " + cls + "; did you mean tool?"},
+      {"allow coder_t sess:s read", "p:1:15: EINVAL: unknown class 'sess' " + cls + "; did you mean session?"},
       // Garbage, too far, or as close to agent as to mount: no suggestion.
       {"allow coder_t file:x read", "p:1:15: EINVAL: unknown class 'file' " + cls},
       {"allow coder_t zzz:x read", "p:1:15: EINVAL: unknown class 'zzz' " + cls},
@@ -135,9 +131,8 @@ TEST_CASE("an unknown class or permission suggests the one close match", "[unit]
       // A permission of another class names that class.
       {"allow coder_t tool:fs.read use",
        "p:1:28: EINVAL: unknown permission 'use' " + tool + "; use is a permission of model"},
-      {"allow coder_t tool:fs.read read",
-       "p:1:28: EINVAL: unknown permission 'read' " + tool +
-           "; read is a permission of shared, session, mount and agent"},
+      {"allow coder_t tool:fs.read read", "p:1:28: EINVAL: unknown permission 'read' " + tool +
+                                              "; read is a permission of shared, session, mount and agent"},
       {"allow coder_t network:default write",
        "p:1:31: EINVAL: unknown permission 'write' for class network (network permits: connect); write is a "
        "permission of shared, session, mount and agent"},
@@ -213,8 +208,7 @@ TEST_CASE("an empty policy and a policy of comments hold no rules", "[unit]") {
 }
 
 TEST_CASE("duplicate rules are kept in rules() with their own lines", "[unit]") {
-  auto p =
-      Policy::parse("p", "allow a_t tool:x execute\nallow a_t tool:y execute\nallow a_t tool:x execute\n");
+  auto p = Policy::parse("p", "allow a_t tool:x execute\nallow a_t tool:y execute\nallow a_t tool:x execute\n");
   REQUIRE(p);
   REQUIRE(p->rules().size() == 3);
   CHECK(p->rules()[0] == rule("a_t", Class::tool, "x", "execute", 1));
@@ -225,18 +219,15 @@ TEST_CASE("duplicate rules are kept in rules() with their own lines", "[unit]") 
 }
 
 TEST_CASE("format_rule writes the one line form", "[unit]") {
-  CHECK(format_rule(rule("coder_t", Class::tool, "fs.read", "execute")) ==
-        "allow coder_t tool:fs.read execute");
+  CHECK(format_rule(rule("coder_t", Class::tool, "fs.read", "execute")) == "allow coder_t tool:fs.read execute");
   CHECK(format_rule(rule("coder_t", Class::model, "openai/gpt-4o", "use", 9)) ==
         "allow coder_t model:openai/gpt-4o use");
   CHECK(format_rule(rule("c_t", Class::mount, "/srv/a:b", "write")) == "allow c_t mount:/srv/a:b write");
-  CHECK(format_rule(rule("c_t", Class::network, "default", "connect")) ==
-        "allow c_t network:default connect");
+  CHECK(format_rule(rule("c_t", Class::network, "default", "connect")) == "allow c_t network:default connect");
 }
 
 TEST_CASE("from_rules accepts exactly the rules a policy line can hold", "[unit]") {
-  std::vector<Rule> rules{rule("a_t", Class::tool, "fs.read", "execute", 4),
-                          rule("a_t", Class::session, "s", "resume"),
+  std::vector<Rule> rules{rule("a_t", Class::tool, "fs.read", "execute", 4), rule("a_t", Class::session, "s", "resume"),
                           rule("a_t", Class::tool, "fs.read", "execute", 9)};
   auto p = Policy::from_rules(rules);
   REQUIRE(p);
@@ -256,9 +247,7 @@ TEST_CASE("from_rules refuses what parse refuses, naming the rule", "[unit]") {
   };
   const Rule ok = rule("a_t", Class::tool, "x", "execute");
   const std::vector<Case> cases{
-      {rule("", Class::tool, "x", "execute"),
-       {},
-       "rule 1: allow  tool:x execute: EINVAL: subject type is empty"},
+      {rule("", Class::tool, "x", "execute"), {}, "rule 1: allow  tool:x execute: EINVAL: subject type is empty"},
       {rule("a-t", Class::tool, "x", "execute", 7),
        {},
        "policy line 7: allow a-t tool:x execute: EINVAL: subject type may contain only letters, digits and "

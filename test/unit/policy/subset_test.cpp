@@ -39,11 +39,9 @@ const Policy& coder() {
 TEST_CASE("check_subset: rules the parent holds pass", "[unit]") {
   CHECK(check_subset(coder(), "coder_t", parsed("allow rev_t tool:fs.read execute\n"), "rev_t"));
   CHECK(check_subset(coder(), "coder_t",
-                     parsed("allow rev_t mount:/work read\n# note\nallow rev_t shared:project-a read\n"),
-                     "rev_t"));
+                     parsed("allow rev_t mount:/work read\n# note\nallow rev_t shared:project-a read\n"), "rev_t"));
   // Duplicates in the child change nothing.
-  CHECK(check_subset(coder(), "coder_t",
-                     parsed("allow rev_t tool:fs.read execute\nallow rev_t tool:fs.read execute\n"),
+  CHECK(check_subset(coder(), "coder_t", parsed("allow rev_t tool:fs.read execute\nallow rev_t tool:fs.read execute\n"),
                      "rev_t"));
   // An empty child is within any parent, labelled or not.
   CHECK(check_subset(coder(), "coder_t", Policy(), "rev_t"));
@@ -55,24 +53,21 @@ TEST_CASE("check_subset: rules the parent holds pass", "[unit]") {
 
 TEST_CASE("check_subset: a rule the parent lacks is EACCES exceeds_parent_policy", "[unit]") {
   auto wider = check_subset(coder(), "coder_t",
-                            parsed("allow rev_t tool:fs.read execute\nallow rev_t tool:shell.exec execute\n"),
-                            "rev_t");
+                            parsed("allow rev_t tool:fs.read execute\nallow rev_t tool:shell.exec execute\n"), "rev_t");
   REQUIRE_FALSE(wider);
   CHECK(wider.error().code == EACCES);
   CHECK(wider.error().reason == "exceeds_parent_policy");
-  CHECK(
-      wider.error().msg ==
-      "child policy line 2: allow rev_t tool:shell.exec execute: EACCES: the parent (coder_t) does not hold "
-      "tool:shell.exec execute");
+  CHECK(wider.error().msg ==
+        "child policy line 2: allow rev_t tool:shell.exec execute: EACCES: the parent (coder_t) does not hold "
+        "tool:shell.exec execute");
 
   SECTION("read does not give write") {
     auto rw = check_subset(coder(), "coder_t", parsed("allow rev_t shared:project-a write\n"), "rev_t");
     REQUIRE_FALSE(rw);
     CHECK(rw.error().reason == "exceeds_parent_policy");
-    CHECK(
-        rw.error().msg ==
-        "child policy line 1: allow rev_t shared:project-a write: EACCES: the parent (coder_t) does not hold "
-        "shared:project-a write");
+    CHECK(rw.error().msg ==
+          "child policy line 1: allow rev_t shared:project-a write: EACCES: the parent (coder_t) does not hold "
+          "shared:project-a write");
   }
   SECTION("no path matching: a mount below the parent's is another object") {
     auto sub = check_subset(coder(), "coder_t", parsed("allow rev_t mount:/work/src read\n"), "rev_t");
@@ -92,14 +87,13 @@ TEST_CASE("check_subset: a rule the parent lacks is EACCES exceeds_parent_policy
     REQUIRE_FALSE(nolabel);
     CHECK(nolabel.error().code == EACCES);
     CHECK(nolabel.error().reason == "exceeds_parent_policy");
-    CHECK(
-        nolabel.error().msg ==
-        "child policy line 1: allow rev_t tool:fs.read execute: EACCES: the parent has no label, so it holds "
-        "nothing (not tool:fs.read execute)");
+    CHECK(nolabel.error().msg ==
+          "child policy line 1: allow rev_t tool:fs.read execute: EACCES: the parent has no label, so it holds "
+          "nothing (not tool:fs.read execute)");
   }
   SECTION("rules made in code are named by their position") {
-    auto child = Policy::from_rules({Rule{"rev_t", Class::tool, "fs.read", "execute", 0},
-                                     Rule{"rev_t", Class::network, "default", "connect", 0}});
+    auto child = Policy::from_rules(
+        {Rule{"rev_t", Class::tool, "fs.read", "execute", 0}, Rule{"rev_t", Class::network, "default", "connect", 0}});
     REQUIRE(child);
     auto r = check_subset(coder(), "coder_t", *child, "rev_t");
     REQUIRE_FALSE(r);
@@ -163,8 +157,7 @@ TEST_CASE("property: children built from the parent's rules pass, any other rule
     std::vector<Rule> all;
     for (const auto& [cls, names] : objects)
       for (const auto& o : names)
-        for (auto perm : ctx::policy::permissions_of(cls))
-          all.push_back(Rule{subject, cls, o, std::string(perm), 0});
+        for (auto perm : ctx::policy::permissions_of(cls)) all.push_back(Rule{subject, cls, o, std::string(perm), 0});
     return all;
   };
   const std::vector<Rule> parent_universe = universe("par_t");
@@ -225,8 +218,8 @@ TEST_CASE("property: children built from the parent's rules pass, any other rule
         REQUIRE_FALSE(r);
         CHECK(r.error().code == EACCES);
         CHECK(r.error().reason == "exceeds_parent_policy");
-        CHECK(r.error().msg == "child policy line " + std::to_string(more.size()) + ": " +
-                                   format_rule(extra) + ": EACCES: the parent (par_t) does not hold " + what);
+        CHECK(r.error().msg == "child policy line " + std::to_string(more.size()) + ": " + format_rule(extra) +
+                                   ": EACCES: the parent (par_t) does not hold " + what);
         ++refused;
       }
     }
