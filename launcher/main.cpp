@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,23 +50,9 @@ std::string env_or(const char* key, const char* dflt) {
   return v != nullptr && *v != '\0' ? v : dflt;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  ctx::sys::ignore_sigpipe();
-  // Everything after "--" is the runtime's command line, untouched.
-  std::vector<std::string> command;
-  int cli_argc = argc;
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--") {
-      cli_argc = i;
-      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
-      break;
-    }
-
-  CLI::App app{"Launch an agent's runtime inside a kernel-enforced sandbox."};
-  app.set_version_flag("--version", "ctx-agent-run " CTX_VERSION);
-  app.formatter(std::make_shared<UsageFormatter>());
+// What the command line says.
+struct Args {
+  std::vector<std::string> command;  ///< after "--"
   std::string ctx_root = env_or("CTX_ROOT", "/ctx");
   std::string session = "default";
   std::string name;
@@ -76,59 +63,55 @@ int main(int argc, char** argv) {
   int cancel_grace_ms = ctx::launcher::kDefaultCancelGraceMs;
   pid_t owned_by = 0;
   std::string cgroup_leaf;
-  app.add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
-  app.add_option("--session", session, "session name (default: default)");
-  app.add_flag("--dry-run", dry_run, "print the launch plan as JSON and exit; touches nothing");
-  app.add_option("--json-status-fd", status_fd, "write pid, namespace ids, step timings and exit status as JSON to FD");
-  app.add_option("--cgroup-base", cgroup_base, "the delegated cgroup v2 directory to place the agent in");
-  app.add_flag("--require-cgroup", require_cgroup, "fail instead of falling back when no writable cgroup v2 exists");
-  app.add_option("--cancel-grace-ms", cancel_grace_ms,
+};
+
+// Parses the command line; an exit code when the launcher ends here.
+std::optional<int> parse_args(int argc, char** argv, Args& a) {
+  // Everything after "--" is the runtime's command line, untouched.
+  int cli_argc = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      cli_argc = i;
+      for (int j = i + 1; j < argc; ++j) a.command.emplace_back(argv[j]);
+      break;
+    }
+  CLI::App app{"Launch an agent's runtime inside a kernel-enforced sandbox."};
+  app.set_version_flag("--version", "ctx-agent-run " CTX_VERSION);
+  app.formatter(std::make_shared<UsageFormatter>());
+  app.add_option("--ctx-root", a.ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
+  app.add_option("--session", a.session, "session name (default: default)");
+  app.add_flag("--dry-run", a.dry_run, "print the launch plan as JSON and exit; touches nothing");
+  app.add_option("--json-status-fd", a.status_fd,
+                 "write pid, namespace ids, step timings and exit status as JSON to FD");
+  app.add_option("--cgroup-base", a.cgroup_base, "the delegated cgroup v2 directory to place the agent in");
+  app.add_flag("--require-cgroup", a.require_cgroup, "fail instead of falling back when no writable cgroup v2 exists");
+  app.add_option("--cancel-grace-ms", a.cancel_grace_ms,
                  "when cancelling owned children: milliseconds between SIGTERM and cgroup.kill (default 2000)")
       ->check(CLI::Range(0, 600000));
-  app.add_option("--owned-by", owned_by, "(internal) the parent supervisor's pid; its death cancels this agent");
-  app.add_option("--cgroup-leaf", cgroup_leaf, "(internal) the subtree's name below --cgroup-base");
-  app.add_option("NAME", name, "the agent")->required();
+  app.add_option("--owned-by", a.owned_by, "(internal) the parent supervisor's pid; its death cancels this agent");
+  app.add_option("--cgroup-leaf", a.cgroup_leaf, "(internal) the subtree's name below --cgroup-base");
+  app.add_option("NAME", a.name, "the agent")->required();
   try {
     app.parse(cli_argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (command.empty() && cli_argc != argc && argc == cli_argc + 1)
+  if (a.command.empty() && cli_argc != argc && argc == cli_argc + 1)
     return report(ctx::Error{EINVAL, "nothing after '--'; give a command or drop the '--'"}, 2);
-  if (status_fd >= 0 && !ctx::sys::is_open_fd(status_fd))
-    return report(ctx::Error{EBADF, "--json-status-fd " + std::to_string(status_fd) +
+  if (a.status_fd >= 0 && !ctx::sys::is_open_fd(a.status_fd))
+    return report(ctx::Error{EBADF, "--json-status-fd " + std::to_string(a.status_fd) +
                                         ": EBADF: not an open file descriptor; open it for the launcher (e.g. 3>file)"},
                   2);
-  if (auto issue = ctx::space_name_issue(session))
-    return report(ctx::Error{EINVAL, "--session " + session + ": " + *issue}, 2);
+  if (auto issue = ctx::space_name_issue(a.session))
+    return report(ctx::Error{EINVAL, "--session " + a.session + ": " + *issue}, 2);
+  a.ctx_root = ctx::sys::absolute_path(a.ctx_root);
+  return std::nullopt;
+}
 
-  ctx_root = ctx::sys::absolute_path(ctx_root);
-  ctx::agentdir::LoadOptions lo;
-  lo.require_trusted_files = ::geteuid() == 0;
-  auto spec = ctx::agentdir::load(ctx_root, name, lo);
-  if (!spec) return report(spec.error(), ctx::launcher::kExitLaunchFailed);
-  auto caller = ctx::launcher::probe_caller(*spec);
-  if (!caller) return report(caller.error(), ctx::launcher::kExitLaunchFailed);
-  ctx::launcher::PlanOptions po;
-  po.session = session;
-  po.command = command;
-  po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
-  po.terminal = ctx::sys::is_terminal(0) || ctx::sys::is_terminal(1) || ctx::sys::is_terminal(2);
-  if (spec->parent)
-    if (auto r = ctx::launcher::plan_ancestry(*spec, po,
-                                              [&](const std::string& n) { return ctx::agentdir::load(ctx_root, n); });
-        !r)
-      return report(r.error(), ctx::launcher::kExitLaunchFailed);
-  po.tool_views = ctx::launcher::add_tool_views;
-  auto plan = ctx::launcher::make_plan(*spec, *caller, po);
-  if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
-  if (dry_run) {
-    std::cout << ctx::launcher::plan_to_json(*plan).dump(2, ' ', true) << "\n";
-    return 0;
-  }
-
+// The supervisor's options from the arguments and the environment.
+ctx::launcher::SuperviseOptions supervise_options(const Args& a, const ctx::launcher::PlanOptions& po) {
   ctx::launcher::SuperviseOptions so;
-  so.json_status_fd = status_fd;
+  so.json_status_fd = a.status_fd;
   std::string xdg = env_or("XDG_RUNTIME_DIR", "");
   // Only a directory that is verifiably the caller's alone: one planted by
   // another user is never used.
@@ -137,17 +120,49 @@ int main(int argc, char** argv) {
   else if (::geteuid() == 0)
     so.marker_dir = "/run";
   so.parent_notify_socket = env_or("NOTIFY_SOCKET", "");
-  so.cgroup_base = cgroup_base;
-  so.require_cgroup = require_cgroup;
+  so.cgroup_base = a.cgroup_base;
+  so.require_cgroup = a.require_cgroup;
   so.self_exe = "/proc/self/exe";
   for (char** e = environ; *e != nullptr; ++e)
     if (std::string_view(*e).rfind("NOTIFY_SOCKET=", 0) != 0) so.child_env.emplace_back(*e);
-  so.cancel_grace_ms = cancel_grace_ms;
-  so.owned_by = owned_by;
-  so.cgroup_leaf = cgroup_leaf;
+  so.cancel_grace_ms = a.cancel_grace_ms;
+  so.owned_by = a.owned_by;
+  so.cgroup_leaf = a.cgroup_leaf;
   so.handoff_dir = po.handoff_dir;
+  return so;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ctx::sys::ignore_sigpipe();
+  Args a;
+  if (auto code = parse_args(argc, argv, a)) return *code;
+  ctx::agentdir::LoadOptions lo;
+  lo.require_trusted_files = ::geteuid() == 0;
+  auto spec = ctx::agentdir::load(a.ctx_root, a.name, lo);
+  if (!spec) return report(spec.error(), ctx::launcher::kExitLaunchFailed);
+  auto caller = ctx::launcher::probe_caller(*spec);
+  if (!caller) return report(caller.error(), ctx::launcher::kExitLaunchFailed);
+  ctx::launcher::PlanOptions po;
+  po.session = a.session;
+  po.command = a.command;
+  po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
+  po.terminal = ctx::sys::is_terminal(0) || ctx::sys::is_terminal(1) || ctx::sys::is_terminal(2);
+  po.tool_views = ctx::launcher::add_tool_views;
+  if (spec->parent)
+    if (auto r = ctx::launcher::plan_ancestry(*spec, po,
+                                              [&](const std::string& n) { return ctx::agentdir::load(a.ctx_root, n); });
+        !r)
+      return report(r.error(), ctx::launcher::kExitLaunchFailed);
+  auto plan = ctx::launcher::make_plan(*spec, *caller, po);
+  if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
+  if (a.dry_run) {
+    std::cout << ctx::launcher::plan_to_json(*plan).dump(2, ' ', true) << "\n";
+    return 0;
+  }
   std::optional<ctx::Error> error;
-  int code = ctx::launcher::supervise(*spec, *plan, so, error);
+  int code = ctx::launcher::supervise(*spec, *plan, supervise_options(a, po), error);
   if (error) report(*error, code);
   return code;
 }

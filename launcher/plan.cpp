@@ -180,14 +180,102 @@ std::optional<std::string> shared_space_of(std::string_view host, const std::str
   return std::string(rest.substr(0, rest.find('/')));
 }
 
+// One line of the table as a bind, tied to the parent mount it derives
+// from when the agent is an owned child: the deepest parent mount whose
+// source holds it decides, and only a non-recursive one hides submounts.
+MountStep bind_of(const mountspec::Entry& e, const mountspec::Table& parent_mounts) {
+  MountStep b;
+  b.kind = StepKind::bind;
+  b.source = e.source;
+  b.target = e.target;
+  b.recursive = e.kind == mountspec::Kind::rbind;
+  b.attrs = {e.mode == mountspec::Mode::ro, e.nosuid, e.nodev, e.noexec};
+  b.need_write = !b.attrs.rdonly;
+  b.line = e.line;
+  const mountspec::Entry* from = nullptr;
+  for (const auto& pe : parent_mounts)
+    if (path_is_at_or_under(e.source, pe.source) && (from == nullptr || pe.source.size() > from->source.size()))
+      from = &pe;
+  if (from != nullptr) {
+    b.beneath = from->source;
+    b.beneath_no_xdev = from->kind == mountspec::Kind::bind;
+  }
+  return b;
+}
+
+// The shared spaces' policy over the table: a mount of a space needs its
+// read (ro) or write (rw) permission; a mount that holds <ctx>/shared
+// hides the spaces without read and rebinds read-only those without write.
+class SharedSpaces {
+ public:
+  SharedSpaces(const AgentSpec& spec, const PlanOptions& opts)
+      : spec_(spec), opts_(opts), dir_(path_join(spec.ctx_root, "shared")), subject_(spec.subject()) {}
+
+  Result<void> add(const mountspec::Entry& e, MountStep b, std::vector<MountStep>& binds,
+                   std::vector<MountStep>& masks) const {
+    if (auto space = shared_space_of(e.source, dir_)) {
+      const char* perm = b.attrs.rdonly ? "read" : "write";
+      if (!allowed(*space, perm))
+        return fail(Error{EACCES,
+                          located(spec_.name + ".d/mount", e.line, 0, EACCES,
+                                  "source " + e.source + " is in shared space " + *space + " and the policy lacks " +
+                                      policy::missing_rule(subject_, policy::Class::shared, *space, perm))
+                              .msg,
+                          "shared_policy"});
+      binds.push_back(std::move(b));
+      return {};
+    }
+    binds.push_back(b);
+    if (!path_is_at_or_under(dir_, e.source)) return {};
+    std::string inner_shared = path_join(e.target, path_suffix(dir_, e.source));
+    for (const auto& space : opts_.shared_spaces) {
+      std::string inner = path_join(inner_shared, space);
+      if (!allowed(space, "read")) {
+        masks.push_back(mask(inner, "no 'shared:" + space + " read' in policy"));
+      } else if (!b.attrs.rdonly && !allowed(space, "write")) {
+        MountStep ro = b;
+        ro.source = path_join(dir_, space);
+        ro.target = inner;
+        ro.attrs.rdonly = true;
+        ro.need_write = false;
+        binds.push_back(ro);
+      }
+    }
+    return {};
+  }
+
+ private:
+  bool allowed(const std::string& space, const char* perm) const {
+    return !subject_.empty() && spec_.policy.allows(subject_, policy::Class::shared, space, perm);
+  }
+  const AgentSpec& spec_;
+  const PlanOptions& opts_;
+  std::string dir_;
+  std::string subject_;
+};
+
+// An owned child's handoff: the parent's instructions read-only, the
+// result channels writable, nothing else of the parent's context.
+void add_handoff(const AgentSpec& spec, const std::string& handoff_dir, std::vector<MountStep>& binds) {
+  for (const char* f : {"handoff.md", "result.md", "refs.jsonl", "artifact"}) {
+    MountStep b;
+    b.kind = StepKind::bind;
+    b.source = path_join(handoff_dir, f);
+    b.target = path_join(kHandoffDir, f);
+    b.attrs = {std::string_view(f) == "handoff.md", true, true, true};
+    b.need_write = !b.attrs.rdonly;
+    b.beneath = spec.ctx_root;
+    binds.push_back(std::move(b));
+  }
+}
+
+// The root, the table's binds (parents before children), then the masks
+// over them: shared spaces the policy hides, and ancestors' sessions
+// wherever a bind shows them.
 Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan) {
   const std::string file = spec.name + ".d/mount";
   CTX_TRY_ASSIGN(mountspec::Table ordered, mountspec::order_for_apply(spec.mounts, file));
-  const std::string shared_dir = path_join(spec.ctx_root, "shared");
-  const std::string subject = spec.subject();
-  auto allowed = [&](const std::string& space, const char* perm) {
-    return !subject.empty() && spec.policy.allows(subject, policy::Class::shared, space, perm);
-  };
+  const SharedSpaces shared(spec, opts);
   std::vector<MountStep> binds, masks;
   for (const auto& e : ordered) {
     if (reserved_target(e.target, !opts.handoff_dir.empty()))
@@ -195,77 +283,13 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
                           "target " + e.target + " is provided by the launcher (fresh /proc, minimal /dev, " +
                               kNotifyDir + (opts.handoff_dir.empty() ? "" : std::string(", ") + kHandoffDir) +
                               "); remove the line"));
-    MountStep b;
-    b.kind = StepKind::bind;
-    b.source = e.source;
-    b.target = e.target;
-    b.recursive = e.kind == mountspec::Kind::rbind;
-    b.attrs = {e.mode == mountspec::Mode::ro, e.nosuid, e.nodev, e.noexec};
-    b.need_write = !b.attrs.rdonly;
-    b.line = e.line;
-    // The deepest parent mount whose source holds ours decides; only a
-    // non-recursive one hides submounts.
-    const mountspec::Entry* from = nullptr;
-    for (const auto& pe : opts.parent_mounts)
-      if (path_is_at_or_under(e.source, pe.source) && (from == nullptr || pe.source.size() > from->source.size()))
-        from = &pe;
-    if (from != nullptr) {
-      b.beneath = from->source;
-      b.beneath_no_xdev = from->kind == mountspec::Kind::bind;
-    }
-    if (auto space = shared_space_of(e.source, shared_dir)) {
-      const char* perm = b.attrs.rdonly ? "read" : "write";
-      if (!allowed(*space, perm))
-        return fail(Error{EACCES,
-                          located(file, e.line, 0, EACCES,
-                                  "source " + e.source + " is in shared space " + *space + " and the policy lacks " +
-                                      policy::missing_rule(subject, policy::Class::shared, *space, perm))
-                              .msg,
-                          "shared_policy"});
-      binds.push_back(std::move(b));
-      continue;
-    }
-    binds.push_back(b);
-    // A source that holds <ctx>/shared exposes every shared space below
-    // it: hide those the policy does not allow, and make read-only those
-    // it allows only to read.
-    if (path_is_at_or_under(shared_dir, e.source)) {
-      std::string inner_shared = path_join(e.target, path_suffix(shared_dir, e.source));
-      for (const auto& space : opts.shared_spaces) {
-        std::string inner = path_join(inner_shared, space);
-        if (!allowed(space, "read")) {
-          masks.push_back(mask(inner, "no 'shared:" + space + " read' in policy"));
-        } else if (!b.attrs.rdonly && !allowed(space, "write")) {
-          MountStep ro = b;
-          ro.source = path_join(shared_dir, space);
-          ro.target = inner;
-          ro.attrs.rdonly = true;
-          ro.need_write = false;
-          binds.push_back(ro);
-        }
-      }
-    }
+    CTX_TRY(shared.add(e, bind_of(e, opts.parent_mounts), binds, masks));
   }
-  // Ancestors' sessions: masked wherever a mount shows them.
   for (const auto& hidden : opts.hidden_dirs)
     for (const MountStep& b : binds)
       if (path_is_at_or_under(hidden, b.source))
         masks.push_back(mask(path_join(b.target, path_suffix(hidden, b.source)), "an ancestor's sessions"));
-  // The handoff: the parent's instructions read-only, the result channels
-  // writable, nothing else of the parent's context.
-  if (!opts.handoff_dir.empty()) {
-    for (const char* f : {"handoff.md", "result.md", "refs.jsonl", "artifact"}) {
-      MountStep b;
-      b.kind = StepKind::bind;
-      b.source = path_join(opts.handoff_dir, f);
-      b.target = path_join(kHandoffDir, f);
-      b.attrs = {std::string_view(f) == "handoff.md", true, true, true};
-      b.need_write = !b.attrs.rdonly;
-      b.beneath = spec.ctx_root;
-      binds.push_back(std::move(b));
-    }
-  }
-  // The root first, then the binds, then the masks over them.
+  if (!opts.handoff_dir.empty()) add_handoff(spec, opts.handoff_dir, binds);
   MountStep root;
   root.kind = StepKind::root;
   root.target = "/";
