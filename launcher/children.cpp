@@ -8,6 +8,7 @@
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
+#include "launcher/child_request.hpp"
 #include "launcher/sandbox.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
@@ -21,107 +22,6 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxRequest = 64 * 1024;
 constexpr std::size_t kMaxConns = 32;
-
-Error bad_request(const std::string& msg) { return Error{EINVAL, "EINVAL: " + msg, "invalid_request"}; }
-
-Result<std::vector<std::string>> strings(const json& v, const std::string& key) {
-  std::vector<std::string> out;
-  if (v.is_string()) return std::vector<std::string>{v.get<std::string>()};
-  if (!v.is_array()) return fail(bad_request(key + " must be a string or an array of strings"));
-  for (const auto& e : v) {
-    if (!e.is_string()) return fail(bad_request(key + " must be a string or an array of strings"));
-    out.push_back(e.get<std::string>());
-  }
-  return out;
-}
-
-Result<std::vector<std::pair<std::string, std::vector<std::string>>>> grants(const json& v, const std::string& key) {
-  if (!v.is_object()) return fail(bad_request(key + " must be an object of name -> permissions"));
-  std::vector<std::pair<std::string, std::vector<std::string>>> out;
-  for (const auto& [k, perms] : v.items()) {
-    CTX_TRY_ASSIGN(auto p, strings(perms, key + "." + k));
-    out.emplace_back(k, std::move(p));
-  }
-  return out;
-}
-
-Result<mountspec::ChildMount> child_mount(const json& m, std::size_t i) {
-  const std::string where = "mount[" + std::to_string(i) + "]";
-  if (!m.is_array() || m.size() < 3 || m.size() > 4)
-    return fail(bad_request(where + " must be [source, target, mode] or [source, target, mode, options]"));
-  for (const auto& e : m)
-    if (!e.is_string()) return fail(bad_request(where + ": every element must be a string"));
-  mountspec::ChildMount c;
-  c.source = m[0].get<std::string>();
-  c.target = m[1].get<std::string>();
-  std::string mode = m[2].get<std::string>();
-  if (mode != "ro" && mode != "rw") return fail(bad_request(where + ": mode must be ro or rw, not '" + mode + "'"));
-  c.mode = mode == "ro" ? mountspec::Mode::ro : mountspec::Mode::rw;
-  if (m.size() == 4) {
-    // The mount file's own parser: the same rules for a child's request.
-    mountspec::Options opts;
-    if (auto issue = mountspec::parse_options(m[3].get<std::string>(), opts))
-      return fail(bad_request(where + ": " + issue->what));
-    c.kind = opts.kind;
-    c.nosuid = opts.nosuid;
-    c.nodev = opts.nodev;
-    c.noexec = opts.noexec;
-  }
-  return c;
-}
-
-// The seed's agent.create request, strictly: unknown keys are errors.
-Result<agentdir::ChildRequest> decode(const json& j) {
-  if (!j.is_object()) return fail(bad_request("the request must be a JSON object"));
-  agentdir::ChildRequest r;
-  for (const auto& [k, v] : j.items()) {
-    if (k == "name") {
-      if (!v.is_string()) return fail(bad_request("name must be a string"));
-      r.name = v.get<std::string>();
-    } else if (k == "label") {
-      if (!v.is_string()) return fail(bad_request("label must be a string"));
-      r.label = v.get<std::string>();
-    } else if (k == "model") {
-      CTX_TRY_ASSIGN(r.models, strings(v, k));
-    } else if (k == "tools") {
-      CTX_TRY_ASSIGN(r.tools, strings(v, k));
-    } else if (k == "shared") {
-      CTX_TRY_ASSIGN(r.shared, grants(v, k));
-    } else if (k == "agents") {
-      CTX_TRY_ASSIGN(r.agents, grants(v, k));
-    } else if (k == "network") {
-      if (!v.is_boolean()) return fail(bad_request("network must be true or false"));
-      r.network = v.get<bool>();
-    } else if (k == "mount") {
-      if (!v.is_array()) return fail(bad_request("mount must be an array"));
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        CTX_TRY_ASSIGN(auto m, child_mount(v[i], i));
-        r.mounts.push_back(std::move(m));
-      }
-    } else if (k == "groups") {
-      std::vector<std::uint32_t> g;
-      if (!v.is_array()) return fail(bad_request("groups must be an array of gids"));
-      for (const auto& e : v) {
-        if (!e.is_number_unsigned() || e.get<std::uint64_t>() > 0xfffffffeu)
-          return fail(bad_request("groups must be an array of gids"));
-        g.push_back(e.get<std::uint32_t>());
-      }
-      r.groups = std::move(g);
-    } else if (k == "cwd") {
-      if (!v.is_string()) return fail(bad_request("cwd must be a string"));
-      r.cwd = v.get<std::string>();
-    } else if (k == "handoff") {
-      if (!v.is_string()) return fail(bad_request("handoff must be a string (the text of handoff.md)"));
-      r.handoff = v.get<std::string>();
-    } else {
-      return fail(bad_request("unknown key '" + k +
-                              "' (known: name label model tools shared agents network mount "
-                              "groups cwd handoff)"));
-    }
-  }
-  if (r.name.empty()) return fail(bad_request("name is required"));
-  return r;
-}
 
 // <ctx>/home/<owner>/agent/<name>/session/default/output.log, for appending.
 Result<UniqueFd> open_output(const agentdir::AgentSpec& child, std::optional<sys::Ownership> owner) {
@@ -277,7 +177,7 @@ Result<std::string> Children::own_child(const json& req, const char* perm) {
 }
 
 Result<json> Children::create(const json& req) {
-  CTX_TRY_ASSIGN(agentdir::ChildRequest r, decode(req));
+  CTX_TRY_ASSIGN(agentdir::ChildRequest r, decode_child_request(req));
   CTX_TRY_ASSIGN(agentdir::ChildPlan plan,
                  agentdir::plan_child(*cfg_.parent, r, {cfg_.session, cfg_.run}, agentdir::passwd_primary_gid()));
   CTX_TRY(agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, cfg_.owner));
@@ -292,7 +192,7 @@ Result<std::string> Children::start(int id, const json& req) {
   CTX_TRY_ASSIGN(std::string name, own_child(req, "start"));
   std::vector<std::string> command;
   if (req.contains("command")) {
-    CTX_TRY_ASSIGN(command, strings(req["command"], "command"));
+    CTX_TRY_ASSIGN(command, string_list(req["command"], "command"));
   }
   for (const auto& [k, v] : req.items())
     if (k != "op" && k != "name" && k != "command") return fail(bad_request("unknown key '" + k + "' in start"));
