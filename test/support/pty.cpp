@@ -24,7 +24,7 @@ PtySession::PtySession(const std::vector<std::string>& argv, std::optional<TestU
   slave_path_ = ::ptsname(master_);
   winsize w{static_cast<unsigned short>(rows), static_cast<unsigned short>(cols), 0, 0};
   ::ioctl(master_, TIOCSWINSZ, &w);
-  if (as) ::chown(slave_path_.c_str(), as->uid, static_cast<gid_t>(-1));
+  if (as && ::geteuid() == 0) ::chown(slave_path_.c_str(), as->uid, static_cast<gid_t>(-1));
   // Held open by the test too: a master whose slave nobody has open reads
   // EIO, which would end the session before the child opened it.
   held_slave_ = ::open(slave_path_.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -40,7 +40,7 @@ void PtySession::run_child(const std::vector<std::string>& argv, std::optional<T
   if (s < 0 || ::ioctl(s, TIOCSCTTY, 0) != 0) ::_exit(120);
   for (int fd = 0; fd < 3; ++fd) ::dup2(s, fd);
   if (s > 2) ::close(s);
-  if (as) {
+  if (as && ::geteuid() == 0 && as->uid != 0) {
     if (::setgroups(0, nullptr) != 0 || ::setgid(as->gid) != 0 || ::setuid(as->uid) != 0) ::_exit(121);
   }
   std::vector<char*> args, envp;
