@@ -53,18 +53,18 @@ int add_rule(scmp_filter_ctx ctx, const SeccompRule& r, int nr) {
       return add(ctx, action, nr, &c);
     }
     case SeccompWhen::arg_not_query: {
-      // libseccomp takes one comparison per argument and rule. A 32-bit
-      // value other than 0 and 0xffffffff has two neighbouring bits that
-      // differ, so 62 masked comparisons name exactly the values refused;
-      // one more refuses anything above 32 bits.
+      // libseccomp takes one comparison per argument and rule. Going round
+      // the 32 bits of a value other than 0 and 0xffffffff, some set bit is
+      // followed by a clear one, so 32 masked comparisons ("bit i set, bit
+      // i+1 mod 32 clear") name exactly the 32-bit values refused; one more
+      // refuses anything above 32 bits.
       scmp_arg_cmp above = cmp(r.arg, SCMP_CMP_GT, kPersonalityQuery);
       int rc = add(ctx, action, nr, &above);
-      for (unsigned bit = 0; rc == 0 && bit < 31; ++bit) {
-        const std::uint64_t pair = 3ULL << bit;
-        scmp_arg_cmp low = cmp(r.arg, SCMP_CMP_MASKED_EQ, pair, 1ULL << bit);
-        scmp_arg_cmp high = cmp(r.arg, SCMP_CMP_MASKED_EQ, pair, 2ULL << bit);
-        rc = add(ctx, action, nr, &low);
-        if (rc == 0) rc = add(ctx, action, nr, &high);
+      for (unsigned bit = 0; rc == 0 && bit < 32; ++bit) {
+        const std::uint64_t set = 1ULL << bit;
+        const std::uint64_t next = 1ULL << ((bit + 1) % 32);
+        scmp_arg_cmp c = cmp(r.arg, SCMP_CMP_MASKED_EQ, set | next, set);
+        rc = add(ctx, action, nr, &c);
       }
       return rc;
     }

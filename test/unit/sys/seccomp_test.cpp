@@ -304,12 +304,36 @@ TEST_CASE("personality: only PER_LINUX and the query pass the filter", "[unit]")
   CHECK(in_filtered_child([] { return errno_of(::syscall(SYS_personality, 0xffffffffUL)); }) == 0);
   CHECK(in_filtered_child([] { return errno_of(::syscall(SYS_personality, 0UL)); }) == 0);
   for (unsigned long v : {1UL, 8UL /* PER_LINUX32 */, 0x0040000UL /* ADDR_NO_RANDOMIZE */, 0x0400000UL, 0xfffffffeUL,
-                          0x7fffffffUL, 0x80000000UL, 0x100000000UL, 0x1000400000UL}) {
+                          0x7fffffffUL, 0x80000000UL, 0x80000001UL, 0x55555555UL, 0xaaaaaaaaUL, 0xffff0000UL,
+                          0x0000ffffUL, 0x100000000UL, 0x1000400000UL, 0x1ffffffffUL, 0xffffffff00000000UL}) {
     INFO(std::hex << v);
     static unsigned long value;
     value = v;
     CHECK(in_filtered_child([] { return errno_of(::syscall(SYS_personality, value)); }) == EPERM);
   }
+}
+
+TEST_CASE("personality: the masked comparisons refuse every other value", "[unit]") {
+  // One filtered child tries each single bit, each value with one bit
+  // clear, and pseudo-random values, and counts what got through.
+  CHECK(in_filtered_child([] {
+          int through = 0;
+          auto refused = [](unsigned long v) { return ::syscall(SYS_personality, v) < 0 && errno == EPERM; };
+          for (unsigned bit = 0; bit < 64; ++bit) {
+            through += !refused(1UL << bit);
+            through += !refused(~(1UL << bit));
+            through += !refused(0xffffffffUL & ~(1UL << (bit % 32)));
+          }
+          std::uint64_t x = 0x9e3779b97f4a7c15ULL;
+          for (int i = 0; i < 4096; ++i) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            const unsigned long v = i % 2 == 0 ? (x & 0xffffffffUL) : x;
+            if (v != 0 && v != 0xffffffffUL) through += !refused(v);
+          }
+          return through > 200 ? 200 : through;
+        }) == 0);
 }
 
 TEST_CASE("the filter refuses new user namespaces but not other unshares", "[unit]") {
