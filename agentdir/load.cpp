@@ -458,6 +458,15 @@ Result<AgentSpec> build_spec(std::string_view name, std::string_view ctx_root, c
   return s;
 }
 
+Result<Parent> parse_parent(std::string_view name, std::string_view content) {
+  Diag d(name);
+  AgentSpec s;
+  parse_parent(d, std::string(content), s);
+  if (!d.ok()) return fail(d.errors().front());
+  if (!s.parent) return fail(Error{EINVAL, d.file("parent") + ": EINVAL: parent is empty"});
+  return *s.parent;
+}
+
 PrimaryGidLookup passwd_primary_gid() {
   return [](std::uint32_t uid) -> std::optional<std::uint32_t> {
     auto u = sys::lookup_user(uid);

@@ -72,6 +72,10 @@ Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const L
 /// other fields keep their defaults and must not be used.
 Result<AgentSpec> load_subject_policy(std::string_view ctx_root, std::string_view name);
 
+/// Parses the text of a `parent` file (`agent:<name> [session:<s>]
+/// [run:<r>]`) as load() does; the first error names `<name>.d/parent`.
+Result<Parent> parse_parent(std::string_view name, std::string_view content);
+
 /// The default primary-gid lookup through getpwuid_r (sys/).
 PrimaryGidLookup passwd_primary_gid();
 

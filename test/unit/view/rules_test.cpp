@@ -1,0 +1,169 @@
+// The agent view's content rules, decided over a real CTX tree in a
+// temporary directory (read through FsTree, as the server reads it).
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include "base/unique_fd.hpp"
+#include "sys/file.hpp"
+#include "test/support/tempdir.hpp"
+#include "view/fs_tree.hpp"
+#include "view/rules.hpp"
+
+using ctx::view::FsTree;
+using ctx::view::Viewer;
+using Names = std::vector<std::string>;
+
+namespace {
+
+constexpr const char* kPolicy =
+    "allow coder_t tool:fs.read execute\n"
+    "allow coder_t tool:shell.exec execute\n"
+    "allow coder_t tool:guarded execute\n"
+    "allow coder_t tool:link execute\n"
+    "allow coder_t tool:project.test execute\n"
+    "allow coder_t tool:my.tool execute\n"
+    "allow coder_t model:debug/echo use\n"
+    "allow coder_t model:mine use\n"
+    "allow coder_t shared:project-a read\n"
+    "allow coder_t agent:peer read\n";
+
+// The v1 reference tree's shape, with entries the view must hide.
+void make_tree(const ctx::test::TempDir& t) {
+  t.write("status", "ok\n");
+  t.write("bin/ctx", "#!/bin/sh\n", 0755);
+  t.write("AGENTS.rc", "x\n");
+  t.write("tool/fs.read", "#!/bin/sh\n", 0755);
+  t.write("tool/fs.read.d/name", "fs.read\n");
+  t.write("tool/fs.read.d/schema", "{}\n");
+  t.write("tool/fs.read.d/log", "secret facts\n");
+  t.write("tool/fs.write", "#!/bin/sh\n", 0755);    // no grant
+  t.write("tool/fs.write.d/name", "fs.write\n");
+  t.write("tool/shell.exec", "#!/bin/sh\n", 0644);  // granted, not executable
+  t.write("tool/guarded", "#!/bin/sh\n", 0755);     // its own policy refuses coder_t
+  t.write("tool/guarded.d/policy", "allow other_t tool:guarded execute\n");
+  t.symlink("fs.read", "tool/link");
+  t.write("tool/README", "about tools\n");
+  t.mkdir("model");
+  t.symlink("/ctx/model/debug/echo", "model/main");
+  t.symlink("/ctx/model/openai/gpt-4o", "model/helper");
+  t.symlink("/etc/passwd", "model/evil");
+  t.write("model/debug/echo", "#!/bin/sh\n", 0755);
+  t.write("model/debug/echo.d/id", "debug/echo\n");
+  t.write("model/debug/echo.d/driver", "exec\n");
+  t.write("model/debug/echo.d/env", "API_KEY=sk-secret\n");
+  t.write("model/openai/gpt-4o", "#!/bin/sh\n", 0755);
+  t.write("model/openai/gpt-4o.d/id", "gpt-4o\n");
+  t.write("agent/coder", "#!/bin/sh\n", 0755);
+  t.write("agent/coder.d/status", "busy\n");
+  t.write("agent/coder.d/policy", kPolicy);
+  t.write("agent/coder.sock", "");
+  t.write("agent/reviewer", "#!/bin/sh\n", 0755);
+  t.write("agent/reviewer.d/parent", "agent:coder session:default\n");
+  t.write("agent/peer.d/status", "idle\n");
+  t.write("agent/other", "#!/bin/sh\n", 0755);
+  t.write("agent/other.d/policy", "allow other_t tool:fs.write execute\n");
+  t.write("home/1000/agent/coder/session/default/events.jsonl", "");
+  t.symlink("/etc", "home/1000/agent/coder/etc-link");
+  t.write("home/1000/agent/other/session/default/messages.jsonl", "private\n");
+  t.write("home/1000/tool/my.tool", "#!/bin/sh\n", 0755);
+  t.write("home/1000/model/mine", "#!/bin/sh\n", 0755);
+  t.symlink("/ctx/home/1000/model/mine", "home/1000/model/coder");
+  t.write("home/2000/agent/x/data", "other user\n");
+  t.write("shared/project-a/data/f", "data\n");
+  t.write("shared/project-a/tool/project.test", "#!/bin/sh\n", 0755);
+  t.write("shared/project-a/tool/rogue", "#!/bin/sh\n", 0755);
+  t.write("shared/secret/data/f", "secret\n");
+}
+
+Viewer coder() {
+  Viewer v;
+  v.agent = "coder";
+  v.owner = 1000;
+  v.subject = "coder_t";
+  v.policy = *ctx::policy::Policy::parse("coder.d/policy", kPolicy);
+  v.uid = ::geteuid();
+  v.gid = ::getegid();
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("the view shows only what the agent may use", "[fs]") {
+  ctx::test::TempDir t;
+  make_tree(t);
+  auto root = ctx::sys::open_dir(t.path());
+  REQUIRE(root);
+  FsTree tree(root->get());
+  const Viewer v = coder();
+  using ctx::view::list;
+
+  CHECK(list(v, tree, "") == Names{"agent", "bin", "home", "model", "shared", "status", "tool"});
+  CHECK(list(v, tree, "bin") == Names{"ctx"});
+  // Tools: granted, executable for its ids, its own policy agrees; no link.
+  CHECK(list(v, tree, "tool") == Names{"fs.read", "fs.read.d"});
+  CHECK(list(v, tree, "tool/fs.read.d") == Names{"name", "schema"});
+  CHECK_FALSE(ctx::view::decide(v, tree, "tool/fs.write.d/name"));
+  CHECK_FALSE(ctx::view::decide(v, tree, "tool/guarded.d/policy"));
+  // Models: the granted one, its alias as the model, never its env.
+  CHECK(list(v, tree, "model") == Names{"debug", "main"});
+  auto main = ctx::view::decide(v, tree, "model/main");
+  REQUIRE(main);
+  CHECK(main->host_rel == "model/debug/echo");
+  CHECK(main->entry.type == ctx::view::HostEntry::Type::regular);
+  CHECK(list(v, tree, "model/debug") == Names{"echo", "echo.d"});
+  CHECK(list(v, tree, "model/debug/echo.d") == Names{"driver", "id"});
+  CHECK_FALSE(ctx::view::decide(v, tree, "model/openai"));
+  // Agents: itself, the child whose parent file names it, the one it may read.
+  CHECK(list(v, tree, "agent") == Names{"coder", "coder.d", "peer.d", "reviewer", "reviewer.d"});
+  CHECK(list(v, tree, "agent/coder.d") == Names{"policy", "status"});
+  CHECK_FALSE(ctx::view::decide(v, tree, "agent/other.d/policy"));
+  // Its own home whole (no symlink), its user tiers filtered, nobody else's.
+  CHECK(list(v, tree, "home") == Names{"1000"});
+  CHECK(list(v, tree, "home/1000") == Names{"agent", "model", "tool"});
+  CHECK(list(v, tree, "home/1000/agent") == Names{"coder"});
+  CHECK(list(v, tree, "home/1000/agent/coder") == Names{"session"});
+  CHECK(list(v, tree, "home/1000/tool") == Names{"my.tool"});
+  CHECK(list(v, tree, "home/1000/model") == Names{"coder", "mine"});
+  CHECK(ctx::view::decide(v, tree, "home/1000/model/coder")->host_rel == "home/1000/model/mine");
+  CHECK_FALSE(ctx::view::decide(v, tree, "home/1000/agent/other"));
+  CHECK_FALSE(ctx::view::decide(v, tree, "home/2000"));
+  // Shared spaces with read, their tool tier filtered.
+  CHECK(list(v, tree, "shared") == Names{"project-a"});
+  CHECK(list(v, tree, "shared/project-a/tool") == Names{"project.test"});
+  CHECK(ctx::view::decide(v, tree, "shared/project-a/data/f"));
+  CHECK_FALSE(ctx::view::decide(v, tree, "shared/secret/data/f"));
+  CHECK(ctx::view::tool_tiers_under(v, tree, "shared") == Names{"shared/project-a/tool"});
+  CHECK(ctx::view::tool_tiers_under(v, tree, "shared/project-a") == Names{"shared/project-a/tool"});
+}
+
+TEST_CASE("a view without a label shows no grant, only the agent itself", "[fs]") {
+  ctx::test::TempDir t;
+  make_tree(t);
+  auto root = ctx::sys::open_dir(t.path());
+  REQUIRE(root);
+  FsTree tree(root->get());
+  Viewer v = coder();
+  v.subject.clear();
+  using ctx::view::list;
+  CHECK(list(v, tree, "tool").empty());
+  CHECK(list(v, tree, "model").empty());
+  CHECK(list(v, tree, "shared").empty());
+  CHECK(list(v, tree, "agent") == Names{"coder", "coder.d", "reviewer", "reviewer.d"});
+}
+
+TEST_CASE("a policy change changes the view at the next decision", "[fs]") {
+  ctx::test::TempDir t;
+  make_tree(t);
+  auto root = ctx::sys::open_dir(t.path());
+  REQUIRE(root);
+  FsTree tree(root->get());
+  Viewer v = coder();
+  CHECK(ctx::view::decide(v, tree, "tool/fs.read"));
+  v.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t tool:shell.exec execute\n");
+  CHECK_FALSE(ctx::view::decide(v, tree, "tool/fs.read"));
+  CHECK(ctx::view::list(v, tree, "tool").empty());
+  // A tool's own policy that does not parse refuses.
+  v.policy = *ctx::policy::Policy::parse("coder.d/policy", kPolicy);
+  t.write("tool/fs.read.d/policy", "allow coder_t tool:fs.read\n");
+  CHECK_FALSE(ctx::view::decide(v, tree, "tool/fs.read"));
+}

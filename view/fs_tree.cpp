@@ -1,0 +1,73 @@
+#include "view/fs_tree.hpp"
+
+#include <sys/stat.h>
+
+#include "base/path.hpp"
+#include "sys/file.hpp"
+#include "sys/resolve.hpp"
+
+namespace ctx::view {
+
+namespace {
+
+// (parent directory, last name) of a non-empty rel.
+std::pair<std::string, std::string> parent_and_name(const std::string& rel) {
+  auto slash = rel.rfind('/');
+  if (slash == std::string::npos) return {"", rel};
+  return {rel.substr(0, slash), rel.substr(slash + 1)};
+}
+
+HostEntry::Type type_of(mode_t m) {
+  if (S_ISDIR(m)) return HostEntry::Type::directory;
+  if (S_ISREG(m)) return HostEntry::Type::regular;
+  if (S_ISLNK(m)) return HostEntry::Type::symlink;
+  return HostEntry::Type::other;
+}
+
+}  // namespace
+
+Result<UniqueFd> FsTree::open_dir(const std::string& rel) const {
+  return sys::open_dir_beneath(root_, rel.empty() ? "." : rel);
+}
+
+std::optional<HostEntry> FsTree::stat(const std::string& rel) const {
+  if (rel.empty()) {
+    auto st = sys::stat_fd(root_);
+    if (!st) return std::nullopt;
+    return HostEntry{type_of(st->mode), static_cast<std::uint32_t>(st->mode & 07777), st->uid, st->gid};
+  }
+  auto [dir, name] = parent_and_name(rel);
+  auto d = open_dir(dir);
+  if (!d) return std::nullopt;
+  auto st = sys::stat_at(d->get(), name);
+  if (!st || !*st) return std::nullopt;
+  const sys::FileStat& s = **st;
+  return HostEntry{type_of(s.mode), static_cast<std::uint32_t>(s.mode & 07777), s.uid, s.gid};
+}
+
+std::optional<std::string> FsTree::read(const std::string& rel) const {
+  auto [dir, name] = parent_and_name(rel);
+  auto d = open_dir(dir);
+  if (!d) return std::nullopt;
+  auto f = sys::read_small_file(d->get(), name, kMaxRuleFile);
+  if (!f || !*f) return std::nullopt;
+  return std::move((*f)->data);
+}
+
+std::optional<std::string> FsTree::read_link(const std::string& rel) const {
+  auto [dir, name] = parent_and_name(rel);
+  auto d = open_dir(dir);
+  if (!d) return std::nullopt;
+  auto t = sys::read_link_at(d->get(), name);
+  if (!t) return std::nullopt;
+  return std::move(*t);
+}
+
+std::vector<std::string> FsTree::list(const std::string& rel) const {
+  auto d = open_dir(rel);
+  if (!d) return {};
+  auto names = sys::list_dir(d->get());
+  return names ? std::move(*names) : std::vector<std::string>();
+}
+
+}  // namespace ctx::view

@@ -1,0 +1,259 @@
+#include "view/rules.hpp"
+
+#include <algorithm>
+
+#include "agentdir/load.hpp"
+#include "base/names.hpp"
+
+namespace ctx::view {
+
+namespace {
+
+using Type = HostEntry::Type;
+
+std::vector<std::string> split(const std::string& rel) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= rel.size()) {
+    std::size_t slash = rel.find('/', start);
+    out.push_back(rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& c, std::size_t from, std::size_t to) {
+  std::string s;
+  for (std::size_t i = from; i < to; ++i) s += (i == from ? "" : "/") + c[i];
+  return s;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// "x.d" -> "x"; "" when the name is not a .d directory's.
+std::string meta_of(std::string_view name) {
+  return ends_with(name, ".d") && name.size() > 2 ? std::string(name.substr(0, name.size() - 2)) : std::string();
+}
+
+template <std::size_t N>
+bool one_of(std::string_view name, const std::string_view (&set)[N]) {
+  return std::find(std::begin(set), std::end(set), name) != std::end(set);
+}
+
+bool grants(const Viewer& v, policy::Class c, std::string_view object, std::string_view perm) {
+  return !v.subject.empty() && v.policy.allows(v.subject, c, object, perm);
+}
+
+// The execute bit that applies to the viewer's ids (root: any).
+bool executable_for(const Viewer& v, const HostEntry& e) {
+  if (v.uid == 0) return (e.mode & 0111) != 0;
+  if (e.uid == v.uid) return (e.mode & 0100) != 0;
+  bool group = e.gid == v.gid || std::find(v.groups.begin(), v.groups.end(), e.gid) != v.groups.end();
+  return (e.mode & (group ? 010 : 001)) != 0;
+}
+
+std::optional<Shown> as_is(const std::string& rel, const HostEntry& e) { return Shown{rel, e}; }
+
+std::optional<Shown> if_type(const std::string& rel, const HostEntry& e, Type t) {
+  return e.type == t ? as_is(rel, e) : std::nullopt;
+}
+
+std::optional<Shown> if_plain(const std::string& rel, const HostEntry& e) {
+  return e.type == Type::directory || e.type == Type::regular ? as_is(rel, e) : std::nullopt;
+}
+
+bool model_allowed(const Viewer& v, const std::string& name) {
+  return !model_name_issue(name) && grants(v, policy::Class::model, name, "use");
+}
+
+// A provider directory ("openai") is shown when it holds a model the
+// agent may use; the policy names every one (no globs).
+bool model_prefix_allowed(const Viewer& v, const std::string& prefix) {
+  if (v.subject.empty()) return false;
+  for (const auto& r : v.policy.rules())
+    if (r.subject == v.subject && r.cls == policy::Class::model && r.permission == "use" &&
+        r.object.size() > prefix.size() && r.object.compare(0, prefix.size(), prefix) == 0 &&
+        r.object[prefix.size()] == '/')
+      return true;
+  return false;
+}
+
+// What an alias in a model tier names, when that is a shown model: its
+// target must be an ABI path of a model tier (/ctx/model/<m> or
+// /ctx/home/<owner>/model/<m>), and the model a regular file there.
+std::optional<Shown> alias(const Viewer& v, const HostTree& t, const std::string& rel) {
+  auto target = t.read_link(rel);
+  if (!target || target->size() <= kAbiRoot.size() + 1 || target->compare(0, kAbiRoot.size(), kAbiRoot) != 0 ||
+      (*target)[kAbiRoot.size()] != '/')
+    return std::nullopt;
+  std::string trel = target->substr(kAbiRoot.size() + 1);
+  std::string user_tier = "home/" + std::to_string(v.owner) + "/model/";
+  std::string name;
+  if (trel.compare(0, 6, "model/") == 0) {
+    name = trel.substr(6);
+  } else if (trel.compare(0, user_tier.size(), user_tier) == 0) {
+    name = trel.substr(user_tier.size());
+  } else {
+    return std::nullopt;
+  }
+  if (!model_allowed(v, name)) return std::nullopt;
+  auto e = t.stat(trel);
+  return e && e->type == Type::regular ? Shown{trel, *e} : std::optional<Shown>();
+}
+
+// An entry of a model tier; segs are the components below the tier.
+std::optional<Shown> model_entry(const Viewer& v, const HostTree& t, const std::string& rel, const HostEntry& e,
+                                 const std::vector<std::string>& c, std::size_t first) {
+  const std::string& last = c.back();
+  if (e.type == Type::symlink) return alias(v, t, rel);
+  // Inside <m>.d/: only the listed files of an allowed model.
+  if (c.size() - first >= 2) {
+    std::string meta = meta_of(c[c.size() - 2]);
+    if (!meta.empty()) {
+      std::string model = join(c, first, c.size() - 2);
+      model = model.empty() ? meta : model + "/" + meta;
+      return model_allowed(v, model) && one_of(last, kModelMetaFiles) ? if_type(rel, e, Type::regular) : std::nullopt;
+    }
+  }
+  std::string name = join(c, first, c.size());
+  if (e.type == Type::regular) return model_allowed(v, name) ? as_is(rel, e) : std::nullopt;
+  if (e.type != Type::directory) return std::nullopt;
+  if (std::string meta = meta_of(last); !meta.empty())
+    return model_allowed(v, name.substr(0, name.size() - 2)) ? as_is(rel, e) : std::nullopt;
+  return model_prefix_allowed(v, name) ? as_is(rel, e) : std::nullopt;
+}
+
+// An entry of a tool tier at `tier`; c[first..] are the components below it.
+std::optional<Shown> tool_entry(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& rel,
+                                const HostEntry& e, const std::vector<std::string>& c, std::size_t first) {
+  auto shown_tool = [&](const std::string& name) {
+    auto te = t.stat(tier + "/" + name);
+    return te && te->type == Type::regular && tool_allowed(v, t, tier, name, *te);
+  };
+  std::size_t depth = c.size() - first;
+  if (depth == 1) {
+    if (e.type == Type::regular) return tool_allowed(v, t, tier, c.back(), e) ? as_is(rel, e) : std::nullopt;
+    std::string tool = meta_of(c.back());
+    return e.type == Type::directory && !tool.empty() && shown_tool(tool) ? as_is(rel, e) : std::nullopt;
+  }
+  if (depth == 2) {
+    std::string tool = meta_of(c[first]);
+    return !tool.empty() && one_of(c.back(), kToolMetaFiles) && shown_tool(tool) ? if_type(rel, e, Type::regular)
+                                                                                 : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool agent_visible(const Viewer& v, const HostTree& t, const std::string& a) {
+  if (agent_name_issue(a)) return false;
+  if (a == v.agent || grants(v, policy::Class::agent, a, "read")) return true;
+  auto text = t.read("agent/" + a + ".d/parent");
+  if (!text) return false;
+  auto p = agentdir::parse_parent(a, *text);
+  return p && p->agent == v.agent;
+}
+
+std::optional<Shown> agent_entry(const Viewer& v, const HostTree& t, const std::string& rel, const HostEntry& e,
+                                 const std::vector<std::string>& c) {
+  if (c.size() == 2) {
+    std::string meta = meta_of(c[1]);
+    if (!meta.empty()) return agent_visible(v, t, meta) ? if_type(rel, e, Type::directory) : std::nullopt;
+    return agent_visible(v, t, c[1]) ? if_type(rel, e, Type::regular) : std::nullopt;
+  }
+  if (c.size() == 3) {
+    std::string meta = meta_of(c[1]);
+    return !meta.empty() && agent_visible(v, t, meta) ? if_type(rel, e, Type::regular) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<Shown> home_entry(const Viewer& v, const HostTree& t, const std::string& rel, const HostEntry& e,
+                                const std::vector<std::string>& c) {
+  if (c[1] != std::to_string(v.owner)) return std::nullopt;
+  if (c.size() == 2) return if_type(rel, e, Type::directory);
+  const std::string& tier = c[2];
+  if (c.size() == 3)
+    return tier == "tool" || tier == "model" || tier == "agent" ? if_type(rel, e, Type::directory) : std::nullopt;
+  if (tier == "tool") return tool_entry(v, t, join(c, 0, 3), rel, e, c, 3);
+  if (tier == "model") return model_entry(v, t, rel, e, c, 3);
+  if (tier == "agent" && c[3] == v.agent) return c.size() == 4 ? if_type(rel, e, Type::directory) : if_plain(rel, e);
+  return std::nullopt;
+}
+
+std::optional<Shown> shared_entry(const Viewer& v, const HostTree& t, const std::string& rel, const HostEntry& e,
+                                  const std::vector<std::string>& c) {
+  if (space_name_issue(c[1]) || !grants(v, policy::Class::shared, c[1], "read")) return std::nullopt;
+  if (c.size() == 2) return if_type(rel, e, Type::directory);
+  if (c[2] != "tool") return if_plain(rel, e);
+  if (c.size() == 3) return if_type(rel, e, Type::directory);
+  return tool_entry(v, t, join(c, 0, 3), rel, e, c, 3);
+}
+
+}  // namespace
+
+bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
+                  const HostEntry& e) {
+  if (e.type != Type::regular || tool_name_issue(name) || !grants(v, policy::Class::tool, name, "execute") ||
+      !executable_for(v, e))
+    return false;
+  const std::string own = tier + "/" + name + ".d/policy";
+  if (!t.stat(own)) return true;
+  auto text = t.read(own);
+  if (!text) return false;
+  auto p = policy::Policy::parse(name + ".d/policy", *text);
+  return p && p->allows(v.subject, policy::Class::tool, name, "execute");
+}
+
+std::optional<Shown> decide(const Viewer& v, const HostTree& t, const std::string& rel) {
+  if (rel.empty()) return std::nullopt;
+  auto e = t.stat(rel);
+  if (!e) return std::nullopt;
+  const auto c = split(rel);
+  const std::string& top = c[0];
+  if (c.size() == 1) {
+    if (top == "status") return if_type(rel, *e, Type::regular);
+    for (const char* d : {"bin", "tool", "model", "agent", "home", "shared"})
+      if (top == d) return if_type(rel, *e, Type::directory);
+    return std::nullopt;
+  }
+  if (top == "bin") return if_plain(rel, *e);
+  if (top == "tool") return tool_entry(v, t, "tool", rel, *e, c, 1);
+  if (top == "model") return model_entry(v, t, rel, *e, c, 1);
+  if (top == "agent") return agent_entry(v, t, rel, *e, c);
+  if (top == "home") return home_entry(v, t, rel, *e, c);
+  if (top == "shared") return shared_entry(v, t, rel, *e, c);
+  return std::nullopt;
+}
+
+std::vector<std::string> list(const Viewer& v, const HostTree& t, const std::string& rel) {
+  std::vector<std::string> out;
+  for (const auto& name : t.list(rel))
+    if (name != "." && name != ".." && decide(v, t, rel.empty() ? name : rel + "/" + name)) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool plain(const Viewer& v, const std::string& rel) {
+  const auto c = split(rel);
+  if (c.size() >= 4 && c[0] == "home" && c[1] == std::to_string(v.owner) && c[2] == "agent" && c[3] == v.agent)
+    return true;
+  return c.size() >= 3 && c[0] == "shared" && c[2] != "tool";
+}
+
+std::vector<std::string> tool_tiers_under(const Viewer& v, const HostTree& t, const std::string& rel) {
+  const auto c = split(rel);
+  if (c.size() == 2 && c[0] == "shared") return {rel + "/tool"};
+  if (c.size() == 1 && c[0] == "shared") {
+    std::vector<std::string> out;
+    for (const auto& p : list(v, t, "shared"))
+      if (auto e = t.stat("shared/" + p + "/tool"); e && e->type == Type::directory)
+        out.push_back("shared/" + p + "/tool");
+    return out;
+  }
+  return {};
+}
+
+}  // namespace ctx::view

@@ -1,0 +1,114 @@
+// The agent view's content rules (seed 000 "Agent View", seed 001 "Root
+// ABI" and "Resource tiers"; docs/view.md): which entries of the durable
+// CTX tree an agent sees, decided one name at a time from its label,
+// policy, identity and the entries themselves. Pure: what the CTX tree
+// holds comes through the HostTree interface, so the FUSE server, the
+// static fallback and `ctx view` decide with the same code, and the unit
+// tests with an in-memory tree.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace ctx::view {
+
+/// What the tree holds at one name, never following a symbolic link.
+struct HostEntry {
+  enum class Type { directory, regular, symlink, other };
+  Type type = Type::other;
+  std::uint32_t mode = 0;  ///< st_mode's permission bits (07777)
+  std::uint32_t uid = 0;   ///< host ids
+  std::uint32_t gid = 0;
+};
+
+/// The durable tree below the CTX root, by relative path ("" is the root,
+/// "agent/coder.d/status"). Implementations resolve beneath the root and
+/// never through a symbolic link.
+class HostTree {
+ public:
+  virtual ~HostTree() = default;
+  /// The entry at rel; nullopt when there is none (or it cannot be reached).
+  virtual std::optional<HostEntry> stat(const std::string& rel) const = 0;
+  /// A small regular file's text (a tool's .d/policy, an agent's .d/parent).
+  virtual std::optional<std::string> read(const std::string& rel) const = 0;
+  /// A symbolic link's target text.
+  virtual std::optional<std::string> read_link(const std::string& rel) const = 0;
+  /// The names in the directory rel, in any order.
+  virtual std::vector<std::string> list(const std::string& rel) const = 0;
+};
+
+/// Who looks: the facts the rules decide from.
+struct Viewer {
+  std::string agent;        ///< its name
+  std::uint32_t owner = 0;  ///< home/<owner> is its user tier
+  std::string subject;      ///< the label's type; "" (no label) is denied every grant
+  policy::Policy policy;    ///< the agent's policy
+  /// The runtime's host ids, for the execute bit of a tool.
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<std::uint32_t> groups;
+};
+
+/// What the view serves at a path: the host entry at host_rel (the path
+/// itself, or for a model alias the model it names), with its entry.
+struct Shown {
+  std::string host_rel;
+  HostEntry entry;
+};
+
+/// The ABI path of the CTX root inside every sandbox: model aliases point
+/// below it (`main -> /ctx/model/debug/echo`).
+inline constexpr std::string_view kAbiRoot = "/ctx";
+
+/// The files of a tool's and a model's `.d/` that the view shows; every
+/// other file there (policy, log, env with a model's credentials) is
+/// absent.
+inline constexpr std::string_view kToolMetaFiles[] = {"name", "description", "schema", "cap", "status"};
+inline constexpr std::string_view kModelMetaFiles[] = {"id", "driver", "cap", "default", "status"};
+
+/// Decides the entry `rel` (never "") whose parent directory the view
+/// shows: nullopt hides it (ENOENT), else what to serve. No symbolic link
+/// is ever shown; a model alias is shown as the model it names when that
+/// model is. The rules:
+///   <root>: status, bin, tool, model, agent, home, shared;
+///   bin/...: files and directories;
+///   tool tiers (tool, home/<owner>/tool, shared/<p>/tool): executables
+///     the agent may run (its policy, the tool's own .d/policy when
+///     present, the execute bit for its ids) and their .d/ with
+///     kToolMetaFiles;
+///   model tiers (model, home/<owner>/model): models with
+///     `model:<name> use`, their .d/ with kModelMetaFiles, provider
+///     directories that hold one, aliases to a shown model;
+///   agent/: the agent and its .d/, agents whose parent file names it and
+///     agents with `agent:<x> read`, with their .d/;
+///   home/<owner>/{agent/<agent>/..., tool, model}: its own home whole;
+///   shared/<p>/... with `shared:<p> read`, its tool/ a tool tier;
+///   anything else is absent.
+std::optional<Shown> decide(const Viewer& v, const HostTree& t, const std::string& rel);
+
+/// The names decide() shows in the directory rel ("" the root), sorted.
+std::vector<std::string> list(const Viewer& v, const HostTree& t, const std::string& rel);
+
+/// Whether the agent may execute the tool `name` found in the tier
+/// directory `tier` (rel): the agent's policy, the tool's own .d/policy
+/// when present (an unparsable one refuses), and the execute bit for the
+/// viewer's ids. Exposed for `ctx explain` and `ctx tool`.
+bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
+                  const HostEntry& e);
+
+/// A directory below which the view shows everything the host has (the
+/// agent's own home, a shared space outside its tool tier): nothing there
+/// is gated. rel below the CTX root.
+bool plain(const Viewer& v, const std::string& rel);
+
+/// The tool tiers below `rel` that a bind of rel (and what it holds)
+/// would reach, as CTX-root-relative paths: rel itself when it is one, a
+/// shared space's tool/, every shown space's tool/ under shared/.
+std::vector<std::string> tool_tiers_under(const Viewer& v, const HostTree& t, const std::string& rel);
+
+}  // namespace ctx::view
