@@ -16,8 +16,11 @@ namespace ctx::test {
 
 namespace {
 
-int remove_entry(const char* p, const struct stat*, int, struct FTW*) {
-  ::chmod(p, 0700);  // a test may have left a directory without write permission
+int remove_entry(const char* p, const struct stat*, int type, struct FTW*) {
+  // A test may have left a directory without write permission. Only a
+  // directory: chmod(2) follows a symbolic link, and a test tree may hold
+  // one to /etc.
+  if (type == FTW_DP) ::chmod(p, 0700);
   ::remove(p);
   return 0;
 }
