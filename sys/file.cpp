@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -18,7 +19,9 @@ namespace ctx::sys {
 namespace {
 
 FileStat from_stat(const struct stat& s) {
-  return FileStat{s.st_mode, s.st_uid, s.st_gid, static_cast<std::uint64_t>(s.st_size), s.st_dev, s.st_ino};
+  auto ns = [](const struct timespec& t) { return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
+  return FileStat{s.st_mode, s.st_uid, s.st_gid, static_cast<std::uint64_t>(s.st_size),
+                  s.st_dev,  s.st_ino, ns(s.st_mtim), ns(s.st_ctim)};
 }
 
 Result<void> write_all(int fd, std::string_view data, const char* what) {
@@ -247,6 +250,12 @@ Result<bool> on_noexec_mount(int fd) {
   return (v.f_flag & ST_NOEXEC) != 0;
 }
 
+bool on_fuse(int fd) {
+  struct statfs s {};
+  constexpr long kFuseSuperMagic = 0x65735546;  // include/uapi/linux/magic.h
+  return ::fstatfs(fd, &s) == 0 && s.f_type == kFuseSuperMagic;
+}
+
 bool is_private_dir(const std::string& path) {
   struct stat st {};
   if (path.empty() || path[0] != '/' || ::lstat(path.c_str(), &st) < 0) return false;
@@ -319,6 +328,14 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
     return fail(sys_error("renameat " + tmp + " " + name, err));
   }
   return {};
+}
+
+Result<std::size_t> read_at(int fd, char* buf, std::size_t size, std::uint64_t offset) {
+  while (true) {
+    ssize_t n = ::pread(fd, buf, size, static_cast<off_t>(offset));
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno != EINTR) return CTX_FAIL_ERRNO("pread");
+  }
 }
 
 Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode) {

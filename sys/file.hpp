@@ -23,6 +23,8 @@ struct FileStat {
   std::uint64_t size = 0;
   dev_t dev = 0;
   ino_t ino = 0;
+  std::int64_t mtime_ns = 0;  ///< st_mtim in nanoseconds
+  std::int64_t ctime_ns = 0;  ///< st_ctim in nanoseconds
 };
 
 /// Opens a directory by path (O_DIRECTORY|O_CLOEXEC). A symlink as the
@@ -114,6 +116,16 @@ Result<bool> on_noexec_mount(int fd);
 
 /// Whether path is a directory (not a symlink to one) owned by the
 /// caller's effective uid with no access for group or other.
+/// Whether fd lies on a FUSE file system (fstatfs f_type): inside a
+/// sandbox, where nothing can mount one, that is the agent view.
+bool on_fuse(int fd);
+
+/// Whether fd lies on a FUSE file system (fstatfs f_type): inside a
+/// sandbox, where nothing can mount one, that is the agent view.
+bool on_fuse(int fd);
+
+/// true if path is a directory owned by the caller's effective uid with no
+/// access for group or other (lstat: a symlink is not).
 bool is_private_dir(const std::string& path);
 
 /// fchmodat(2) of dirfd/name (it follows a symlink: use it on names only
@@ -136,6 +148,10 @@ Result<std::vector<std::string>> list_dir(int dirfd);
 /// before it gets its name, so no path is ever chowned.
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode = 0644,
                             bool durable = false, std::optional<Ownership> owner = std::nullopt);
+
+/// pread(2): up to size bytes at offset into buf; the count read (0 at
+/// the end), EINTR retried.
+Result<std::size_t> read_at(int fd, char* buf, std::size_t size, std::uint64_t offset);
 
 /// Opens dirfd/name for appending (created with mode if missing), never
 /// through a symlink, and only if it is a regular file (a FIFO planted

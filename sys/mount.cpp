@@ -33,6 +33,28 @@ Result<void> set_mount_attrs(int treefd, const MountAttrs& a, bool recursive) {
   return {};
 }
 
+Result<UniqueFd> mount_fuse(int fuse_fd, std::uint32_t uid, std::uint32_t gid) {
+  int raw = ::fsopen("fuse", FSOPEN_CLOEXEC);
+  if (raw < 0) return CTX_FAIL_ERRNO("fsopen fuse");
+  UniqueFd fs(raw);
+  const std::pair<const char*, std::string> strings[] = {
+      {"fd", std::to_string(fuse_fd)},
+      {"rootmode", "40000"},
+      {"user_id", std::to_string(uid)},
+      {"group_id", std::to_string(gid)},
+  };
+  for (const auto& [key, value] : strings)
+    if (::fsconfig(fs.get(), FSCONFIG_SET_STRING, key, value.c_str(), 0) < 0)
+      return CTX_FAIL_ERRNO(std::string("fsconfig fuse ") + key);
+  for (const char* flag : {"allow_other", "default_permissions"})
+    if (::fsconfig(fs.get(), FSCONFIG_SET_FLAG, flag, nullptr, 0) < 0)
+      return CTX_FAIL_ERRNO(std::string("fsconfig fuse ") + flag);
+  if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0) return CTX_FAIL_ERRNO("fsconfig fuse create");
+  int m = ::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+  if (m < 0) return CTX_FAIL_ERRNO("fsmount fuse");
+  return UniqueFd(m);
+}
+
 Result<void> attach_tree(int treefd, int targetfd) {
   if (::move_mount(treefd, "", targetfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
     return CTX_FAIL_ERRNO("move_mount");

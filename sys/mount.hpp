@@ -3,6 +3,7 @@
 // file systems, pivot_root. Every wrapper names its syscall in errors.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "base/result.hpp"
@@ -38,6 +39,14 @@ Result<void> make_mounts_private();
 /// Mounts a fresh file system of `fstype` ("proc", "tmpfs", "devpts",
 /// "mqueue") onto the open directory targetfd with mount(2) flags and data.
 Result<void> mount_fresh(const std::string& fstype, int targetfd, unsigned long flags, const std::string& data);
+
+/// A new FUSE file system on the /dev/fuse descriptor fuse_fd, as a
+/// detached mount (fsopen, fsconfig, fsmount; Linux 5.2): read-only,
+/// nosuid, nodev, `allow_other` (the agent may run as other ids than the
+/// one mounting it, within this user namespace) and `default_permissions`
+/// (the kernel checks the mode bits the server reports). uid and gid are
+/// the mounting process's, as its user namespace sees them.
+Result<UniqueFd> mount_fuse(int fuse_fd, std::uint32_t uid, std::uint32_t gid);
 
 /// Binds `new_root` (a directory fd that is a mount point) as "/" with
 /// pivot_root(".", ".") and detaches the old root (umount2 MNT_DETACH), so

@@ -62,6 +62,16 @@ Result<Child> spawn_owned(const std::string& path, const std::vector<std::string
   _exit(127);
 }
 
+Result<Child> fork_owned(int death_signal) {
+  pid_t parent = ::getpid();
+  CTX_TRY_ASSIGN(Child c, clone_child({0, -1}));
+  if (c.pid != 0) return c;
+  if (::prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0) < 0 || ::getppid() != parent) _exit(125);
+  return c;
+}
+
+void set_process_name(const char* name) { (void)::prctl(PR_SET_NAME, name, 0, 0, 0); }
+
 Result<pid_t> fork_process() {
   pid_t pid = ::fork();
   if (pid < 0) return CTX_FAIL_ERRNO("fork");

@@ -43,6 +43,15 @@ Result<Child> spawn_owned(const std::string& path, const std::vector<std::string
                           const std::vector<std::string>& env, int death_signal, const std::vector<int>& keep = {},
                           std::array<int, 3> stdio = {-1, -1, -1});
 
+/// A child process that runs code of the caller's (no exec), with a pidfd:
+/// `death_signal` is armed with PR_SET_PDEATHSIG, and the child exits 125
+/// at once if the caller already died. pid 0 in the child, which must
+/// _exit and never return up the stack.
+Result<Child> fork_owned(int death_signal);
+
+/// prctl(PR_SET_NAME): the calling thread's name as ps shows it.
+void set_process_name(const char* name);
+
 /// fork(2) for helpers that need no namespaces.
 Result<pid_t> fork_process();
 

@@ -29,6 +29,19 @@ Result<UniqueFd> open_dir_beneath(int dirfd, const std::string& rel) {
   return UniqueFd(static_cast<int>(fd));
 }
 
+Result<UniqueFd> open_file_beneath(int dirfd, const std::string& rel) {
+  struct open_how how {};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
+  if (fd < 0) return CTX_FAIL_ERRNO("openat2 " + rel);
+  UniqueFd f(static_cast<int>(fd));
+  struct stat st {};
+  if (::fstat(f.get(), &st) < 0) return CTX_FAIL_ERRNO("fstat " + rel);
+  if (!S_ISREG(st.st_mode)) return fail(Error{EINVAL, rel + ": EINVAL: not a regular file"});
+  return f;
+}
+
 Result<UniqueFd> open_path_beneath(int dirfd, const std::string& rel, bool no_xdev) {
   struct open_how how {};
   how.flags = O_PATH | O_CLOEXEC;

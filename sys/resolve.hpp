@@ -35,6 +35,12 @@ Result<UniqueFd> open_dir_beneath(int dirfd, const std::string& rel);
 /// a symlink on the way, EXDEV for a mount crossing.
 Result<UniqueFd> open_path_beneath(int dirfd, const std::string& rel, bool no_xdev);
 
+/// Opens the regular file dirfd/rel for reading with
+/// openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+/// and O_NONBLOCK (a FIFO never blocks the caller); anything but a
+/// regular file is EINVAL.
+Result<UniqueFd> open_file_beneath(int dirfd, const std::string& rel);
+
 /// Opens dirfd/name O_PATH|O_NOFOLLOW (the last component only).
 Result<UniqueFd> open_path_at(int dirfd, const std::string& name);
 
