@@ -24,6 +24,11 @@ HostEntry::Type type_of(mode_t m) {
   return HostEntry::Type::other;
 }
 
+HostEntry entry_of(const sys::FileStat& s) {
+  return HostEntry{type_of(s.mode), static_cast<std::uint32_t>(s.mode & 07777), s.uid, s.gid, s.size, s.mtime_ns,
+                   s.ctime_ns};
+}
+
 }  // namespace
 
 Result<UniqueFd> FsTree::open_dir(const std::string& rel) const {
@@ -34,15 +39,14 @@ std::optional<HostEntry> FsTree::stat(const std::string& rel) const {
   if (rel.empty()) {
     auto st = sys::stat_fd(root_);
     if (!st) return std::nullopt;
-    return HostEntry{type_of(st->mode), static_cast<std::uint32_t>(st->mode & 07777), st->uid, st->gid};
+    return entry_of(*st);
   }
   auto [dir, name] = parent_and_name(rel);
   auto d = open_dir(dir);
   if (!d) return std::nullopt;
   auto st = sys::stat_at(d->get(), name);
   if (!st || !*st) return std::nullopt;
-  const sys::FileStat& s = **st;
-  return HostEntry{type_of(s.mode), static_cast<std::uint32_t>(s.mode & 07777), s.uid, s.gid};
+  return entry_of(**st);
 }
 
 std::optional<std::string> FsTree::read(const std::string& rel) const {

@@ -194,6 +194,18 @@ std::optional<Shown> shared_entry(const Viewer& v, const HostTree& t, const std:
 
 }  // namespace
 
+Viewer viewer_for(const agentdir::AgentSpec& spec) {
+  Viewer v;
+  v.agent = spec.name;
+  v.owner = spec.owner;
+  v.subject = spec.subject();
+  v.policy = spec.policy;
+  v.uid = spec.iso == agentdir::Iso::uid ? spec.uid : spec.owner;
+  v.gid = spec.gid;
+  v.groups = spec.groups;
+  return v;
+}
+
 bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
                   const HostEntry& e) {
   if (e.type != Type::regular || tool_name_issue(name) || !grants(v, policy::Class::tool, name, "execute") ||
@@ -236,24 +248,28 @@ std::vector<std::string> list(const Viewer& v, const HostTree& t, const std::str
   return out;
 }
 
+std::string tool_at(const Viewer& v, const std::string& rel) {
+  const auto c = split(rel);
+  bool tier = (c.size() == 2 && c[0] == "tool") ||
+              (c.size() == 4 && c[0] == "home" && c[1] == std::to_string(v.owner) && c[2] == "tool") ||
+              (c.size() == 4 && c[0] == "shared" && c[2] == "tool");
+  return tier ? c.back() : std::string();
+}
+
 bool plain(const Viewer& v, const std::string& rel) {
   const auto c = split(rel);
   if (c.size() >= 4 && c[0] == "home" && c[1] == std::to_string(v.owner) && c[2] == "agent" && c[3] == v.agent)
     return true;
-  return c.size() >= 3 && c[0] == "shared" && c[2] != "tool";
+  return c[0] == "shared" && (c.size() == 1 || c.size() == 2 || c[2] != "tool");
 }
 
-std::vector<std::string> tool_tiers_under(const Viewer& v, const HostTree& t, const std::string& rel) {
+std::vector<std::string> tool_tiers_under(const std::string& rel, const std::vector<std::string>& spaces) {
   const auto c = split(rel);
   if (c.size() == 2 && c[0] == "shared") return {rel + "/tool"};
-  if (c.size() == 1 && c[0] == "shared") {
-    std::vector<std::string> out;
-    for (const auto& p : list(v, t, "shared"))
-      if (auto e = t.stat("shared/" + p + "/tool"); e && e->type == Type::directory)
-        out.push_back("shared/" + p + "/tool");
-    return out;
-  }
-  return {};
+  std::vector<std::string> out;
+  if (c.size() == 1 && c[0] == "shared")
+    for (const auto& p : spaces) out.push_back("shared/" + p + "/tool");
+  return out;
 }
 
 }  // namespace ctx::view

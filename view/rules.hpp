@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agentdir/agent_spec.hpp"
 #include "policy/policy.hpp"
 
 namespace ctx::view {
@@ -24,6 +25,9 @@ struct HostEntry {
   std::uint32_t mode = 0;  ///< st_mode's permission bits (07777)
   std::uint32_t uid = 0;   ///< host ids
   std::uint32_t gid = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
 };
 
 /// The durable tree below the CTX root, by relative path ("" is the root,
@@ -53,6 +57,11 @@ struct Viewer {
   std::uint32_t gid = 0;
   std::vector<std::uint32_t> groups;
 };
+
+/// The viewer an agent's control files make, with the runtime's host ids
+/// as a launch gives them (iso uid: its uid; else the owner's), for
+/// `ctx view` on the host.
+Viewer viewer_for(const agentdir::AgentSpec& spec);
 
 /// What the view serves at a path: the host entry at host_rel (the path
 /// itself, or for a model alias the model it names), with its entry.
@@ -101,14 +110,19 @@ std::vector<std::string> list(const Viewer& v, const HostTree& t, const std::str
 bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
                   const HostEntry& e);
 
+/// The tool's name when rel is an entry directly in a tool tier (tool/,
+/// home/<owner>/tool/, shared/<p>/tool/), else "".
+std::string tool_at(const Viewer& v, const std::string& rel);
+
 /// A directory below which the view shows everything the host has (the
-/// agent's own home, a shared space outside its tool tier): nothing there
-/// is gated. rel below the CTX root.
+/// agent's own home, a shared space outside its tool tier), or which the
+/// launch plan governs itself (shared/: its spaces are masked or bound
+/// read-only by policy): a bind of it stays a bind. rel below the CTX root.
 bool plain(const Viewer& v, const std::string& rel);
 
-/// The tool tiers below `rel` that a bind of rel (and what it holds)
-/// would reach, as CTX-root-relative paths: rel itself when it is one, a
-/// shared space's tool/, every shown space's tool/ under shared/.
-std::vector<std::string> tool_tiers_under(const Viewer& v, const HostTree& t, const std::string& rel);
+/// The tool tiers a bind of the plain directory rel reaches, as
+/// CTX-root-relative paths: a shared space's tool/, or under shared/ the
+/// tool/ of each space named in `spaces`. Pure: the caller lists spaces.
+std::vector<std::string> tool_tiers_under(const std::string& rel, const std::vector<std::string>& spaces);
 
 }  // namespace ctx::view

@@ -1,0 +1,50 @@
+// ctx-view: the agent view served over FUSE (libfuse3 low-level API,
+// single-threaded). One server per launch, running with the owner's ids
+// outside the sandbox, on a /dev/fuse descriptor the sandbox opened and
+// mounted in its own mount namespace (so the mount is never in the host's
+// table). Every request is decided by view/rules.hpp against the current
+// tree and the agent's current policy; files are opened beneath the CTX
+// root without following a symbolic link; the mount is read-only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "sys/identity.hpp"
+
+namespace ctx::view {
+
+/// What a server needs to know.
+struct ServeOptions {
+  int fuse_fd = -1;      ///< the /dev/fuse descriptor of the mount
+  std::string ctx_root;  ///< host path of the CTX root
+  std::string agent;     ///< whose view
+  std::string session = "default";
+  /// The runtime's host ids (the execute bit of a tool is theirs).
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<std::uint32_t> groups;
+  /// The id maps of the user namespace the mount was made in (empty: the
+  /// host's own): owners are reported as that namespace sees them.
+  std::vector<sys::IdMapLine> uid_map;
+  std::vector<sys::IdMapLine> gid_map;
+};
+
+/// How long the kernel may cache a name or its attributes (seconds): a
+/// revoked grant is gone from the sandbox within this plus kPolicyRecheck.
+inline constexpr double kCacheSeconds = 0.5;
+/// How often the agent's label and policy are read again (milliseconds).
+inline constexpr std::int64_t kPolicyRecheckMs = 250;
+
+/// Serves until the mount is gone (the sandbox's mount namespace ended)
+/// or the descriptor fails. Every `tool.call` through an exec of a tool in
+/// the view is recorded in the session's events.jsonl, like `ctx tool`.
+Result<void> serve(const ServeOptions& opts);
+
+/// An id as the namespace of `map` sees the host id `id`; 65534 (the
+/// overflow id) when it is not mapped; `id` itself for an empty map.
+std::uint32_t id_inside(const std::vector<sys::IdMapLine>& map, std::uint32_t id);
+
+}  // namespace ctx::view
