@@ -5,6 +5,7 @@
 
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
+#include "sys/resolve.hpp"
 
 namespace ctx::launcher {
 
@@ -79,6 +80,8 @@ std::vector<ToolDirListing> list_tool_dirs(const std::vector<std::string>& host_
   }
   return out;
 }
+
+bool fuse_usable() { return sys::open_path("/dev/fuse", O_RDWR).has_value(); }
 
 void add_tool_views(const agentdir::AgentSpec& spec, LaunchPlan& plan) {
   auto tiers = ctx_path_host_dirs(plan);

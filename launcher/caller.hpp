@@ -21,6 +21,10 @@ Result<Caller> probe_caller(const agentdir::AgentSpec& spec);
 /// Names of the shared spaces under <ctx>/shared (empty if none).
 std::vector<std::string> list_shared_spaces(const std::string& ctx_root);
 
+/// Whether the caller can open /dev/fuse for the agent view (a root
+/// launch always can where the device exists): the view's backend.
+bool fuse_usable();
+
 /// Lists the host tool directories behind an agent's CTX_PATH
 /// (tool_view.hpp), never following a symlink; a directory that cannot be
 /// read is left out (the agent cannot read it either).

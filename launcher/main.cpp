@@ -150,6 +150,7 @@ int main(int argc, char** argv) {
   po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
   po.terminal = ctx::sys::is_terminal(0) || ctx::sys::is_terminal(1) || ctx::sys::is_terminal(2);
   po.tool_views = ctx::launcher::add_tool_views;
+  po.view = ctx::launcher::fuse_usable();
   if (spec->parent)
     if (auto r = ctx::launcher::plan_ancestry(*spec, po,
                                               [&](const std::string& n) { return ctx::agentdir::load(a.ctx_root, n); });

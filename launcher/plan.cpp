@@ -8,6 +8,7 @@
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "mountspec/plan.hpp"
+#include "view/rules.hpp"
 
 namespace ctx::launcher {
 
@@ -302,6 +303,101 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   return {};
 }
 
+MountStep view_step(std::string target, std::string rel, const MountStep& from) {
+  MountStep v;
+  v.kind = StepKind::view;
+  v.target = std::move(target);
+  v.source = std::move(rel);
+  v.attrs = from.attrs;
+  v.attrs.rdonly = v.attrs.nosuid = v.attrs.nodev = true;
+  v.line = from.line;
+  return v;
+}
+
+// The deepest bind or view at or above an inner path (later steps win on
+// equal targets, as they are made later); nullptr when none is.
+const MountStep* covering_step(const std::vector<MountStep>& steps, const std::string& inner) {
+  const MountStep* best = nullptr;
+  for (const auto& s : steps)
+    if ((s.kind == StepKind::bind || s.kind == StepKind::view) && path_is_at_or_under(inner, s.target) &&
+        (best == nullptr || s.target.size() >= best->target.size()))
+      best = &s;
+  return best;
+}
+
+// The agent view over the binds: where a bind would show the durable CTX
+// tree, the view shows the agent's part of it. A bind of the CTX root
+// itself becomes the view; a bind of a directory above it keeps the rest
+// and gets the view at the root's place; a bind of a gated part (a tier,
+// agent/, home/<uid>) becomes that part of the view; the agent's own home
+// and shared spaces stay binds, with the view at the tool tiers they
+// bring. Masks the view makes needless (what it never shows) go.
+void plan_view(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan) {
+  view::Viewer who;
+  who.agent = spec.name;
+  who.owner = spec.owner;
+  const std::string& ctx = spec.ctx_root;
+  std::vector<MountStep> out;
+  for (auto& m : plan.mounts) {
+    // Binds the launcher makes itself (an owned child's handoff, a space
+    // rebound read-only) are not the table's, and stay.
+    if (m.kind != StepKind::bind || m.line == 0 ||
+        !(path_is_at_or_under(m.source, ctx) || path_is_at_or_under(ctx, m.source))) {
+      out.push_back(std::move(m));
+      continue;
+    }
+    if (path_is_at_or_under(ctx, m.source)) {
+      std::string inner = path_join(m.target, path_suffix(ctx, m.source));
+      MountStep v = view_step(inner, "", m);
+      if (m.source != ctx) out.push_back(std::move(m));
+      out.push_back(std::move(v));
+      continue;
+    }
+    std::string rel(path_suffix(m.source, ctx));
+    if (!view::plain(who, rel)) {
+      // A gated part bound at its own place in a whole view, with no flag
+      // the view lacks (an owned child's carried mount), adds nothing:
+      // the view decides there. One with a flag (noexec) is that part of
+      // the view with it.
+      MountStep as_view = view_step(m.target, rel, m);
+      bool in_place = std::any_of(out.begin(), out.end(), [&](const MountStep& v) {
+        const mountspec::Attrs& a = as_view.attrs;
+        const mountspec::Attrs& b = v.attrs;
+        bool adds = (a.rdonly && !b.rdonly) || (a.nosuid && !b.nosuid) || (a.nodev && !b.nodev) ||
+                    (a.noexec && !b.noexec);
+        return v.kind == StepKind::view && v.source.empty() && m.target == path_join(v.target, rel) && !adds;
+      });
+      if (!in_place) out.push_back(std::move(as_view));
+      continue;
+    }
+    std::vector<MountStep> tiers;
+    for (const auto& tier : view::tool_tiers_under(rel, opts.shared_spaces)) {
+      tiers.push_back(view_step(path_join(m.target, path_suffix(tier, rel)), tier, m));
+      tiers.back().why = "a tool tier the bind brings";
+    }
+    out.push_back(std::move(m));
+    for (auto& t : tiers) out.push_back(std::move(t));
+  }
+  // A mask below a view covers what the view does not show anyway (and
+  // might not even find its mount point there); so does a tier's view
+  // below a mask of its space.
+  auto needless = [&](const MountStep& m) {
+    if (m.kind == StepKind::mask) {
+      const MountStep* c = covering_step(out, m.target);
+      return c != nullptr && c->kind == StepKind::view;
+    }
+    if (m.kind != StepKind::view || m.source.empty()) return false;
+    return std::any_of(out.begin(), out.end(), [&](const MountStep& k) {
+      return k.kind == StepKind::mask && path_is_at_or_under(m.target, k.target);
+    });
+  };
+  std::vector<bool> drop;
+  for (const auto& m : out) drop.push_back(needless(m));
+  plan.mounts.clear();
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (!drop[i]) plan.mounts.push_back(std::move(out[i]));
+}
+
 std::string ctx_home(const AgentSpec& spec) {
   return std::string(kInnerCtxRoot) + "/home/" + std::to_string(spec.owner);
 }
@@ -367,7 +463,15 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   plan.shm_size = spec.limits && spec.limits->shm_max ? *spec.limits->shm_max : kDefaultShmSize;
   // The tool tiers the binds show (the caller lists them), then what
   // every sandbox gets: the mount plan is complete here.
+  if (opts.view) plan_view(spec, opts, plan);
   if (opts.tool_views) opts.tool_views(spec, plan);
+  // Where the view shows a tier, it is the projection.
+  if (opts.view)
+    std::erase_if(plan.mounts, [&](const MountStep& m) {
+      if (m.kind != StepKind::tool_view) return false;
+      const MountStep* c = covering_step(plan.mounts, m.target);
+      return c != nullptr && c->kind == StepKind::view;
+    });
   mountspec::append_fixed_steps(plan.mounts, plan.shm_size, kNotifyDir, kNotifyPath, kSupervisorPath);
   plan.nproc = spec.limits && spec.limits->nproc_max ? std::stoull(*spec.limits->nproc_max) : kDefaultNproc;
 

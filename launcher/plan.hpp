@@ -122,6 +122,12 @@ struct PlanOptions {
   mountspec::Table parent_mounts;
   /// A terminal among the caller's 0-2 (LaunchPlan::terminal).
   bool terminal = false;
+  /// The agent view is served (docs/view.md): a bind of the CTX root (or
+  /// of a directory above it, or of a part of it that is not the agent's
+  /// own home or a shared space) shows the view there instead of the
+  /// durable tree, and the tool tiers a shared space brings are the
+  /// view's. The caller decides from whether /dev/fuse can be used.
+  bool view = false;
   /// Adds the tool views to the plan once its binds and masks are there
   /// (launcher/tool_view.hpp: the caller lists the host directories the
   /// binds show, which is I/O); none when empty.

@@ -55,6 +55,12 @@ nlohmann::json step_json(const MountStep& m) {
       if (!m.wrapped.empty()) j["wrapped"] = m.wrapped;
       j["flags"] = attrs_json(m.attrs);
       break;
+    case StepKind::view:
+      j["source"] = m.source.empty() ? "." : m.source;
+      j["flags"] = attrs_json(m.attrs);
+      if (!m.why.empty()) j["why"] = m.why;
+      if (m.line > 0) j["line"] = m.line;
+      break;
     case StepKind::fs:
       j["fstype"] = m.fstype;
       j["options"] = m.options;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <csignal>
 
@@ -289,13 +290,55 @@ Result<UniqueFd> bind_socket(int rootfd, const MountStep& s) {
   return std::move(*sock);
 }
 
+// The agent view's one FUSE mount, made at its first step: the /dev/fuse
+// descriptor goes to the supervisor, which starts the server on it, and
+// no copy stays here. Lookups through the mount wait for that server.
+class ViewMount {
+ public:
+  ViewMount(UniqueFd fuse, std::string agent) : fuse_(std::move(fuse)), agent_(std::move(agent)) {}
+
+  // One step: the view's subtree m.source (the whole view for "") at
+  // m.target. A table line's subtree the view does not have is refused.
+  // A tool tier under a bind (`why` says so) the view does not have is
+  // skipped when nothing is there either (a shared space without tool/),
+  // and refused when something is: the durable tier must never show.
+  Result<void> attach(int rootfd, const MountStep& m, const Reporter& rep) {
+    if (!mnt_.valid()) {
+      if (!fuse_.valid()) return fail(Error{EPROTO, "no /dev/fuse descriptor for the agent view"});
+      CTX_TRY_ASSIGN(sys::Creds me, sys::current_creds());
+      CTX_TRY_ASSIGN(mnt_, sys::mount_fuse(fuse_.get(), me.uid, me.gid));
+      rep.send({Record::Kind::view, rep.current(), 0, 0, {}}, {fuse_.get()});
+      fuse_.reset();
+    }
+    auto tree = sys::clone_tree(mnt_.get(), m.source, false);
+    if (!tree && tree.error().code == ENOENT && !m.source.empty()) {
+      if (m.why.empty())
+        return fail(Error{EACCES, "EACCES: " + agent_ + "'s agent view has no " + m.source +
+                                      ": it shows an agent only its own home, its tiers' allowed entries and the "
+                                      "spaces it may read (docs/view.md)"});
+      if (!sys::open_in_root(rootfd, rel_of(m.target), false)) return {};
+      return fail(Error{EACCES, "EACCES: the agent view has no " + m.source + " to show at " + m.target});
+    }
+    if (!tree) return fail(tree.error());
+    CTX_TRY(sys::set_mount_attrs(tree->get(), m.attrs, false));
+    CTX_TRY_ASSIGN(UniqueFd target, mount_point(rootfd, m.target, true));
+    return sys::attach_tree(tree->get(), target.get());
+  }
+
+ private:
+  UniqueFd fuse_;
+  std::string agent_;
+  UniqueFd mnt_;
+};
+
 // Which setup step of the channel's timings a mount step belongs to.
 Step timing_step(const MountStep& m) {
   if (path_is_at_or_under(m.target, "/dev")) return Step::dev;
   if (path_is_at_or_under(m.target, kNotifyDir)) return Step::run_ctx;
   switch (m.kind) {
     case StepKind::root: return Step::root;
-    case StepKind::bind: return Step::binds;
+    case StepKind::bind:
+    case StepKind::view: return Step::binds;
     case StepKind::mask: return Step::masks;
     case StepKind::tool_view: return Step::tool_views;
     case StepKind::fs:
@@ -309,8 +352,9 @@ Step timing_step(const MountStep& m) {
 
 // The one function that makes the sandbox's mounts: the plan's steps, in
 // order. The sockets of /run/ctx go to the supervisor over the channel.
-Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep) {
+Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse) {
   UniqueFd root;
+  ViewMount view(std::move(fuse), plan.name);
   std::optional<std::vector<sys::MountEntry>> host_mounts;
   std::vector<UniqueFd> sockets;
   for (const MountStep& m : plan.mounts) {
@@ -330,6 +374,14 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep) {
           return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(m.line) + ": " + m.source +
                                              " -> " + m.target));
         if (!r) return fail(r.error().with_context(m.source + " -> " + m.target));
+        break;
+      }
+      case StepKind::view: {
+        auto r = view.attach(root.get(), m, rep);
+        if (!r && m.line > 0)
+          return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(m.line) + ": the agent view at " +
+                                             m.target));
+        if (!r) return fail(r.error().with_context("the agent view at " + m.target));
         break;
       }
       case StepKind::mask: CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")"); break;
@@ -369,10 +421,19 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   const IdPlan& ids = plan.ids;
   rep.enter(Step::private_mounts);
   CTX_TRY_CTX(sys::make_mounts_private(), "making mounts private");
+  // /dev/fuse is opened before the owner's ids are taken (a root launch
+  // may open it whatever its mode), in the namespace the mount is made in.
+  UniqueFd fuse;
+  if (std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const MountStep& m) { return m.kind == StepKind::view; }))
+  {
+    auto f = sys::open_path("/dev/fuse", O_RDWR);
+    if (!f) return fail(f.error().with_context("the agent view"));
+    fuse = std::move(*f);
+  }
   rep.enter(Step::owner_ids);
   if (ids.privileged)
     CTX_TRY_CTX(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups), "taking the owner's file-system ids");
-  CTX_TRY_ASSIGN(UniqueFd root, apply_mounts(plan, rep));
+  CTX_TRY_ASSIGN(UniqueFd root, apply_mounts(plan, rep, std::move(fuse)));
 
   rep.enter(Step::network);
   if (plan.net_ns) CTX_TRY_CTX(sys::loopback_up(), "network namespace");

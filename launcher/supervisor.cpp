@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "base/names.hpp"
 #include "base/path.hpp"
+#include "base/text.hpp"
 #include "base/timestamp.hpp"
 #include "cgroup/placement.hpp"
 #include "launcher/agent_files.hpp"
@@ -20,6 +22,7 @@
 #include "launcher/notify.hpp"
 #include "launcher/pty_relay.hpp"
 #include "launcher/sandbox.hpp"
+#include "launcher/view_process.hpp"
 #include "sys/file.hpp"
 #include "sys/landlock.hpp"
 #include "sys/namespace.hpp"
@@ -77,7 +80,10 @@ struct SetupReport {
   std::optional<Record> error;
 };
 
-SetupReport read_setup(int channel) {
+// on_view starts the view's server as soon as the sandbox hands over its
+// /dev/fuse descriptor: the sandbox's next lookups through the view wait
+// for it.
+SetupReport read_setup(int channel, const std::function<Result<void>(UniqueFd)>& on_view) {
   SetupReport out;
   while (true) {
     auto m = sys::recv_message(channel, kMaxRecordSize, 2);
@@ -100,6 +106,11 @@ SetupReport read_setup(int channel) {
         break;
       case Record::Kind::pty:
         if ((*m)->fds.size() == 1) out.master = std::move((*m)->fds[0]);
+        break;
+      case Record::Kind::view:
+        if ((*m)->fds.size() != 1) break;
+        if (auto v = on_view(std::move((*m)->fds[0])); !v && !out.error)
+          out.error = Record{Record::Kind::error, r->step, v.error().code, 0, v.error().with_context("the agent view").msg};
         break;
       case Record::Kind::error: out.error = std::move(*r); break;
     }
@@ -191,6 +202,7 @@ class Supervisor {
   void start_children();
   void supervise_loop();
   void read_lifeline();
+  void view_ended();
   void read_notify();
   void on_signal(int sig);
   void cancel(const char* reason);
@@ -225,6 +237,7 @@ class Supervisor {
   std::optional<Children> children_;
   NotifyLimiter limiter_{kNotifyBurst, kNotifyPerSecond};
   std::optional<PtyRelay> relay_;
+  std::optional<ViewProcess> view_;
 
   AgentState state_ = AgentState::start;
   int exit_code_ = kExitLaunchFailed;
@@ -359,7 +372,11 @@ std::optional<int> Supervisor::finish_setup() {
   files_->pid(::getpid());
   files_->log({{"event", "agent.start"}, {"session", plan_.session}, {"argv", plan_.argv}});
   files_->event({{"type", "agent.start"}, {"object", "agent/" + plan_.name}, {"status", "ok"}});
-  setup_ = read_setup(channel_.get());
+  setup_ = read_setup(channel_.get(), [this](UniqueFd fuse) -> Result<void> {
+    CTX_TRY_ASSIGN(ViewProcess v, ViewProcess::start(plan_, std::move(fuse)));
+    view_.emplace(std::move(v));
+    return {};
+  });
   t_exec_ = sys::now_us();
   if (!setup_.error && (!setup_.notify.valid() || !setup_.control.valid()))
     setup_.error = Record{Record::Kind::error, Step::run_ctx, EPROTO, 0, "the sandbox did not hand over its sockets"};
@@ -499,7 +516,8 @@ void Supervisor::supervise_loop() {
   while (true) {
     std::vector<struct pollfd> fds{
         {sigfd_.get(), POLLIN, 0}, {child_->pidfd.get(), POLLIN, 0}, {setup_.notify.get(), POLLIN, 0}};
-    fds.push_back({lifeline_.get(), POLLIN, 0});  // fds[3]
+    fds.push_back({lifeline_.get(), POLLIN, 0});                // fds[3]
+    fds.push_back({view_ ? view_->pidfd() : -1, POLLIN, 0});  // fds[4]
     if (relay_) relay_->add_poll_fds(fds);
     children_->add_poll_fds(fds);
     int timeout = -1;
@@ -518,6 +536,7 @@ void Supervisor::supervise_loop() {
     }
     if (fds[2].revents & POLLIN) read_notify();
     if (fds[3].revents & POLLIN) read_lifeline();
+    if (fds[4].revents & POLLIN) view_ended();
     if (relay_) relay_->handle(fds);
     if (fds[0].revents & POLLIN)
       if (auto sig = sys::read_signalfd(sigfd_.get())) on_signal(*sig);
@@ -528,6 +547,21 @@ void Supervisor::supervise_loop() {
       return;
     }
   }
+}
+
+// The view's server ended. Cleanly (0) when its mount is gone, which is
+// how a sandbox's end looks from there (possibly before the runtime's
+// exit reaches us). Otherwise it died while the agent runs: the sandbox
+// sees ENOTCONN through the view (never the durable tree), and an agent
+// without its view is stopped like a cancelled one.
+void Supervisor::view_ended() {
+  int st = view_->reap();
+  view_.reset();
+  if (exit_code_of(st) == 0) return;
+  files_->log({{"event", "agent.view"}, {"status", "dead"}, {"exit_status", exit_code_of(st)}});
+  std::fprintf(stderr, "ctx-agent-run: %s: the agent view's server ended (exit status %d); stopping the agent\n",
+               printable(plan_.name).c_str(), exit_code_of(st));
+  cancel("view_dead");
 }
 
 // Job control of an interactive launch: the runtime stopped (^Z on its

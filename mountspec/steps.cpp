@@ -10,6 +10,7 @@ std::string_view to_string(StepKind k) {
     case StepKind::bind: return "bind";
     case StepKind::mask: return "mask";
     case StepKind::tool_view: return "tool_view";
+    case StepKind::view: return "view";
     case StepKind::fs: return "fs";
     case StepKind::dev_node: return "dev_node";
     case StepKind::symlink: return "symlink";
@@ -90,7 +91,8 @@ std::vector<std::string> mount_points(const MountPlan& plan) {
       case StepKind::root:
       case StepKind::mask:
       case StepKind::fs:
-      case StepKind::dev_node: out.push_back(s.target); break;
+      case StepKind::dev_node:
+      case StepKind::view: out.push_back(s.target); break;
       case StepKind::tool_view: {
         // The view's tmpfs and each entry cloned onto it; a wrapped tool is
         // the helper at its name and itself in kToolRealDir (its .d/ stays

@@ -21,6 +21,7 @@ enum class StepKind {
   bind,       ///< `source` (host) at `target`, `recursive` for rbind
   mask,       ///< an empty read-only tmpfs over `target` (`why`)
   tool_view,  ///< `target` replaced by a projection of what the agent may run
+  view,       ///< the agent view (view/rules.hpp) at `target`: its subtree `source`, relative to the CTX root
   fs,         ///< a fresh file system `fstype` at `target` with `options`
   dev_node,   ///< the host's device node `source` bound at `target` (a file)
   symlink,    ///< `target` made a symbolic link to `link`
@@ -34,7 +35,7 @@ std::string_view to_string(StepKind k);
 struct MountStep {
   StepKind kind = StepKind::bind;
   std::string target;  ///< inside the new root ("/" for root)
-  std::string source;  ///< root, bind, dev_node: a host path; tool_view: the backing directory
+  std::string source;  ///< root, bind, dev_node: a host path; tool_view: the backing directory; view: CTX-root-relative
   Attrs attrs;
   bool recursive = false;   ///< bind: rbind
   bool need_write = false;  ///< bind rw: the owner must be able to write the source
@@ -43,7 +44,7 @@ struct MountStep {
   std::string beneath;
   bool beneath_no_xdev = false;  ///< and never into another mount
   int line = 0;                  ///< bind: the line in <name>.d/mount
-  std::string why;               ///< mask
+  std::string why;               ///< mask; view: set for a tool tier a bind brings
   std::string fstype;            ///< fs: "proc", "tmpfs", "devpts"
   std::string options;           ///< fs: mount data ("mode=0755,size=64k")
   std::string link;              ///< symlink: what it points to
