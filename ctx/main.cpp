@@ -21,10 +21,12 @@
 #include "ctx/check.hpp"
 #include "ctx/env_probe.hpp"
 #include "ctx/explain.hpp"
+#include "ctx/view.hpp"
 #include "ctx/ps.hpp"
 #include "ctx/tool.hpp"
 #include "policy/policy.hpp"
 #include "sys/process.hpp"
+#include "view/fs_tree.hpp"
 
 namespace {
 
@@ -154,6 +156,28 @@ int run_explain(const std::string& ctx_root, const std::string& agent, const std
   return allowed ? 0 : 1;
 }
 
+int run_view(const std::string& ctx_root, const std::string& agent, bool as_json) {
+  auto spec = ctx::agentdir::load(ctx_root, agent);
+  if (!spec) {
+    std::fprintf(stderr, "ctx view: %s\n", ctx::printable(spec.error().msg).c_str());
+    return 2;
+  }
+  auto root = ctx::sys::open_dir(ctx_root, true);
+  if (!root) {
+    std::fprintf(stderr, "ctx view: %s\n", ctx::printable(root.error().msg).c_str());
+    return 2;
+  }
+  ctx::view::FsTree tree(root->get());
+  auto j = ctx::helper::view_tree(ctx::view::viewer_for(*spec), tree);
+  if (as_json) {
+    std::cout << j.dump(2, ' ', true) << "\n";
+    return 0;
+  }
+  std::printf("%s's view of %s:\n", ctx::printable(agent).c_str(), ctx::printable(ctx_root).c_str());
+  for (const auto& l : ctx::helper::format_view(j)) std::printf("%s\n", l.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,6 +223,12 @@ int main(int argc, char** argv) {
   explain->add_option("NAME", ex_agent, "the agent")->required();
   explain->add_option("CLASS:OBJECT", ex_object, "e.g. tool:fs.read")->required();
   explain->add_option("PERMISSION", ex_perm, "e.g. execute")->required();
+  auto* view_cmd = app.add_subcommand("view", "what an agent will see at its CTX root mount, as a tree");
+  std::string view_agent;
+  bool view_json = false;
+  view_cmd->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
+  view_cmd->add_option("NAME", view_agent, "the agent")->required();
+  view_cmd->add_flag("--json", view_json, "one JSON document instead of lines");
   auto* ps = app.add_subcommand("ps", "running agents as a tree: status, pid, uptime, cgroup");
   ps->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   auto* status = app.add_subcommand("status", "the CTX root's status");
@@ -231,6 +261,7 @@ int main(int argc, char** argv) {
     return ctx::helper::agent_request(agent_op, arg, command);
   }
   if (explain->parsed()) return run_explain(ctx_root, ex_agent, ex_object, ex_perm);
+  if (view_cmd->parsed()) return run_view(ctx_root, view_agent, view_json);
   if (ps->parsed()) {
     print_lines(ctx::helper::format_ps(ctx::helper::running_agents(ctx_root)));
     return 0;

@@ -168,7 +168,16 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::vector<st
           return refuse(c, name, EACCES, no->first, no->second, "denied");
         break;
       }
-    return refuse(c, name, ENOENT, "not_found", "no executable " + name + " in CTX_PATH", "error");
+    bool view = false;
+    for (const auto& dir : c.ctx_path)
+      if (auto d = sys::open_dir(dir); d && sys::on_fuse(d->get())) view = true;
+    return refuse(c, name, ENOENT, "not_found",
+                  "no executable " + name + " in CTX_PATH" +
+                      (view ? std::string(" (the agent view shows only tools that its policy, their own policy and "
+                                          "their mode bits allow; on the host, ctx explain " +
+                                          c.agent + " tool:" + name + " execute names the layer)")
+                            : std::string()),
+                  "error");
   }
   // In a projected tier the name is this helper and the tool itself, with
   // its .d/, waits in .ctx-real/ (launcher/tool_view.hpp).
@@ -201,7 +210,9 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::vector<st
   // costs one process, not two, and the tool's exit status and signals
   // reach the caller untouched. "ok" records that the call was allowed and
   // started; the tool's own result is the caller's to see.
-  record(c, name, "ok", "");
+  // In the agent view the exec itself is recorded, by the view (once).
+  bool view_records = sys::on_fuse(hit->dirfd.get());
+  if (!view_records) record(c, name, "ok", "");
   Error e = sys::exec(argv[0], argv, env);
   record(c, name, "error", "exec");
   std::fprintf(stderr, "ctx tool: %s\n", printable(e.msg).c_str());
