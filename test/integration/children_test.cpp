@@ -131,8 +131,10 @@ TEST_CASE("create, start and wait: the child runs in its own sandbox with only i
   RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev", ",\"handoff\":\"Task: review\\n\"") +
                      "'; /ctx/bin/ctx agent start rev -- /probe ids read:/handoff/handoff.md write:/handoff/handoff.md "
                      "write:/handoff/result.md write:/handoff/artifact/patch.diff exists:" +
-                     home + "/messages.jsonl exists:/ctx/agent/coder.d/policy; /ctx/bin/ctx agent wait rev");
-  INFO(r.out << r.err << (f.exists("ctx/agent/rev.d/mount") ? f.read("ctx/agent/rev.d/mount") : ""));
+                     home + "/messages.jsonl exists:/ctx/agent/rev.d/label exists:/ctx/agent/coder.d/policy; "
+                     "/ctx/bin/ctx agent wait rev");
+  INFO(r.out << r.err << (f.exists("ctx/agent/rev.d/mount") ? f.read("ctx/agent/rev.d/mount") : "")
+              << (f.exists("ctx/agent/rev.d/log") ? f.read("ctx/agent/rev.d/log") : ""));
   REQUIRE(r.exit_code == 0);
   // The answers of create, start and wait, and the child's probe report,
   // in whatever order the two processes wrote them.
@@ -154,8 +156,10 @@ TEST_CASE("create, start and wait: the child runs in its own sandbox with only i
   CHECK(seen["write:/handoff/handoff.md"] == "EROFS");
   CHECK(seen["write:/handoff/result.md"] == "ok");
   CHECK(seen["write:/handoff/artifact/patch.diff"] == "ok");
-  CHECK(seen["exists:" + home + "/messages.jsonl"] == "ENOENT");  // the parent's sessions are masked
-  CHECK(seen["exists:/ctx/agent/coder.d/policy"] == "yes");
+  CHECK(seen["exists:" + home + "/messages.jsonl"] == "ENOENT");  // the parent's sessions are not in its view
+  // The child's view shows itself, not its parent (docs/view.md).
+  CHECK(seen["exists:/ctx/agent/rev.d/label"] == "yes");
+  CHECK(seen["exists:/ctx/agent/coder.d/policy"] == "ENOENT");
   CHECK(got["wait"] == json{{"ok", true}, {"op", "wait"}, {"name", "rev"}, {"exit_status", 0}});
 
   // The child is an ordinary agent: its control files, owned by coder.
@@ -349,9 +353,10 @@ TEST_CASE("SIGKILL of the parent's runtime or supervisor leaves no descendant an
       for (const char* a : {"coder", "rev", "sub"})
         REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/" + a + ".d/status", "ready\n", 20000));
       // coder and rev: a supervisor, its watchdog and the sandbox's init;
-      // sub (no children): a supervisor and the init (their command
-      // lines name the CTX root).
-      CHECK(ctx::test::processes_mentioning(f.t.root()).size() == 3 + 3 + 2);
+      // sub (no children): a supervisor and the init; each its agent
+      // view's server, forked from its supervisor (their command lines
+      // name the CTX root).
+      CHECK(ctx::test::processes_mentioning(f.t.root()).size() == 3 + 3 + 2 + 3);
       CHECK_FALSE(ctx::test::processes_mentioning(token).empty());
       if (std::string(victim) == "runtime") {
         // The sandbox's init is the runtime's host-side face: its death
@@ -483,7 +488,10 @@ TEST_CASE("a child's mounts, handoff and root never follow a symlink its parent 
   CHECK(r.exit_code == 0);
   CHECK(r.out == "created=rev\nrev=5\ncreated=sub\nsub=5\n");  // both launches fail: EIO
   CHECK(r.out.find("TOPSECRET") == std::string::npos);
-  CHECK(f.read("ctx/agent/rev.d/log").find("/esc: EACCES: reaches through a symbolic link below") != std::string::npos);
+  // rev's source lies in its parent's home, which rev's agent view does
+  // not have (and the view never follows a symlink).
+  CHECK(f.read("ctx/agent/rev.d/log").find("the agent view at /esc: EACCES: rev's agent view has no home/" + f.uid +
+                                           "/agent/coder/esc") != std::string::npos);
   CHECK(f.read("ctx/agent/sub.d/log").find("/artifact: EACCES: reaches through a symbolic link below " + f.t.root()) !=
         std::string::npos);
 }

@@ -1,5 +1,6 @@
 #include "test/support/facility.hpp"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -34,6 +35,22 @@ bool can_unshare_user(const TestUser& u) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+// Opens /dev/fuse read-write as the test user, in a forked child.
+bool can_open_fuse(const TestUser& u) {
+  pid_t pid = ::fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    if (::geteuid() == 0 && u.uid != 0) {
+      if (::setgroups(0, nullptr) < 0 || ::setresgid(u.gid, u.gid, u.gid) < 0 || ::setresuid(u.uid, u.uid, u.uid) < 0)
+        _exit(2);
+    }
+    _exit(::open("/dev/fuse", O_RDWR | O_CLOEXEC) >= 0 ? 0 : 1);
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) < 0) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 std::string& facility_slot() {
   static std::string f;
   return f;
@@ -49,6 +66,8 @@ std::optional<std::string> facility_missing(const std::string& facility) {
   if (facility == "root") {
     if (::geteuid() != 0)
       return "the test runs as uid " + std::to_string(::geteuid()) + ", not root (run it with sudo)";
+    if (::access("/dev/fuse", F_OK) != 0)
+      return "there is no /dev/fuse, so launches have no agent view (docs/view.md): modprobe fuse";
     return std::nullopt;
   }
   if (facility == "userns") {
@@ -60,6 +79,10 @@ std::optional<std::string> facility_missing(const std::string& facility) {
       return "unprivileged user namespaces are unavailable to " + u->name +
              " (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, or on Ubuntu "
              "kernel.apparmor_restrict_unprivileged_userns=0 / the AppArmor profile in examples/)";
+    if (!can_open_fuse(*u))
+      return "/dev/fuse cannot be opened by " + u->name +
+             ", so its launches have no agent view (docs/view.md): chmod 0666 /dev/fuse (Debian's default; "
+             "scripts/setup restores it)";
     return std::nullopt;
   }
   if (facility == "cgroup") {

@@ -132,8 +132,16 @@ TEST_CASE("the view shows only what the agent may use", "[fs]") {
   CHECK(list(v, tree, "shared/project-a/tool") == Names{"project.test"});
   CHECK(ctx::view::decide(v, tree, "shared/project-a/data/f"));
   CHECK_FALSE(ctx::view::decide(v, tree, "shared/secret/data/f"));
-  CHECK(ctx::view::tool_tiers_under(v, tree, "shared") == Names{"shared/project-a/tool"});
-  CHECK(ctx::view::tool_tiers_under(v, tree, "shared/project-a") == Names{"shared/project-a/tool"});
+  CHECK(ctx::view::tool_tiers_under("shared", {"project-a", "b"}) == Names{"shared/project-a/tool", "shared/b/tool"});
+  CHECK(ctx::view::tool_tiers_under("shared/project-a", {}) == Names{"shared/project-a/tool"});
+  CHECK(ctx::view::tool_tiers_under("shared/project-a/data", {}).empty());
+  CHECK(ctx::view::plain(v, "home/1000/agent/coder/session"));
+  CHECK(ctx::view::plain(v, "shared/project-a/data"));
+  CHECK(ctx::view::plain(v, "shared"));
+  CHECK_FALSE(ctx::view::plain(v, "shared/project-a/tool"));
+  CHECK_FALSE(ctx::view::plain(v, "home/1000"));
+  CHECK_FALSE(ctx::view::plain(v, "agent"));
+  CHECK_FALSE(ctx::view::plain(v, "home/1000/agent/other"));
 }
 
 TEST_CASE("a view without a label shows no grant, only the agent itself", "[fs]") {
