@@ -11,6 +11,8 @@
 namespace ctx::sys {
 
 /// Mount attributes the launcher sets (MOUNT_ATTR_*), never clears.
+/// Written with designated initialisers ({.rdonly = true, .nosuid = true}):
+/// an unnamed flag is unset, and no reader has to count positions.
 struct MountAttrs {
   bool rdonly = false;
   bool nosuid = false;
