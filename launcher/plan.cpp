@@ -189,7 +189,7 @@ MountStep bind_of(const mountspec::Entry& e, const mountspec::Table& parent_moun
   b.source = e.source;
   b.target = e.target;
   b.recursive = e.kind == mountspec::Kind::rbind;
-  b.attrs = {e.mode == mountspec::Mode::ro, e.nosuid, e.nodev, e.noexec};
+  b.attrs = e.attrs;
   b.need_write = !b.attrs.rdonly;
   b.line = e.line;
   const mountspec::Entry* from = nullptr;
