@@ -11,8 +11,8 @@
 namespace ctx::sys {
 
 /// Mount attributes the launcher sets (MOUNT_ATTR_*), never clears: the
-/// one flag set of mount tables, child requests and plan steps alike
-/// (mountspec::Attrs). Written with designated initialisers ({.rdonly = true, .nosuid = true}):
+/// one flag set of mount tables, child requests and plan steps alike.
+/// Written with designated initialisers ({.rdonly = true, .nosuid = true}):
 /// an unnamed flag is unset, and no reader has to count positions.
 struct MountAttrs {
   bool rdonly = false;
