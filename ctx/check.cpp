@@ -108,7 +108,7 @@ void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const st
     for (const auto& p : s.mounts) {
       if (&p == &m || !path_is_at_or_under(m.target, p.target) || m.target == p.target) continue;
       std::string point = path_join(p.source, path_suffix(m.target, p.target));
-      if (m.mode == mountspec::Mode::rw && p.mode == mountspec::Mode::ro && !sys::open_o_path(point))
+      if (!m.attrs.rdonly && p.attrs.rdonly && !sys::open_o_path(point))
         warn(where + "rw mount " + m.target + " lies under the read-only " + p.target + " (line " +
              std::to_string(p.line) + ") and its mount point " + point + " does not exist; create it there");
     }

@@ -66,9 +66,9 @@ std::vector<Layer> explain_layers(const agentdir::AgentSpec& spec, const policy:
   out.push_back({"lookup", true, inner_dir + "/" + name + " (host " + host_dir + "/" + name + ")"});
 
   const mountspec::Entry* m = covering(spec, inner_dir);
-  out.push_back({"mount", !m->noexec,
-                 std::string(m->noexec ? "noexec" : "exec allowed") + ": " + m->source + " -> " + m->target + " (" +
-                     spec.name + ".d/mount:" + std::to_string(m->line) + ")"});
+  out.push_back({"mount", !m->attrs.noexec,
+                 std::string(m->attrs.noexec ? "noexec" : "exec allowed") + ": " + m->source + " -> " + m->target +
+                     " (" + spec.name + ".d/mount:" + std::to_string(m->line) + ")"});
 
   // The agent's host ids: its own for iso uid, else the owner's.
   std::uint32_t uid = spec.iso == agentdir::Iso::uid ? spec.uid : spec.owner;

@@ -60,7 +60,7 @@ std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec) {
     out.push_back(g);
   }
   for (const auto& m : spec.mounts) {
-    bool rw = m.mode == mountspec::Mode::rw;
+    bool rw = !m.attrs.rdonly;
     Grant g;
     g.what = std::string(rw ? "rw" : "ro") + " mount " + m.source + " -> " + m.target;
     g.where = spec.name + ".d/mount:" + std::to_string(m.line);

@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (!ctx::mountspec::order_for_apply(*t, "f.d/mount")) std::abort();  // parse refuses duplicates already
   std::vector<ctx::mountspec::ChildMount> req;
-  for (const auto& e : *t) req.push_back({e.target, e.target, e.mode, e.kind, e.nosuid, e.nodev, e.noexec});
+  for (const auto& e : *t) req.push_back({.source = e.target, .target = e.target, .attrs = e.attrs, .kind = e.kind});
   auto child = ctx::mountspec::attenuate(*t, req);
   (void)child;  // may refuse (nested targets), must not crash
   return 0;

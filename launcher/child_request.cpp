@@ -41,17 +41,15 @@ Result<mountspec::ChildMount> child_mount(const json& m, std::size_t i) {
   c.source = m[0].get<std::string>();
   c.target = m[1].get<std::string>();
   std::string mode = m[2].get<std::string>();
-  if (mode != "ro" && mode != "rw") return fail(bad_request(where + ": mode must be ro or rw, not '" + mode + "'"));
-  c.mode = mode == "ro" ? mountspec::Mode::ro : mountspec::Mode::rw;
+  if (!mountspec::parse_mode(mode, c.attrs))
+    return fail(bad_request(where + ": mode must be ro or rw, not '" + mode + "'"));
   if (m.size() == 4) {
     // The mount file's own parser: the same rules for a child's request.
     mountspec::Options opts;
     if (auto issue = mountspec::parse_options(m[3].get<std::string>(), opts))
       return fail(bad_request(where + ": " + issue->what));
     c.kind = opts.kind;
-    c.nosuid = opts.nosuid;
-    c.nodev = opts.nodev;
-    c.noexec = opts.noexec;
+    c.attrs = c.attrs | opts.attrs;  // the mode's rdonly, the options' flags
   }
   return c;
 }

@@ -165,7 +165,7 @@ MountStep mask(std::string target, std::string why) {
   m.kind = StepKind::mask;
   m.target = std::move(target);
   m.why = std::move(why);
-  m.attrs = {true, true, true, true};
+  m.attrs = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true};
   return m;
 }
 
@@ -190,7 +190,7 @@ MountStep bind_of(const mountspec::Entry& e, const mountspec::Table& parent_moun
   b.source = e.source;
   b.target = e.target;
   b.recursive = e.kind == mountspec::Kind::rbind;
-  b.attrs = {e.mode == mountspec::Mode::ro, e.nosuid, e.nodev, e.noexec};
+  b.attrs = e.attrs;
   b.need_write = !b.attrs.rdonly;
   b.line = e.line;
   const mountspec::Entry* from = nullptr;
@@ -263,7 +263,7 @@ void add_handoff(const AgentSpec& spec, const std::string& handoff_dir, std::vec
     b.kind = StepKind::bind;
     b.source = path_join(handoff_dir, f);
     b.target = path_join(kHandoffDir, f);
-    b.attrs = {std::string_view(f) == "handoff.md", true, true, true};
+    b.attrs = {.rdonly = std::string_view(f) == "handoff.md", .nosuid = true, .nodev = true, .noexec = true};
     b.need_write = !b.attrs.rdonly;
     b.beneath = spec.ctx_root;
     binds.push_back(std::move(b));
@@ -295,7 +295,7 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   root.kind = StepKind::root;
   root.target = "/";
   root.source = spec.root;
-  root.attrs = {false, true, true, false};
+  root.attrs = {.nosuid = true, .nodev = true};
   if (spec.parent && path_is_at_or_under(spec.root, spec.ctx_root)) root.beneath = spec.ctx_root;
   plan.mounts.push_back(std::move(root));
   for (auto& b : binds) plan.mounts.push_back(std::move(b));

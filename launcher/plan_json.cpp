@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include "mountspec/table.hpp"
+
 namespace ctx::launcher {
 
 namespace {
@@ -25,7 +27,7 @@ nlohmann::json ns_names(std::uint64_t flags) {
 
 nlohmann::json attrs_json(const mountspec::Attrs& a) {
   auto flags = nlohmann::json::array();
-  flags.push_back(a.rdonly ? "ro" : "rw");
+  flags.push_back(mountspec::mode_name(a));
   if (a.nosuid) flags.push_back("nosuid");
   if (a.nodev) flags.push_back("nodev");
   if (a.noexec) flags.push_back("noexec");

@@ -196,7 +196,8 @@ Result<void> tool_view(int rootfd, const MountStep& v) {
         if (*it->second == name) {
           CTX_TRY_ASSIGN(noexec, sys::on_noexec_mount(it->first.get()));
           CTX_TRY_ASSIGN(UniqueFd w, sys::clone_tree(helper.get(), "", false));
-          CTX_TRY(sys::set_mount_attrs(w.get(), {true, true, true, noexec}, false));
+          CTX_TRY(
+              sys::set_mount_attrs(w.get(), {.rdonly = true, .nosuid = true, .nodev = true, .noexec = noexec}, false));
           wrappers.emplace_back(std::move(w), name);
         }
         real.emplace_back(std::move(it->first), std::string(kToolRealDir) + "/" + *it->second);
@@ -229,7 +230,7 @@ Result<void> tool_view(int rootfd, const MountStep& v) {
     CTX_TRY_ASSIGN(UniqueFd point, sys::open_in_root(rootfd, rel_of(path_join(v.target, rel)), is_dir));
     CTX_TRY(sys::attach_tree(tree.get(), point.get()));
   }
-  return sys::set_mount_attrs(dir.get(), {true, true, true, true}, false);
+  return sys::set_mount_attrs(dir.get(), {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true}, false);
 }
 
 Result<void> mask_one(int rootfd, const MountStep& m) {

@@ -95,7 +95,7 @@ void plan_tool_views(const agentdir::AgentSpec& spec, const std::vector<ToolDirL
       v.kind = StepKind::tool_view;
       v.target = inner;
       v.source = l.host_dir;
-      v.attrs = {true, true, true, true};
+      v.attrs = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true};
       v.show = show;
       v.wrapped = wrapped;
       v.helper = helper;

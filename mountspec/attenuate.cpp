@@ -1,7 +1,7 @@
 #include "mountspec/attenuate.hpp"
 
 #include <set>
-#include <tuple>
+#include <utility>
 
 #include "base/path.hpp"
 
@@ -28,8 +28,7 @@ const Entry* covering(const Table& parent, std::string_view inner) {
 }
 
 std::optional<std::string> widening(const Entry& p, const Entry& child) {
-  if (child.mode == Mode::rw && p.mode == Mode::ro)
-    return "rw requested but the parent sees " + p.target + " read-only";
+  if (!child.attrs.rdonly && p.attrs.rdonly) return "rw requested but the parent sees " + p.target + " read-only";
   if (child.kind == Kind::rbind && p.kind != Kind::rbind)
     return "rbind requested but the parent's mount of " + p.target +
            " is bind (its submounts are hidden from the parent)";
@@ -39,10 +38,10 @@ std::optional<std::string> widening(const Entry& p, const Entry& child) {
   if (child.kind == Kind::bind && p.kind == Kind::rbind)
     return "bind requested but the parent sees " + p.target +
            " with rbind: a bind would uncover what the submounts below it cover; leave the kind unset or ask rbind";
-  for (auto [name, has, keeps] :
-       {std::tuple{"nosuid", p.nosuid, child.nosuid}, std::tuple{"nodev", p.nodev, child.nodev},
-        std::tuple{"noexec", p.noexec, child.noexec}})
-    if (has && !keeps) return std::string(name) + " dropped but the parent's mount of " + p.target + " has it";
+  for (auto [name, flag] :
+       {std::pair{"nosuid", &Attrs::nosuid}, std::pair{"nodev", &Attrs::nodev}, std::pair{"noexec", &Attrs::noexec}})
+    if (p.attrs.*flag && !(child.attrs.*flag))
+      return std::string(name) + " dropped but the parent's mount of " + p.target + " has it";
   return std::nullopt;
 }
 
@@ -82,13 +81,12 @@ Result<Table> attenuate(const Table& parent, const std::vector<ChildMount>& requ
     Entry e;
     e.source = path_join(p->source, path_suffix(c.source, p->target));
     e.target = c.target;
-    e.mode = c.mode;
     e.kind = c.kind.value_or(p->kind);
     // Flags: the parent's are kept whatever the request says; the request
-    // may add more.
-    e.nosuid = p->nosuid || c.nosuid;
-    e.nodev = p->nodev || c.nodev;
-    e.noexec = p->noexec || c.noexec;
+    // may add more. The mode is the request's: rw under a read-only parent
+    // mount is refused below, not narrowed.
+    e.attrs = p->attrs | c.attrs;
+    e.attrs.rdonly = c.attrs.rdonly;
     if (auto why = widening(*p, e)) return fail(denial(i, c, EACCES, "mount_widens_access", *why));
     CTX_TRY(add(e, i, c));
     // Parent mounts strictly below the requested source hide what lies
@@ -101,11 +99,9 @@ Result<Table> attenuate(const Table& parent, const std::vector<ChildMount>& requ
       Entry n;
       n.source = q.source;
       n.target = path_join(c.target, path_suffix(q.target, c.source));
-      n.mode = c.mode == Mode::ro ? Mode::ro : q.mode;
       n.kind = q.kind;
-      n.nosuid = q.nosuid || e.nosuid;
-      n.nodev = q.nodev || e.nodev;
-      n.noexec = q.noexec || e.noexec;
+      // q's flags and mode, narrowed by the request's (ro if it is ro).
+      n.attrs = q.attrs | e.attrs;
       CTX_TRY(add(n, i, c));
     }
   }

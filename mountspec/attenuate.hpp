@@ -14,15 +14,13 @@ namespace ctx::mountspec {
 
 /// One mount a child asks for, with its source as the *parent* sees it
 /// (a path inside the parent's sandbox), e.g. ["/work", "/work", "ro"].
-/// Unset kind and flags are inherited from the parent mount.
+/// An unset kind is inherited from the parent mount; the parent's flags
+/// are kept and attrs may add more.
 struct ChildMount {
   std::string source;
   std::string target;
-  Mode mode = Mode::ro;
+  Attrs attrs{.rdonly = true};  ///< the mode (ro: rdonly) and the flags asked
   std::optional<Kind> kind;
-  bool nosuid = false;
-  bool nodev = false;
-  bool noexec = false;
 };
 
 /// Derives the child's table in host paths from the parent's table, or

@@ -43,17 +43,17 @@ MountStep step(StepKind kind, std::string target) {
 
 void append_fixed_steps(MountPlan& plan, const std::string& shm_size, const std::string& run_dir,
                         const std::string& notify_path, const std::string& control_path) {
-  plan.push_back(fs("/proc", "proc", {false, true, true, true}, ""));
-  plan.push_back(fs("/dev", "tmpfs", {false, true, false, true}, "mode=0755,size=64k"));
+  plan.push_back(fs("/proc", "proc", {.nosuid = true, .nodev = true, .noexec = true}, ""));
+  plan.push_back(fs("/dev", "tmpfs", {.nosuid = true, .noexec = true}, "mode=0755,size=64k"));
   // An unprivileged user namespace cannot mknod: the harmless nodes are
   // bound from the host.
   for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
     MountStep n = step(StepKind::dev_node, std::string("/dev/") + node);
     n.source = n.target;
-    n.attrs = {false, true, false, true};
+    n.attrs = {.nosuid = true, .noexec = true};
     plan.push_back(std::move(n));
   }
-  plan.push_back(fs("/dev/pts", "devpts", {false, true, false, true}, "newinstance,ptmxmode=0666,mode=0620"));
+  plan.push_back(fs("/dev/pts", "devpts", {.nosuid = true, .noexec = true}, "newinstance,ptmxmode=0666,mode=0620"));
   for (auto [target, link] : {std::pair{"/dev/ptmx", "pts/ptmx"}, std::pair{"/dev/fd", "/proc/self/fd"},
                               std::pair{"/dev/stdin", "/proc/self/fd/0"}, std::pair{"/dev/stdout", "/proc/self/fd/1"},
                               std::pair{"/dev/stderr", "/proc/self/fd/2"}}) {
@@ -62,17 +62,17 @@ void append_fixed_steps(MountPlan& plan, const std::string& shm_size, const std:
     plan.push_back(std::move(l));
   }
   // Bounded: a tmpfs without a size may take half the host's memory.
-  plan.push_back(fs("/dev/shm", "tmpfs", {false, true, true, false}, "mode=1777,size=" + shm_size));
+  plan.push_back(fs("/dev/shm", "tmpfs", {.nosuid = true, .nodev = true}, "mode=1777,size=" + shm_size));
   MountStep dev_seal = step(StepKind::seal, "/dev");
-  dev_seal.attrs = {true, true, false, true};
+  dev_seal.attrs = {.rdonly = true, .nosuid = true, .noexec = true};
   plan.push_back(std::move(dev_seal));
-  plan.push_back(fs(run_dir, "tmpfs", {false, true, true, true}, "mode=0755,size=4k"));
+  plan.push_back(fs(run_dir, "tmpfs", {.nosuid = true, .nodev = true, .noexec = true}, "mode=0755,size=4k"));
   MountStep notify = step(StepKind::socket, notify_path);
   notify.datagram = true;
   plan.push_back(std::move(notify));
   plan.push_back(step(StepKind::socket, control_path));
   MountStep run_seal = step(StepKind::seal, run_dir);
-  run_seal.attrs = {true, true, true, true};
+  run_seal.attrs = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true};
   plan.push_back(std::move(run_seal));
 }
 

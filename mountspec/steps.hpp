@@ -9,12 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sys/mount.hpp"
+#include "mountspec/attrs.hpp"
 
 namespace ctx::mountspec {
-
-/// The one set of mount flags (MOUNT_ATTR_*), set and never cleared.
-using Attrs = sys::MountAttrs;
 
 enum class StepKind {
   root,       ///< `source` cloned onto itself: the new "/"

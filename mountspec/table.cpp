@@ -8,12 +8,12 @@
 
 namespace ctx::mountspec {
 
-std::string_view to_string(Mode m) {
-  switch (m) {
-    case Mode::ro: return "ro";
-    case Mode::rw: return "rw";
-  }
-  return "?";
+std::string_view mode_name(const Attrs& a) { return a.rdonly ? "ro" : "rw"; }
+
+bool parse_mode(std::string_view field, Attrs& a) {
+  if (field != "ro" && field != "rw") return false;
+  a.rdonly = field == "ro";
+  return true;
 }
 
 std::string_view to_string(Kind k) {
@@ -48,11 +48,11 @@ std::optional<OptionIssue> parse_options(std::string_view f, Options& out) {
     } else if (o == "rbind") {
       issue = once(seen_rbind);
     } else if (o == "nosuid") {
-      issue = once(out.nosuid);
+      issue = once(out.attrs.nosuid);
     } else if (o == "nodev") {
-      issue = once(out.nodev);
+      issue = once(out.attrs.nodev);
     } else if (o == "noexec") {
-      issue = once(out.noexec);
+      issue = once(out.attrs.noexec);
     } else {
       issue = OptionIssue{start,
                           "unknown option '" + printable(o) + "' (v0 options: bind, rbind, nosuid, nodev, noexec, -)"};
@@ -115,11 +115,7 @@ Result<Table> parse(std::string_view file, std::string_view content, std::vector
           "target must not be / (a mount over the whole root); set the root control file instead");
       ok = false;
     }
-    if (fields[2] == "ro") {
-      e.mode = Mode::ro;
-    } else if (fields[2] == "rw") {
-      e.mode = Mode::rw;
-    } else {
+    if (!parse_mode(fields[2], e.attrs)) {
       err(fields[2], 0, EINVAL, "mode must be ro or rw, not '" + std::string(fields[2]) + "'");
       ok = false;
     }
@@ -129,9 +125,7 @@ Result<Table> parse(std::string_view file, std::string_view content, std::vector
       ok = false;
     }
     e.kind = opts.kind.value_or(Kind::bind);
-    e.nosuid = opts.nosuid;
-    e.nodev = opts.nodev;
-    e.noexec = opts.noexec;
+    e.attrs = e.attrs | opts.attrs;  // the mode's rdonly, the options' flags
     if (!ok) continue;
     auto [it, inserted] = targets.emplace(e.target, l.number);
     if (!inserted) {
@@ -154,10 +148,10 @@ std::string format_entry(const Entry& e) {
     opts += o;
   };
   add(to_string(e.kind));
-  if (e.nosuid) add("nosuid");
-  if (e.nodev) add("nodev");
-  if (e.noexec) add("noexec");
-  return e.source + "\t" + e.target + "\t" + std::string(to_string(e.mode)) + "\t" + opts;
+  if (e.attrs.nosuid) add("nosuid");
+  if (e.attrs.nodev) add("nodev");
+  if (e.attrs.noexec) add("noexec");
+  return e.source + "\t" + e.target + "\t" + std::string(mode_name(e.attrs)) + "\t" + opts;
 }
 
 std::string format_table(const Table& t) {

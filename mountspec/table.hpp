@@ -8,10 +8,9 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "mountspec/attrs.hpp"
 
 namespace ctx::mountspec {
-
-enum class Mode { ro, rw };
 
 /// bind: the source mount only; rbind: with every mount below it.
 /// The option "-" alone means bind without extra flags.
@@ -21,11 +20,10 @@ enum class Kind { bind, rbind };
 struct Entry {
   std::string source;  ///< strict absolute path (base/path.hpp)
   std::string target;  ///< strict absolute path, never "/"
-  Mode mode = Mode::ro;
+  /// The mode (ro: rdonly) and the flags of the options; read-only unless
+  /// set otherwise.
+  Attrs attrs{.rdonly = true};
   Kind kind = Kind::bind;
-  bool nosuid = false;
-  bool nodev = false;
-  bool noexec = false;
   int line = 0;  ///< 1-based line in the file it came from; 0 if derived
 
   bool operator==(const Entry&) const = default;
@@ -36,9 +34,8 @@ using Table = std::vector<Entry>;
 /// The flags of a v0 options field.
 struct Options {
   std::optional<Kind> kind;  ///< none when the field says neither bind nor rbind
-  bool nosuid = false;
-  bool nodev = false;
-  bool noexec = false;
+  /// nosuid, nodev, noexec; never rdonly, which is the mode field's.
+  Attrs attrs;
 };
 
 /// Why an options field is refused, and the byte offset of the offending
@@ -67,7 +64,14 @@ std::string format_entry(const Entry& e);
 /// Formats a table as a whole mount file.
 std::string format_table(const Table& t);
 
-std::string_view to_string(Mode m);
+/// The mode field for attrs: "ro" when rdonly, else "rw".
+std::string_view mode_name(const Attrs& a);
+
+/// Parses a mode field ("ro" or "rw") into a.rdonly; false (a unchanged)
+/// for anything else. The one reader of modes, for the mount file and a
+/// child's request alike.
+bool parse_mode(std::string_view field, Attrs& a);
+
 std::string_view to_string(Kind k);
 
 }  // namespace ctx::mountspec

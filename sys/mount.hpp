@@ -11,13 +11,26 @@
 
 namespace ctx::sys {
 
-/// Mount attributes the launcher sets (MOUNT_ATTR_*), never clears.
+/// Mount attributes the launcher sets (MOUNT_ATTR_*), never clears: the
+/// one flag set of mount tables, child requests and plan steps alike.
+/// Written with designated initialisers ({.rdonly = true, .nosuid = true}):
+/// an unnamed flag is unset, and no reader has to count positions.
 struct MountAttrs {
   bool rdonly = false;
   bool nosuid = false;
   bool nodev = false;
   bool noexec = false;
+
+  bool operator==(const MountAttrs&) const = default;
 };
+
+/// Every flag set in a or in b.
+constexpr MountAttrs operator|(const MountAttrs& a, const MountAttrs& b) {
+  return {.rdonly = a.rdonly || b.rdonly,
+          .nosuid = a.nosuid || b.nosuid,
+          .nodev = a.nodev || b.nodev,
+          .noexec = a.noexec || b.noexec};
+}
 
 /// open_tree(OPEN_TREE_CLONE): a detached copy of the mount at dirfd/path
 /// (AT_RECURSIVE when recursive: with every mount below it). An empty path

@@ -13,8 +13,8 @@
 #include "test/support/tempdir.hpp"
 
 using namespace ctx::agentdir;
+using ctx::mountspec::Attrs;
 using ctx::mountspec::ChildMount;
-using ctx::mountspec::Mode;
 
 namespace {
 
@@ -55,11 +55,14 @@ AgentSpec parent_spec(const ControlFiles& f = parent_files(), const std::string&
   return *s;
 }
 
-ChildMount mount(const std::string& source, const std::string& target, Mode mode) {
+const Attrs kRo{.rdonly = true};
+const Attrs kRw{};
+
+ChildMount mount(const std::string& source, const std::string& target, Attrs attrs) {
   ChildMount m;
   m.source = source;
   m.target = target;
-  m.mode = mode;
+  m.attrs = attrs;
   return m;
 }
 
@@ -71,7 +74,7 @@ ChildRequest reviewer() {
   r.models = {"openai/gpt-4o"};
   r.tools = {"fs.read"};
   r.shared = {{"project-a", {"read"}}};
-  r.mounts = {mount("/work", "/work", Mode::ro), mount("/shared/project-a", "/shared/project-a", Mode::ro)};
+  r.mounts = {mount("/work", "/work", kRo), mount("/shared/project-a", "/shared/project-a", kRo)};
   r.handoff = "Task: review the mount ABI section.\n";
   return r;
 }
@@ -194,23 +197,23 @@ TEST_CASE("child: defaults come from the parent", "[unit]") {
     CHECK(none->spec.groups.empty());
   }
   SECTION("cwd: the parent's when a child mount shows it, else /") {
-    r.mounts = {mount("/work", "/work", Mode::ro)};
+    r.mounts = {mount("/work", "/work", kRo)};
     auto shown = plan(r);
     REQUIRE(shown);
     CHECK(shown->spec.cwd == "/work/src");
-    r.mounts = {mount("/shared/project-a", "/shared/project-a", Mode::ro)};
+    r.mounts = {mount("/shared/project-a", "/shared/project-a", kRo)};
     auto hidden = plan(r);
     REQUIRE(hidden);
     CHECK(hidden->spec.cwd == "/");
     // The same host directory at another target does not show the
     // parent's path.
-    r.mounts = {mount("/work", "/src", Mode::ro)};
+    r.mounts = {mount("/work", "/src", kRo)};
     auto moved = plan(r);
     REQUIRE(moved);
     CHECK(moved->spec.cwd == "/");
   }
   SECTION("an explicit cwd at or below a child mount target, or /") {
-    r.mounts = {mount("/shared/project-a", "/shared/project-a", Mode::ro)};
+    r.mounts = {mount("/shared/project-a", "/shared/project-a", kRo)};
     r.cwd = "/shared/project-a/docs";
     auto below = plan(r);
     REQUIRE(below);
@@ -249,7 +252,7 @@ TEST_CASE("child: a parent mount below a requested source is carried, never wide
   ControlFiles f = parent_files();
   f["mount"] += "/home/me/secrets-ro\t/work/conf\tro\tbind,nosuid,nodev\n";
   ChildRequest r = reviewer();
-  r.mounts = {mount("/work", "/work", Mode::rw)};
+  r.mounts = {mount("/work", "/work", kRw)};
   auto p = plan(r, parent_spec(f));
   REQUIRE(p);
   CHECK(p->files.at("mount") ==
@@ -282,7 +285,7 @@ TEST_CASE("child: without 'allow <type> agent:<name> create' nothing else is loo
   // Every other fault at once: agent_policy still comes first.
   r.label = "no good";
   r.tools = {"fs.write"};
-  r.mounts = {mount("/etc", "/etc", Mode::rw)};
+  r.mounts = {mount("/etc", "/etc", kRw)};
   r.groups = std::vector<std::uint32_t>{0};
   refused(r, EACCES, "agent_policy", "rev-2: EACCES: the parent's policy lacks 'allow coder_t agent:rev-2 create'");
   // start is not create.
@@ -355,10 +358,10 @@ TEST_CASE("child: a grant the parent does not hold is exceeds_parent_policy", "[
 
 TEST_CASE("child: mounts are derived from what the parent sees", "[unit]") {
   ChildRequest r = reviewer();
-  r.mounts = {mount("/work", "/work", Mode::ro), mount("/etc", "/etc", Mode::ro)};
+  r.mounts = {mount("/work", "/work", kRo), mount("/etc", "/etc", kRo)};
   refused(r, EACCES, "mount_not_visible",
           "rev-1: mount[1] /etc -> /etc: EACCES: not visible to the parent (no parent mount covers /etc)");
-  r.mounts = {mount("/shared/project-a", "/shared/project-a", Mode::rw)};
+  r.mounts = {mount("/shared/project-a", "/shared/project-a", kRw)};
   refused(r, EACCES, "mount_widens_access",
           "rev-1: mount[0] /shared/project-a -> /shared/project-a: EACCES: rw requested but the parent sees "
           "/shared/project-a read-only");
@@ -366,7 +369,7 @@ TEST_CASE("child: mounts are derived from what the parent sees", "[unit]") {
 
 TEST_CASE("child: under an rbind parent mount a child's bind is mount_widens_access", "[unit]") {
   ChildRequest r = reviewer();
-  r.mounts = {mount("/work", "/w", Mode::ro)};
+  r.mounts = {mount("/work", "/w", kRo)};
   r.mounts[0].kind = ctx::mountspec::Kind::bind;
   refused(r, EACCES, "mount_widens_access",
           "rev-1: mount[0] /work -> /w: EACCES: bind requested but the parent sees /work with rbind: a bind would "
@@ -381,7 +384,7 @@ namespace {
 // `change` (a file set to a content, or erased when the content is empty).
 AgentSpec child_after(const ControlFiles& change, const AgentSpec& parent = parent_spec()) {
   ChildRequest r = reviewer();
-  r.mounts.push_back(mount("/usr/lib", "/usr/lib", Mode::ro));
+  r.mounts.push_back(mount("/usr/lib", "/usr/lib", kRo));
   auto p = plan_child(parent, r, kOrigin, gid_1000);
   REQUIRE(p);
   ControlFiles f = p->files;
@@ -550,10 +553,10 @@ TEST_CASE("child: a malformed request is EINVAL invalid_request", "[unit]") {
             "rev-1: agents sub: EINVAL: unknown permission 'execute' (agent permits: create start stop read write)");
   }
   SECTION("mounts") {
-    r.mounts = {mount("/work", "work", Mode::ro)};
+    r.mounts = {mount("/work", "work", kRo)};
     refused(r, EINVAL, "invalid_request",
             "rev-1: mount[0] /work -> work: EINVAL: path must be absolute (start with '/'): work");
-    r.mounts = {mount("/work", "/w", Mode::ro), mount("/shared/project-a", "/w", Mode::ro)};
+    r.mounts = {mount("/work", "/w", kRo), mount("/shared/project-a", "/w", kRo)};
     refused(r, EINVAL, "invalid_request", "rev-1: mount[1] /shared/project-a -> /w: EINVAL: target /w requested twice");
   }
   SECTION("groups listed twice") {

@@ -16,7 +16,7 @@ TEST_CASE("a child request decodes strictly", "[unit]") {
   CHECK(ok->models == std::vector<std::string>{"debug/echo"});
   REQUIRE(ok->mounts.size() == 2);
   CHECK(ok->mounts[0].kind == ctx::mountspec::Kind::rbind);
-  CHECK(ok->mounts[0].nosuid);
+  CHECK(ok->mounts[0].attrs.nosuid);
   CHECK_FALSE(ok->mounts[1].kind);  // as the parent's
   CHECK(ok->handoff == "Task\n");
   auto msg = [](const char* text) {

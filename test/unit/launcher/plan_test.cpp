@@ -359,7 +359,7 @@ TEST_CASE("plans of the example agents", "[fs]") {
   CHECK(masks(*r)[0].target == "/ctx/shared/project-b");
   // The reviewer's policy reads project-a but cannot write it: an rw mount
   // of the space is refused.
-  reviewer->mounts[3].mode = ctx::mountspec::Mode::rw;
+  reviewer->mounts[3].attrs.rdonly = false;
   auto rw = make_plan(*reviewer, user(), o);
   REQUIRE_FALSE(rw);
   CHECK(rw.error().reason == "shared_policy");
@@ -404,8 +404,11 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
   CHECK(masks(*p)[0].target == "/ctx/home/1000/agent/coder/session");
   CHECK(std::find(p->env.begin(), p->env.end(), "CTX_HANDOFF=/handoff") != p->env.end());
   // The handoff directory is the launcher's: a mount there is refused.
-  s.mounts.push_back(
-      {"/usr", "/handoff/x", ctx::mountspec::Mode::ro, ctx::mountspec::Kind::bind, false, false, false, 4});
+  s.mounts.push_back({.source = "/usr",
+                      .target = "/handoff/x",
+                      .attrs = {.rdonly = true},
+                      .kind = ctx::mountspec::Kind::bind,
+                      .line = 4});
   auto refused = make_plan(s, user(), po);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().msg ==
@@ -457,8 +460,11 @@ TEST_CASE("tool views: every place a CTX_PATH tier appears shows only the tools 
   CHECK(views(*q)[0].show == std::vector<std::string>{"fs.read.d", "README", "sub"});
   // A deeper bind on a hidden tool stays hidden.
   s.label = ctx::agentdir::Label{"", "", "coder_t", ""};
-  s.mounts.push_back(
-      {"/srv/x", "/ctx/tool/shell.exec", ctx::mountspec::Mode::ro, ctx::mountspec::Kind::bind, false, false, false, 4});
+  s.mounts.push_back({.source = "/srv/x",
+                      .target = "/ctx/tool/shell.exec",
+                      .attrs = {.rdonly = true},
+                      .kind = ctx::mountspec::Kind::bind,
+                      .line = 4});
   auto w = make_plan(s, user(), PlanOptions{});
   REQUIRE(w);
   ctx::launcher::plan_tool_views(s, l, *w);

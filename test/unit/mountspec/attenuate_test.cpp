@@ -17,11 +17,14 @@ Table parent_table() {
                 "/opt/cache\t/work/cache\tro\tbind,noexec\n");
 }
 
-ChildMount req(std::string s, std::string t, Mode m, std::optional<Kind> k = std::nullopt) {
+const Attrs kRo{.rdonly = true};
+const Attrs kRw{};
+
+ChildMount req(std::string s, std::string t, Attrs a, std::optional<Kind> k = std::nullopt) {
   ChildMount c;
   c.source = std::move(s);
   c.target = std::move(t);
-  c.mode = m;
+  c.attrs = a;
   c.kind = k;
   return c;
 }
@@ -29,33 +32,49 @@ ChildMount req(std::string s, std::string t, Mode m, std::optional<Kind> k = std
 }  // namespace
 
 TEST_CASE("attenuate maps parent-visible sources to host paths", "[unit]") {
-  auto r = attenuate(parent_table(), {req("/shared/project-a", "/shared/project-a", Mode::ro),
-                                      req("/ctx/tool", "/ctx/tool", Mode::ro)});
+  auto r = attenuate(parent_table(),
+                     {req("/shared/project-a", "/shared/project-a", kRo), req("/ctx/tool", "/ctx/tool", kRo)});
   REQUIRE(r);
   REQUIRE(r->size() == 2);
-  CHECK((*r)[0] == Entry{"/srv/a", "/shared/project-a", Mode::ro, Kind::bind, true, false, false, 0});
-  CHECK((*r)[1] == Entry{"/ctx/tool", "/ctx/tool", Mode::ro, Kind::rbind, true, true, false, 0});
+  CHECK((*r)[0] == Entry{.source = "/srv/a",
+                         .target = "/shared/project-a",
+                         .attrs = {.rdonly = true, .nosuid = true},
+                         .kind = Kind::bind,
+                         .line = 0});
+  CHECK((*r)[1] == Entry{.source = "/ctx/tool",
+                         .target = "/ctx/tool",
+                         .attrs = {.rdonly = true, .nosuid = true, .nodev = true},
+                         .kind = Kind::rbind,
+                         .line = 0});
 }
 
 TEST_CASE("attenuate: the deepest parent mount supplies the source", "[unit]") {
-  auto r = attenuate(parent_table(), {req("/work/cache/x", "/c", Mode::ro)});
+  auto r = attenuate(parent_table(), {req("/work/cache/x", "/c", kRo)});
   REQUIRE(r);
   REQUIRE(r->size() == 1);
   CHECK((*r)[0].source == "/opt/cache/x");
-  CHECK((*r)[0].noexec);
+  CHECK((*r)[0].attrs.noexec);
 }
 
 TEST_CASE("attenuate carries nested parent mounts so nothing hidden appears", "[unit]") {
   // /work in the parent has /work/cache mounted over it; a child of /work
   // must see the parent's /work/cache, not the host's project/cache.
-  auto r = attenuate(parent_table(), {req("/work", "/src", Mode::rw)});
+  auto r = attenuate(parent_table(), {req("/work", "/src", kRw)});
   REQUIRE(r);
   REQUIRE(r->size() == 2);
-  CHECK((*r)[0] == Entry{"/home/me/project", "/src", Mode::rw, Kind::rbind, true, true, false, 0});
-  CHECK((*r)[1] == Entry{"/opt/cache", "/src/cache", Mode::ro, Kind::bind, true, true, true, 0});
-  auto ro = attenuate(parent_table(), {req("/work", "/src", Mode::ro)});
+  CHECK((*r)[0] == Entry{.source = "/home/me/project",
+                         .target = "/src",
+                         .attrs = {.nosuid = true, .nodev = true},
+                         .kind = Kind::rbind,
+                         .line = 0});
+  CHECK((*r)[1] == Entry{.source = "/opt/cache",
+                         .target = "/src/cache",
+                         .attrs = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true},
+                         .kind = Kind::bind,
+                         .line = 0});
+  auto ro = attenuate(parent_table(), {req("/work", "/src", kRo)});
   REQUIRE(ro);
-  CHECK((*ro)[1].mode == Mode::ro);
+  CHECK((*ro)[1].attrs.rdonly);
 }
 
 TEST_CASE("attenuate refusals name the entry and the reason", "[unit]") {
@@ -64,41 +83,41 @@ TEST_CASE("attenuate refusals name the entry and the reason", "[unit]") {
     REQUIRE_FALSE(a);
     return a.error();
   };
-  auto e = deny({req("/work", "/work", Mode::ro), req("/home/user", "/home", Mode::ro)});
+  auto e = deny({req("/work", "/work", kRo), req("/home/user", "/home", kRo)});
   CHECK(e.code == EACCES);
   CHECK(e.reason == "mount_not_visible");
   CHECK(e.msg == "mount[1] /home/user -> /home: EACCES: not visible to the parent (no parent mount covers /home/user)");
-  e = deny({req("/ctx/tool", "/t", Mode::rw)});
+  e = deny({req("/ctx/tool", "/t", kRw)});
   CHECK(e.reason == "mount_widens_access");
   CHECK(e.msg == "mount[0] /ctx/tool -> /t: EACCES: rw requested but the parent sees /ctx read-only");
-  e = deny({req("/shared/project-a/x", "/x", Mode::ro, Kind::rbind)});
+  e = deny({req("/shared/project-a/x", "/x", kRo, Kind::rbind)});
   CHECK(e.reason == "mount_widens_access");
   CHECK(e.msg ==
         "mount[0] /shared/project-a/x -> /x: EACCES: rbind requested but the parent's mount of "
         "/shared/project-a is bind (its submounts are hidden from the parent)");
-  e = deny({req("/etc", "/etc", Mode::ro)});
+  e = deny({req("/etc", "/etc", kRo)});
   CHECK(e.reason == "mount_not_visible");
-  e = deny({req("/work/../etc", "/w", Mode::ro)});
+  e = deny({req("/work/../etc", "/w", kRo)});
   CHECK(e.code == EINVAL);
   CHECK(e.reason == "invalid_mount");
   CHECK(e.msg == "mount[0] /work/../etc -> /w: EINVAL: '..' component in path: /work/../etc");
-  e = deny({req("/work", "/w", Mode::ro), req("/ctx", "/w", Mode::ro)});
+  e = deny({req("/work", "/w", kRo), req("/ctx", "/w", kRo)});
   CHECK(e.msg == "mount[1] /ctx -> /w: EINVAL: target /w requested twice");
-  e = deny({req("/work", "/", Mode::ro)});
+  e = deny({req("/work", "/", kRo)});
   CHECK(e.msg == "mount[0] /work -> /: EINVAL: target must not be /");
 }
 
 TEST_CASE("attenuate: under an rbind parent mount a child mount is rbind", "[unit]") {
   // Unset: inherited.
-  auto r = attenuate(parent_table(), {req("/work/src", "/s", Mode::ro)});
+  auto r = attenuate(parent_table(), {req("/work/src", "/s", kRo)});
   REQUIRE(r);
   CHECK((*r)[0].kind == Kind::rbind);
-  r = attenuate(parent_table(), {req("/work/src", "/s", Mode::ro, Kind::rbind)});
+  r = attenuate(parent_table(), {req("/work/src", "/s", kRo, Kind::rbind)});
   REQUIRE(r);
   CHECK((*r)[0].kind == Kind::rbind);
   // bind: a non-recursive clone of the host path would show what the
   // host's submounts below it cover, which the parent never sees.
-  r = attenuate(parent_table(), {req("/work", "/w", Mode::ro, Kind::bind)});
+  r = attenuate(parent_table(), {req("/work", "/w", kRo, Kind::bind)});
   REQUIRE_FALSE(r);
   CHECK(r.error().code == EACCES);
   CHECK(r.error().reason == "mount_widens_access");
@@ -106,7 +125,7 @@ TEST_CASE("attenuate: under an rbind parent mount a child mount is rbind", "[uni
         "mount[0] /work -> /w: EACCES: bind requested but the parent sees /work with rbind: a bind "
         "would uncover what the submounts below it cover; leave the kind unset or ask rbind");
   // Under a bind parent mount, bind stays allowed.
-  r = attenuate(parent_table(), {req("/shared/project-a", "/p", Mode::ro, Kind::bind)});
+  r = attenuate(parent_table(), {req("/shared/project-a", "/p", kRo, Kind::bind)});
   REQUIRE(r);
   CHECK((*r)[0].kind == Kind::bind);
 }
@@ -120,10 +139,14 @@ TEST_CASE("check_derived: a child entry in host paths against the parent's table
     return r.error();
   };
   // What attenuate makes passes, carried mounts included.
-  auto r = attenuate(parent, {req("/work", "/src", Mode::rw), req("/shared/project-a/x", "/x", Mode::ro)});
+  auto r = attenuate(parent, {req("/work", "/src", kRw), req("/shared/project-a/x", "/x", kRo)});
   REQUIRE(r);
   for (const auto& e : *r) CHECK(check_derived(parent, e));
-  Entry ok{"/home/me/project/src", "/s", Mode::rw, Kind::rbind, true, true, false, 0};
+  Entry ok{.source = "/home/me/project/src",
+           .target = "/s",
+           .attrs = {.nosuid = true, .nodev = true},
+           .kind = Kind::rbind,
+           .line = 0};
   CHECK(check_derived(parent, ok));
 
   Entry e = ok;
@@ -149,27 +172,28 @@ TEST_CASE("check_derived: a child entry in host paths against the parent's table
   CHECK(err.msg ==
         "bind requested but the parent sees /work with rbind: a bind would uncover what the submounts below "
         "it cover; leave the kind unset or ask rbind");
-  e = Entry{"/srv/a", "/a", Mode::ro, Kind::rbind, true, false, false, 0};
+  e = Entry{
+      .source = "/srv/a", .target = "/a", .attrs = {.rdonly = true, .nosuid = true}, .kind = Kind::rbind, .line = 0};
   err = deny(e);
   CHECK(err.msg ==
         "rbind requested but the parent's mount of /shared/project-a is bind (its submounts are hidden from "
         "the parent)");
   e = ok;
-  e.nodev = false;
+  e.attrs.nodev = false;
   err = deny(e);
   CHECK(err.reason == "mount_widens_access");
   CHECK(err.msg == "nodev dropped but the parent's mount of /work has it");
-  e = Entry{"/opt/cache", "/c", Mode::ro, Kind::bind, false, false, false, 0};
+  e = Entry{.source = "/opt/cache", .target = "/c", .attrs = {.rdonly = true}, .kind = Kind::bind, .line = 0};
   CHECK(deny(e).msg == "noexec dropped but the parent's mount of /work/cache has it");
 }
 
 TEST_CASE("attenuate never drops the parent's flags; a request may add some", "[unit]") {
-  ChildMount c = req("/shared/project-a", "/p", Mode::ro);
-  c.noexec = true;
+  ChildMount c = req("/shared/project-a", "/p", kRo);
+  c.attrs.noexec = true;
   auto r = attenuate(parent_table(), {c});
   REQUIRE(r);
-  CHECK((*r)[0].nosuid);
-  CHECK((*r)[0].noexec);
+  CHECK((*r)[0].attrs.nosuid);
+  CHECK((*r)[0].attrs.noexec);
 }
 
 TEST_CASE("property: attenuation never widens (random tables)", "[unit]") {
@@ -186,14 +210,19 @@ TEST_CASE("property: attenuation never widens (random tables)", "[unit]") {
     Table parent;
     int n = 1 + static_cast<int>(rng() % 4);
     for (int i = 0; i < n; ++i) {
-      Entry e{"/host" + path(3),
-              path(3),
-              rng() % 2 ? Mode::ro : Mode::rw,
-              rng() % 2 ? Kind::bind : Kind::rbind,
-              rng() % 2 == 0,
-              rng() % 2 == 0,
-              rng() % 2 == 0,
-              i + 1};
+      // One draw per statement, in the order the values were always drawn.
+      std::string source = "/host" + path(3);
+      std::string target = path(3);
+      bool rdonly = rng() % 2 != 0;
+      Kind kind = rng() % 2 ? Kind::bind : Kind::rbind;
+      bool nosuid = rng() % 2 == 0;
+      bool nodev = rng() % 2 == 0;
+      bool noexec = rng() % 2 == 0;
+      Entry e{.source = source,
+              .target = target,
+              .attrs = {.rdonly = rdonly, .nosuid = nosuid, .nodev = nodev, .noexec = noexec},
+              .kind = kind,
+              .line = i + 1};
       bool dup = false;
       for (const auto& x : parent) dup = dup || x.target == e.target;
       if (!dup) parent.push_back(e);
@@ -201,9 +230,9 @@ TEST_CASE("property: attenuation never widens (random tables)", "[unit]") {
     std::vector<ChildMount> request;
     int m = 1 + static_cast<int>(rng() % 3);
     for (int i = 0; i < m; ++i) {
-      ChildMount c = req(path(4), "/t" + std::to_string(i), rng() % 2 ? Mode::ro : Mode::rw);
+      ChildMount c = req(path(4), "/t" + std::to_string(i), rng() % 2 ? kRo : kRw);
       if (rng() % 3 == 0) c.kind = rng() % 2 ? Kind::bind : Kind::rbind;
-      c.noexec = rng() % 4 == 0;
+      c.attrs.noexec = rng() % 4 == 0;
       request.push_back(c);
     }
     auto r = attenuate(parent, request);
@@ -234,8 +263,9 @@ TEST_CASE("property: attenuation never widens (random tables)", "[unit]") {
               (deepest == nullptr || ctx::path_depth(q.target) > ctx::path_depth(deepest->target)))
             deepest = &q;
         if (deepest != &p) continue;
-        bool narrower = (p.mode == Mode::rw || child.mode == Mode::ro) && (!p.nosuid || child.nosuid) &&
-                        (!p.nodev || child.nodev) && (!p.noexec || child.noexec) && child.kind == p.kind;
+        bool narrower = (!p.attrs.rdonly || child.attrs.rdonly) && (!p.attrs.nosuid || child.attrs.nosuid) &&
+                        (!p.attrs.nodev || child.attrs.nodev) && (!p.attrs.noexec || child.attrs.noexec) &&
+                        child.kind == p.kind;
         justified = justified || narrower;
       }
       INFO(format_entry(child));

@@ -39,8 +39,8 @@ TEST_CASE("parse reads fields and lines exactly", "[unit]") {
   auto t = parse("m", "# c\n/a\t/b\trw\trbind,noexec\n\n/c\t/d\tro\t-\n");
   REQUIRE(t);
   REQUIRE(t->size() == 2);
-  CHECK((*t)[0] == Entry{"/a", "/b", Mode::rw, Kind::rbind, false, false, true, 2});
-  CHECK((*t)[1] == Entry{"/c", "/d", Mode::ro, Kind::bind, false, false, false, 4});
+  CHECK((*t)[0] == Entry{.source = "/a", .target = "/b", .attrs = {.noexec = true}, .kind = Kind::rbind, .line = 2});
+  CHECK((*t)[1] == Entry{.source = "/c", .target = "/d", .attrs = {.rdonly = true}, .kind = Kind::bind, .line = 4});
 }
 
 TEST_CASE("parse reports every error when asked", "[unit]") {
@@ -84,14 +84,19 @@ TEST_CASE("format and parse round-trip (random tables)", "[unit]") {
     Table t;
     int n = static_cast<int>(rng() % 6);
     for (int i = 0; i < n; ++i) {
-      Entry e{path(),
-              path(),
-              rng() % 2 ? Mode::ro : Mode::rw,
-              rng() % 2 ? Kind::bind : Kind::rbind,
-              rng() % 2 == 0,
-              rng() % 2 == 0,
-              rng() % 2 == 0,
-              0};
+      // One draw per statement, in the order the values were always drawn.
+      std::string source = path();
+      std::string target = path();
+      bool rdonly = rng() % 2 != 0;
+      Kind kind = rng() % 2 ? Kind::bind : Kind::rbind;
+      bool nosuid = rng() % 2 == 0;
+      bool nodev = rng() % 2 == 0;
+      bool noexec = rng() % 2 == 0;
+      Entry e{.source = source,
+              .target = target,
+              .attrs = {.rdonly = rdonly, .nosuid = nosuid, .nodev = nodev, .noexec = noexec},
+              .kind = kind,
+              .line = 0};
       bool dup = false;
       for (const auto& x : t) dup = dup || x.target == e.target;
       if (dup) continue;
