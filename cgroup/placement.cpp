@@ -79,7 +79,7 @@ Result<void> remove_tree(int parentfd, const std::string& name) {
   return sys::remove_at(parentfd, name, true);
 }
 
-Result<void> enable_controllers(int basefd, const std::string& base, const agentdir::Limits& l) {
+Result<void> enable_controllers(int basefd, const std::string& base, const Limits& l) {
   CTX_TRY_ASSIGN(auto have, sys::read_small_file(basefd, "cgroup.controllers", 4096));
   std::string available = have ? have->data : std::string();
   while (!available.empty() && available.back() == '\n') available.pop_back();
