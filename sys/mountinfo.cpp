@@ -147,24 +147,26 @@ std::string statmount_string(const Statmount& sm, const char* buf, std::size_t w
   return std::string(s, ::strnlen(s, written - sizeof sm - offset));
 }
 
-// Every mount below the caller's root, or only those whose superblock has
-// `magic`: then a first statmount asks for the numbers alone.
-Result<std::vector<MountEntry>> statmount_all(std::optional<std::uint64_t> magic) {
+// Every mount below the caller's root, or only those of `type`: then a
+// first statmount asks for the numbers alone, and the strings are asked
+// for when the superblock has the type's magic. The name is checked too:
+// types may share a magic (devtmpfs has tmpfs's).
+Result<std::vector<MountEntry>> statmount_all(const std::optional<FsType>& type) {
   CTX_TRY_ASSIGN(std::vector<std::uint64_t> ids, listmount_all());
   // Two paths of PATH_MAX and a type fit; a longer one is EOVERFLOW, and
   // the buffer grows.
   std::vector<std::uint64_t> storage((sizeof(Statmount) + 2 * 4096 + 256) / sizeof(std::uint64_t));
   std::vector<MountEntry> out;
-  out.reserve(magic ? 1 : ids.size());
+  out.reserve(type ? 1 : ids.size());
   for (std::uint64_t id : ids) {
-    if (magic) {
+    if (type) {
       Statmount head;
       MntIdReq req{kMntIdReqSizeVer0, 0, id, kStatmountSbBasic};
       if (::syscall(SYS_statmount, &req, &head, sizeof head, 0) < 0) {
         if (errno == ENOENT) continue;  // unmounted since listmount
         return CTX_FAIL_ERRNO("statmount");
       }
-      if (head.sb_magic != *magic) continue;
+      if (head.sb_magic != type->magic) continue;
     }
     MntIdReq req{kMntIdReqSizeVer0, 0, id,
                  kStatmountSbBasic | kStatmountMntRoot | kStatmountMntPoint | kStatmountFsType};
@@ -180,9 +182,10 @@ Result<std::vector<MountEntry>> statmount_all(std::optional<std::uint64_t> magic
     Statmount sm;
     std::memcpy(&sm, buf, sizeof sm);
     std::size_t written = std::min<std::size_t>(sm.size, storage.size() * sizeof(std::uint64_t));
-    out.push_back({statmount_string(sm, buf, written, kStatmountMntPoint, sm.mnt_point),
-                   statmount_string(sm, buf, written, kStatmountFsType, sm.fs_type),
-                   statmount_string(sm, buf, written, kStatmountMntRoot, sm.mnt_root)});
+    MountEntry e{statmount_string(sm, buf, written, kStatmountMntPoint, sm.mnt_point),
+                 statmount_string(sm, buf, written, kStatmountFsType, sm.fs_type),
+                 statmount_string(sm, buf, written, kStatmountMntRoot, sm.mnt_root)};
+    if (!type || e.fstype == type->name) out.push_back(std::move(e));
   }
   return out;
 }
@@ -228,7 +231,7 @@ Result<std::vector<MountEntry>> mount_table() {
 }
 
 Result<std::vector<MountEntry>> mount_table_of(const FsType& type) {
-  auto listed = statmount_all(type.magic);
+  auto listed = statmount_all(type);
   if (listed || (listed.error().code != ENOSYS && listed.error().code != EPERM)) return listed;
   CTX_TRY_ASSIGN(std::vector<MountEntry> all, read_mountinfo());
   std::erase_if(all, [&](const MountEntry& e) { return e.fstype != type.name; });

@@ -43,10 +43,10 @@ struct FsType {
 /// CGROUP2_SUPER_MAGIC.
 inline constexpr FsType kCgroup2{"cgroup2", 0x63677270};
 
-/// The mounts of one file system type, in mount_table()'s order. With
-/// listmount, a mount's strings are asked for only when its superblock has
-/// the type's magic (statmount's strings cost three times its numbers);
-/// with libmount, entries are kept by name.
+/// The mounts of one file system type (by name), in mount_table()'s order.
+/// With listmount, a mount's strings are asked for only when its
+/// superblock has the type's magic (statmount's strings cost about three
+/// times its numbers).
 Result<std::vector<MountEntry>> mount_table_of(const FsType& type);
 
 /// The path an open descriptor refers to in the caller's mount namespace
