@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "cgroup/limits.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
 
@@ -41,20 +42,6 @@ struct Parent {
   std::string session;  ///< empty when absent
   std::string run;      ///< empty when absent
   bool operator==(const Parent&) const = default;
-};
-
-/// The optional `limits` extension (KEY=VALUE): cgroup v2 values, already
-/// validated, as they will be written ("max", "1073741824", "50000 100000").
-struct Limits {
-  std::optional<std::string> memory_max;
-  std::optional<std::string> pids_max;
-  std::optional<std::string> cpu_max;
-  /// The launcher's own bounds (no cgroup controller needed): the size of
-  /// the sandbox's /dev/shm in bytes with an optional K/M/G/T suffix, and
-  /// RLIMIT_NPROC of the runtime.
-  std::optional<std::string> shm_max;
-  std::optional<std::string> nproc_max;
-  bool operator==(const Limits&) const = default;
 };
 
 /// Who decided the agent's identity files: for each of uid, gid and
@@ -92,7 +79,7 @@ struct AgentSpec {
   mountspec::Table mounts;
   std::vector<std::string> models;
   policy::Policy policy;
-  std::optional<Limits> limits;
+  std::optional<cgroup::Limits> limits;  ///< the `limits` file (cgroup/limits.hpp)
   IdentitySource id_source;
 
   /// The label's type, or "" with no label.

@@ -10,6 +10,7 @@
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
+#include "cgroup/limits.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
 
@@ -266,81 +267,6 @@ void parse_path(Diag& d, const std::string& content, AgentSpec& s) {
   for (const Line& l : *list) check(l.text, l);
 }
 
-// The keys of `limits`: the cgroup v2 files, and the launcher's own
-// bounds that need no controller (shm.max: the size of /dev/shm;
-// nproc.max: RLIMIT_NPROC).
-struct LimitKey {
-  std::string_view key;
-  std::optional<std::string> Limits::*slot;
-};
-constexpr LimitKey kLimitKeys[] = {
-    {"memory.max", &Limits::memory_max}, {"pids.max", &Limits::pids_max},   {"cpu.max", &Limits::cpu_max},
-    {"shm.max", &Limits::shm_max},       {"nproc.max", &Limits::nproc_max},
-};
-
-std::optional<std::string> limit_issue(std::string_view key, std::string_view v) {
-  auto number = [](std::string_view n) {
-    return !n.empty() && n.find_first_not_of("0123456789") == std::string_view::npos && n.size() <= 19;
-  };
-  auto bytes = [&](std::string_view n) {
-    if (!n.empty() && std::string_view("KMGT").find(n.back()) != std::string_view::npos) n.remove_suffix(1);
-    return number(n);
-  };
-  if (key == "memory.max") {
-    if (v == "max" || bytes(v)) return std::nullopt;
-    return "memory.max must be 'max' or bytes, optionally with K, M, G or T";
-  }
-  if (key == "pids.max") {
-    if (v == "max" || number(v)) return std::nullopt;
-    return "pids.max must be 'max' or a number";
-  }
-  if (key == "cpu.max") {
-    auto sp = v.find(' ');
-    std::string_view quota = v.substr(0, sp);
-    if (quota != "max" && !number(quota)) return "cpu.max must be 'max|QUOTA [PERIOD]' (microseconds)";
-    if (sp != std::string_view::npos && !number(v.substr(sp + 1)))
-      return "cpu.max period must be a number (microseconds)";
-    return std::nullopt;
-  }
-  if (key == "shm.max") {
-    if (bytes(v) && v.front() != '0') return std::nullopt;
-    return "shm.max must be bytes, optionally with K, M, G or T, and not 0";
-  }
-  if (key == "nproc.max") {
-    if (number(v) && v.front() != '0') return std::nullopt;
-    return "nproc.max must be a number of processes, not 0";
-  }
-  return "unknown limit '" + std::string(key) + "' (limits: memory.max, pids.max, cpu.max, shm.max, nproc.max)";
-}
-
-void parse_limits(Diag& d, const std::string& content, AgentSpec& s) {
-  auto list = items(d, "limits", content);
-  if (!list) return;
-  Limits lim;
-  for (const Line& l : *list) {
-    auto eq = l.text.find('=');
-    if (eq == std::string_view::npos) {
-      d.at("limits", l.number, 1, EINVAL, "expected KEY=VALUE");
-      continue;
-    }
-    std::string_view key = l.text.substr(0, eq), val = l.text.substr(eq + 1);
-    const LimitKey* known = nullptr;
-    for (const auto& k : kLimitKeys)
-      if (k.key == key) known = &k;
-    if (auto e = limit_issue(key, val)) {
-      d.at("limits", l.number, known != nullptr ? static_cast<int>(eq) + 2 : 1, EINVAL, *e);
-      continue;
-    }
-    std::optional<std::string>& slot = lim.*(known->slot);
-    if (slot) {
-      d.at("limits", l.number, 1, EINVAL, std::string(key) + " is set twice");
-      continue;
-    }
-    slot = std::string(val);
-  }
-  s.limits = lim;
-}
-
 }  // namespace
 
 Result<AgentSpec> build_spec(std::string_view name, std::string_view ctx_root, const ControlFiles& files,
@@ -441,7 +367,10 @@ Result<AgentSpec> build_spec(std::string_view name, std::string_view ctx_root, c
     auto p = policy::Policy::parse(d.file("policy"), *c, &d.errors());
     if (p) s.policy = std::move(*p);
   }
-  if (auto* c = find(files, "limits")) parse_limits(d, *c, s);
+  if (auto* c = find(files, "limits")) {
+    auto l = cgroup::parse_limits(d.file("limits"), *c, &d.errors());
+    if (l) s.limits = std::move(*l);
+  }
   // meta.json: validated, never stored, so no decision can depend on it.
   if (auto* c = find(files, "meta.json")) {
     auto lines = split_lines(d.file("meta.json"), *c);

@@ -1,10 +1,13 @@
-// Finding cgroup v2: the mount from /proc/self/mountinfo and the caller's
-// own cgroup from /proc/self/cgroup. Pure: the callers read the files.
+// Finding cgroup v2: the mount in the caller's mount table and the
+// caller's own cgroup from /proc/self/cgroup. Pure: the callers read them.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "sys/mountinfo.hpp"
 
 namespace ctx::cgroup {
 
@@ -14,8 +17,9 @@ struct Cgroup2Mount {
   std::string root;         ///< the cgroup shown at the mount point, usually "/"
 };
 
-/// The first cgroup2 mount in mountinfo text (octal escapes decoded).
-std::optional<Cgroup2Mount> find_cgroup2(std::string_view mountinfo);
+/// The first cgroup2 mount of a mount table (sys::mount_table_of(sys::kCgroup2)
+/// on the launcher's path, sys::read_mountinfo() in tests).
+std::optional<Cgroup2Mount> find_cgroup2(const std::vector<sys::MountEntry>& mounts);
 
 /// The v2 path ("0::/path") in /proc/<pid>/cgroup text.
 std::optional<std::string> v2_path(std::string_view proc_cgroup);

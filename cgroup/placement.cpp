@@ -8,6 +8,7 @@
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "sys/file.hpp"
+#include "sys/mountinfo.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "sys/socket.hpp"
@@ -78,7 +79,7 @@ Result<void> remove_tree(int parentfd, const std::string& name) {
   return sys::remove_at(parentfd, name, true);
 }
 
-Result<void> enable_controllers(int basefd, const std::string& base, const agentdir::Limits& l) {
+Result<void> enable_controllers(int basefd, const std::string& base, const Limits& l) {
   CTX_TRY_ASSIGN(auto have, sys::read_small_file(basefd, "cgroup.controllers", 4096));
   std::string available = have ? have->data : std::string();
   while (!available.empty() && available.back() == '\n') available.pop_back();
@@ -110,8 +111,8 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
                                                    bool& reaped_leftovers) {
   reaped_leftovers = false;
   BaseInputs in;
-  CTX_TRY_ASSIGN(std::string mountinfo, read_proc("mountinfo"));
-  in.mount = find_cgroup2(mountinfo);
+  CTX_TRY_ASSIGN(std::vector<sys::MountEntry> mounts, sys::mount_table_of(sys::kCgroup2));
+  in.mount = find_cgroup2(mounts);
   if (in.mount) {
     CTX_TRY_ASSIGN(std::string self, read_proc("cgroup"));
     in.own_path = v2_path(self).value_or("");

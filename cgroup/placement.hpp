@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "agentdir/agent_spec.hpp"
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
 #include "cgroup/discover.hpp"
+#include "cgroup/limits.hpp"
 
 namespace ctx::cgroup {
 
@@ -51,7 +51,7 @@ struct PlacementOptions {
   std::uint32_t owner = 0;
   bool privileged = false;
   std::string explicit_base;
-  std::optional<agentdir::Limits> limits;
+  std::optional<Limits> limits;
   /// The subtree's directory name under the base; "" means
   /// agent_cgroup_name(). An owned child uses its plain name below its
   /// parent's <agent>/child/ (DESIGN.md section 3).

@@ -8,6 +8,7 @@
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
 #include "sys/landlock.hpp"
+#include "sys/mountinfo.hpp"
 #include "sys/probe.hpp"
 
 namespace ctx::helper {
@@ -51,8 +52,11 @@ std::vector<Finding> probe_environment() {
     out.push_back({root ? Finding::Level::warning : Finding::Level::error, text});
   }
 
-  auto mount = cgroup::find_cgroup2(sys::read_or_empty("/proc/self", "mountinfo"));
-  if (!mount) {
+  auto table = sys::mount_table_of(sys::kCgroup2);
+  auto mount = table ? cgroup::find_cgroup2(*table) : std::nullopt;
+  if (!table) {
+    warn(table.error().msg + ": the cgroup2 mount cannot be found: agents run without a cgroup");
+  } else if (!mount) {
     warn("no cgroup2 file system is mounted: agents run without a cgroup (mount cgroup2, or boot with systemd)");
   } else {
     std::string own = cgroup::v2_path(sys::read_or_empty("/proc/self", "cgroup")).value_or("/");

@@ -13,6 +13,7 @@
 #include "agentdir/agent_spec.hpp"
 #include "agentdir/entitlement.hpp"
 #include "base/result.hpp"
+#include "cgroup/limits.hpp"
 #include "mountspec/steps.hpp"
 #include "sys/identity.hpp"
 
@@ -92,7 +93,7 @@ struct LaunchPlan {
   /// An interactive launch (a terminal among the caller's 0-2): the
   /// runtime gets a pty of the sandbox's own instead (launcher/pty_relay.hpp).
   bool terminal = false;
-  std::optional<agentdir::Limits> limits;  ///< cgroup limits of the `limits` file
+  std::optional<cgroup::Limits> limits;  ///< cgroup limits of the `limits` file
   /// Bounds that hold without cgroup controllers: the size of /dev/shm
   /// (a tmpfs size: bytes with an optional K/M/G/T suffix) and
   /// RLIMIT_NPROC of the runtime (docs/security.md says what it counts).

@@ -13,6 +13,7 @@
 
 #include "cgroup/discover.hpp"
 #include "cgroup/placement.hpp"
+#include "sys/mountinfo.hpp"
 #include "test/support/launch.hpp"
 
 using ctx::test::CtxTree;
@@ -30,7 +31,9 @@ std::string slurp(const std::string& p) {
 }
 
 std::string cgroup2() {
-  auto m = ctx::cgroup::find_cgroup2(slurp("/proc/self/mountinfo"));
+  auto mounts = ctx::sys::read_mountinfo();
+  REQUIRE(mounts);
+  auto m = ctx::cgroup::find_cgroup2(*mounts);
   REQUIRE(m);
   return m->mount_point;
 }

@@ -11,13 +11,13 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cgroup/discover.hpp"
 #include "cgroup/placement.hpp"
+#include "sys/mountinfo.hpp"
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
 
@@ -115,10 +115,9 @@ std::vector<std::string> json_lines(const std::string& out) {
 }
 
 std::string agent_cgroup(const Family& f, const std::string& agent) {
-  std::ifstream mi("/proc/self/mountinfo");
-  std::stringstream ss;
-  ss << mi.rdbuf();
-  auto m = ctx::cgroup::find_cgroup2(ss.str());
+  auto mounts = ctx::sys::read_mountinfo();
+  REQUIRE(mounts);
+  auto m = ctx::cgroup::find_cgroup2(*mounts);
   REQUIRE(m);
   return m->mount_point + "/cortexfs/user-" + f.uid + "/" + ctx::cgroup::agent_cgroup_name(agent, f.t.root());
 }

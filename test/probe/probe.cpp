@@ -35,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "sys/mountinfo.hpp"
+
 using nlohmann::json;
 
 namespace {
@@ -175,19 +177,10 @@ std::optional<json> look(const std::string& what, const std::string& arg) {
 // Checks that look at the file system and the network.
 std::optional<json> look_around(const std::string& what, const std::string& /*arg*/) {
   if (what == "mounts") {
+    auto mounts = ctx::sys::read_mountinfo();
+    if (!mounts) return mounts.error().msg;
     json a = json::array();
-    std::istringstream in(slurp("/proc/self/mountinfo"));
-    std::string line;
-    while (std::getline(in, line)) {
-      std::istringstream f(line);
-      std::string id, parent, devno, root, target, opts;
-      f >> id >> parent >> devno >> root >> target >> opts;
-      std::string rest, fstype;
-      while (f >> rest && rest != "-") {
-      }
-      f >> fstype;
-      a.push_back({{"target", target}, {"root", root}, {"options", opts}, {"fstype", fstype}});
-    }
+    for (const auto& m : *mounts) a.push_back({{"target", m.target}, {"root", m.root}, {"fstype", m.fstype}});
     return a;
   }
   if (what == "cwd") {

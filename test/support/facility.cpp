@@ -8,9 +8,9 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "cgroup/discover.hpp"
+#include "sys/mountinfo.hpp"
 #include "test/support/launch.hpp"
 
 namespace ctx::test {
@@ -87,26 +87,16 @@ std::optional<std::string> facility_missing(const std::string& facility) {
   }
   if (facility == "cgroup") {
     if (::geteuid() != 0) return "the cgroup tests place agents as root (run them with sudo)";
-    std::string mi;
-    {
-      std::ifstream in("/proc/self/mountinfo");
-      std::stringstream ss;
-      ss << in.rdbuf();
-      mi = ss.str();
-    }
-    if (mi.find(" - cgroup2 ") == std::string::npos) return "no cgroup2 file system is mounted";
+    auto mounts = sys::read_mountinfo();
+    if (!mounts) return "reading the mount table: " + mounts.error().msg;
+    if (!cgroup::find_cgroup2(*mounts)) return "no cgroup2 file system is mounted";
     return std::nullopt;
   }
   if (facility == "limits") {
     if (auto no = facility_missing("cgroup")) return no;
-    std::string mi;
-    {
-      std::ifstream in("/proc/self/mountinfo");
-      std::stringstream ss;
-      ss << in.rdbuf();
-      mi = ss.str();
-    }
-    auto m = cgroup::find_cgroup2(mi);
+    auto mounts = sys::read_mountinfo();
+    if (!mounts) return "reading the mount table: " + mounts.error().msg;
+    auto m = cgroup::find_cgroup2(*mounts);
     if (!m) return "no cgroup2 file system is mounted";
     std::ifstream in(m->mount_point + "/cgroup.controllers");
     std::string have;

@@ -95,7 +95,7 @@ TEST_CASE("a complete agent reads into a plain spec", "[unit]") {
   CHECK(s->models == std::vector<std::string>{"debug/echo"});
   CHECK(s->mounts.size() == 1);
   CHECK(s->policy.rules().size() == 1);
-  CHECK(*s->limits == Limits{"1G", "max", "50000 100000", "256M", "500"});
+  CHECK(*s->limits == ctx::cgroup::Limits{"1G", "max", "50000 100000", "256M", "500"});
 }
 
 TEST_CASE("defaults: uid is the owner, gid the owner's primary group, root in the home tier", "[unit]") {

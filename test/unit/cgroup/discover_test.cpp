@@ -5,22 +5,33 @@
 
 using namespace ctx::cgroup;
 
-TEST_CASE("the cgroup2 mount is found in mountinfo, wherever it is", "[unit]") {
-  std::string hybrid =
-      "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-      "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
-      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw\n";
+TEST_CASE("the cgroup2 mount is found in the mount table, wherever it is", "[unit]") {
+  using ctx::sys::MountEntry;
+  std::vector<MountEntry> hybrid{
+      {"/sys/fs/cgroup", "tmpfs", "/"},
+      {"/sys/fs/cgroup/memory", "cgroup", "/"},
+      {"/sys/fs/cgroup/unified", "cgroup2", "/"},
+      {"/mnt/later", "cgroup2", "/"},
+  };
   auto m = find_cgroup2(hybrid);
   REQUIRE(m);
   CHECK(m->mount_point == "/sys/fs/cgroup/unified");
   CHECK(m->root == "/");
-  auto esc = find_cgroup2("50 1 0:40 /sub /mnt/c\\040g rw - cgroup2 none rw\n");
+  // Mount points and roots come decoded from either path of
+  // sys::mount_table(): a space or a newline is part of the name.
+  auto esc = find_cgroup2({{"/mnt/c g", "cgroup2", "/sub"}});
   REQUIRE(esc);
   CHECK(esc->mount_point == "/mnt/c g");
   CHECK(esc->root == "/sub");
-  CHECK_FALSE(find_cgroup2("35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"));
+  auto nl = find_cgroup2({{"/", "ext4", "/"}, {"/mnt/c\ng h", "cgroup2", "/a\nb"}});
+  REQUIRE(nl);
+  CHECK(nl->mount_point == "/mnt/c\ng h");
+  CHECK(nl->root == "/a\nb");
+  CHECK_FALSE(find_cgroup2({{"/sys/fs/cgroup/memory", "cgroup", "/"}}));
+  CHECK_FALSE(find_cgroup2({}));
   CHECK(dir_of(*esc, "/sub/a/b") == std::optional<std::string>("/mnt/c g/a/b"));
   CHECK_FALSE(dir_of(*esc, "/other"));
+  CHECK(dir_of(*nl, "/a\nb/x") == std::optional<std::string>("/mnt/c\ng h/x"));
 }
 
 TEST_CASE("the v2 line of /proc/self/cgroup", "[unit]") {

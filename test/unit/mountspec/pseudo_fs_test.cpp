@@ -7,8 +7,8 @@ using ctx::mountspec::pseudo_fs_issue;
 
 TEST_CASE("a bind of a pseudo file system, or an rbind holding one, is refused with the reason", "[unit]") {
   const std::vector<MountEntry> mounts{
-      {"/", "ext4"},    {"/proc", "proc"},     {"/sys", "sysfs"}, {"/sys/fs/cgroup", "cgroup2"},
-      {"/srv", "ext4"}, {"/srv/a b", "tmpfs"}, {"/mnt", "tmpfs"}, {"/mnt", "proc"}};
+      {"/", "ext4", "/"},    {"/proc", "proc", "/"},     {"/sys", "sysfs", "/"}, {"/sys/fs/cgroup", "cgroup2", "/"},
+      {"/srv", "ext4", "/"}, {"/srv/a b", "tmpfs", "/"}, {"/mnt", "tmpfs", "/"}, {"/mnt", "proc", "/"}};
   CHECK(pseudo_fs_issue("/proc", false, mounts) ==
         "source /proc is on proc, a pseudo file system that exposes the host's processes and kernel state: a root "
         "launch does not bind it; remove the line");
