@@ -1,10 +1,16 @@
 // `ctx check`: validates agents' control files and reports every finding.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ctx::helper {
+
+/// A probed kernel facility (`ctx check --env`), for --json.
+struct FacilityFields {
+  std::string facility, state, since, detail, remedy;
+};
 
 /// One finding of a check.
 struct Finding {
@@ -14,6 +20,8 @@ struct Finding {
   /// For risk notes: the tier ("high", "medium", "low"), the grant and
   /// where it is written; empty otherwise.
   std::string tier = {}, what = {}, where = {};
+  /// For a kernel facility of `ctx check --env`; empty otherwise.
+  std::optional<FacilityFields> facility = {};
 };
 
 /// Every error and warning for one agent in a CTX root.

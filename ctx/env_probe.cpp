@@ -5,11 +5,10 @@
 #include <string>
 
 #include "cgroup/discover.hpp"
+#include "ctx/kernel_probe.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
-#include "sys/landlock.hpp"
 #include "sys/mountinfo.hpp"
-#include "sys/probe.hpp"
 
 namespace ctx::helper {
 
@@ -29,28 +28,7 @@ std::vector<Finding> probe_environment() {
   const bool root = ::geteuid() == 0;
   const std::string uid = std::to_string(::geteuid());
 
-  std::string max_ns = trim(sys::read_or_empty("/proc/sys/user", "max_user_namespaces"));
-  auto userns = sys::probe_user_namespace();
-  if (userns) {
-    ok("unprivileged user namespaces (user.max_user_namespaces " + max_ns + ")");
-  } else {
-    const Error& e = userns.error();
-    std::string remedy;
-    if (e.reason == "mount") {
-      remedy =
-          "a new user namespace gets no capabilities (Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1): "
-          "load examples/apparmor/ctx-agent-run or set the sysctl to 0";
-    } else if (e.code == ENOSPC || e.code == EUSERS) {
-      remedy = "user.max_user_namespaces is " + max_ns + ": sysctl -w user.max_user_namespaces=15000";
-    } else {
-      remedy =
-          "unprivileged user namespaces are disabled: sysctl -w kernel.unprivileged_userns_clone=1 (Debian) or raise "
-          "user.max_user_namespaces";
-    }
-    std::string text =
-        "env: " + e.msg + ": " + remedy + (root ? "" : "; without them only root (a systemd unit) can launch agents");
-    out.push_back({root ? Finding::Level::warning : Finding::Level::error, text});
-  }
+  for (const auto& r : probe_kernel_facilities()) out.push_back(facility_finding(r));
 
   auto table = sys::mount_table_of(sys::kCgroup2);
   auto mount = table ? cgroup::find_cgroup2(*table) : std::nullopt;
@@ -77,27 +55,6 @@ std::vector<Finding> probe_environment() {
     if (ctrl.find("memory") == std::string::npos || ctrl.find("pids") == std::string::npos)
       warn("cgroup controllers here: " + (ctrl.empty() ? std::string("none") : ctrl) +
            "; limits need memory, pids and cpu (enabled by systemd with Delegate=yes, or by cgroup.subtree_control)");
-  }
-
-  if (auto fuse = sys::probe_open_rw("/dev/fuse"); fuse) {
-    ok("/dev/fuse");
-  } else {
-    warn(fuse.error().msg +
-         ": the FUSE view (ctx-view) needs /dev/fuse read-write: apt-get install fuse3, or chmod 0666 "
-         "/dev/fuse");
-  }
-
-  if (auto ll = sys::landlock_abi(); ll && *ll >= sys::kLandlockScopeAbi) {
-    ok("Landlock ABI " + std::to_string(*ll) + " (abstract unix sockets and signals scoped to the sandbox)");
-  } else if (ll) {
-    warn("Landlock ABI " + std::to_string(*ll) +
-         ": abstract unix sockets and signals cannot be scoped to the sandbox "
-         "(ABI " +
-         std::to_string(sys::kLandlockScopeAbi) +
-         ", Linux 6.12): a granted network reaches the host's "
-         "abstract sockets; update the kernel");
-  } else {
-    warn(ll.error().msg + ": Landlock is off: boot with lsm=landlock,... on the kernel command line");
   }
 
   if (!root) {

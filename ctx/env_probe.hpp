@@ -8,10 +8,12 @@
 
 namespace ctx::helper {
 
-/// Findings for user namespaces (and Ubuntu's AppArmor restriction),
-/// max_user_namespaces, cgroup v2 and its delegation, /dev/fuse, Landlock,
-/// newuidmap and /etc/subuid. An unprivileged caller without user
-/// namespaces is an error (nothing can launch); the rest are warnings.
+/// Findings for every kernel facility of docs/launcher.md's minimum-kernel
+/// table (ctx/kernel_probe.hpp: user namespaces with Ubuntu's AppArmor
+/// restriction and max_user_namespaces, the mount API, ..., Landlock,
+/// /dev/fuse), then cgroup v2 and its delegation, newuidmap and
+/// /etc/subuid. An unprivileged caller without user namespaces is an
+/// error (nothing can launch); the rest are warnings.
 std::vector<Finding> probe_environment();
 
 }  // namespace ctx::helper

@@ -57,6 +57,12 @@ int print_json(const std::vector<std::pair<std::string, std::vector<ctx::helper:
                      {"warnings", nlohmann::json::array()},
                      {"risk", nlohmann::json::array()}};
     for (const auto& f : findings) {
+      if (f.facility)
+        a["facilities"].push_back({{"facility", f.facility->facility},
+                                   {"state", f.facility->state},
+                                   {"since", f.facility->since},
+                                   {"detail", f.facility->detail},
+                                   {"remedy", f.facility->remedy}});
       switch (f.level) {
         case ctx::helper::Finding::Level::error:
           a["errors"].push_back(f.text);

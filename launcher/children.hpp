@@ -1,7 +1,7 @@
 // The supervisor's owned children (seed 003): the control socket that
-// `ctx agent create|start|stop|wait` talks to from inside the sandbox,
-// the child supervisors it starts, and their cancellation when the parent
-// dies.
+// `ctx agent create|start|stop|wait` talks to from inside the sandbox.
+// The requests are decoded by child_request, the children kept in a
+// ChildRegistry, started and ended by child_spawn.
 //
 // Protocol: one JSON object per line in each direction.
 //   {"op":"create","request":{...seed 000 agent.create shape...}}
@@ -25,41 +25,17 @@
 #include "agentdir/agent_spec.hpp"
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
-#include "sys/file.hpp"
+#include "launcher/child_registry.hpp"
+#include "launcher/child_spawn.hpp"
 
 namespace ctx::launcher {
 
-/// The signal a parent supervisor sends to an owned child's supervisor
-/// (and the PR_SET_PDEATHSIG the kernel sends when the parent supervisor
-/// dies in any way): run the cancellation sequence. SIGRTMIN+2.
-int parent_dead_signal();
-
-/// The signal a parent supervisor sends for `ctx agent stop`: the same
-/// sequence (SIGTERM, grace, cgroup.kill) ending in status "stopped".
-/// SIGRTMIN+3.
-int stop_signal();
-
-/// The default grace between SIGTERM and cgroup.kill when owned children
-/// are cancelled (--cancel-grace-ms).
-inline constexpr int kDefaultCancelGraceMs = 2000;
-/// How long, past the grace period, a parent waits for its children's
-/// supervisors to finish their records before it SIGKILLs them.
-inline constexpr int kChildRecordsMs = 3000;
-
-/// What the registry needs from its supervisor.
+/// What the control socket needs from its supervisor.
 struct ChildrenConfig {
   const agentdir::AgentSpec* parent = nullptr;
   std::string session;
   std::string run;
-  std::string self_exe;      ///< ctx-agent-run, to start child supervisors
-  std::string agent_cgroup;  ///< the agent's cgroup directory, "" without cgroups
-  bool require_cgroup = false;
-  int cancel_grace_ms = kDefaultCancelGraceMs;
-  std::vector<std::string> env;         ///< the child supervisors' environment
-  std::optional<sys::Ownership> owner;  ///< a root caller: files go to the agent's host ids
-  /// Runs before the first child supervisor is started (the parent's
-  /// watchdog); a failure refuses the start.
-  std::function<Result<void>()> before_first_child;
+  SpawnConfig spawn;  ///< how child supervisors are started
   /// Appends an event to the parent's session events.jsonl.
   std::function<void(nlohmann::json)> event;
   /// Whether a connection's peer may use the control socket (a process of
@@ -67,7 +43,9 @@ struct ChildrenConfig {
   std::function<bool(int conn)> peer_allowed;
 };
 
-/// The registry. Single-threaded: the supervisor's poll loop drives it.
+/// The control socket's server: reads requests, checks them, answers, and
+/// keeps the owned children in a ChildRegistry. Single-threaded: the
+/// supervisor's poll loop drives it.
 class Children {
  public:
   Children(ChildrenConfig cfg, UniqueFd control_listen);
@@ -92,16 +70,6 @@ class Children {
     UniqueFd fd;
     std::string buf;
   };
-  struct Child {
-    pid_t pid = 0;
-    UniqueFd pidfd;
-    UniqueFd status;  ///< the child supervisor's --json-status-fd
-    std::string status_buf;
-    std::optional<int> exit_status;
-    std::optional<pid_t> runtime_pid;
-    std::vector<int> start_waiters;                         ///< connection ids
-    std::vector<std::pair<int, std::string>> exit_waiters;  ///< connection id, op (stop or wait)
-  };
 
   void accept_all();
   void read_conn(int id);
@@ -111,14 +79,15 @@ class Children {
   Result<nlohmann::json> create(const nlohmann::json& req);
   Result<std::string> start(int id, const nlohmann::json& req);
   Result<std::string> own_child(const nlohmann::json& req, const char* perm);
-  void read_status(Child& c, const std::string& name);
-  void exited(const std::string& name, Child& c, int status);
+  void stop_or_wait(int id, const std::string& op, const nlohmann::json& req);
+  void read_status(OwnedChild& c, const std::string& name);
+  void exited(const std::string& name, int status);
 
   ChildrenConfig cfg_;
   UniqueFd listen_;
   std::map<int, Conn> conns_;
   int next_conn_ = 0;
-  std::map<std::string, Child> children_;
+  ChildRegistry children_;
 };
 
 }  // namespace ctx::launcher

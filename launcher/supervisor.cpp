@@ -439,14 +439,14 @@ void Supervisor::start_children() {
   cc.parent = &spec_;
   cc.session = plan_.session;
   cc.run = new_run_id();
-  cc.self_exe = opts_.self_exe;
-  cc.agent_cgroup = placement_ ? placement_->agent_dir() : std::string();
-  cc.require_cgroup = opts_.require_cgroup;
-  cc.cancel_grace_ms = opts_.cancel_grace_ms;
-  cc.env = opts_.child_env;
-  if (plan_.ids.privileged) cc.owner = sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
+  cc.spawn.self_exe = opts_.self_exe;
+  cc.spawn.agent_cgroup = placement_ ? placement_->agent_dir() : std::string();
+  cc.spawn.require_cgroup = opts_.require_cgroup;
+  cc.spawn.cancel_grace_ms = opts_.cancel_grace_ms;
+  cc.spawn.env = opts_.child_env;
+  if (plan_.ids.privileged) cc.spawn.owner = sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
   cc.event = [this](json j) { files_->event(j); };
-  cc.before_first_child = [this]() -> Result<void> {
+  cc.spawn.before_first_child = [this]() -> Result<void> {
     if (watchdog_) return {};
     CTX_TRY_ASSIGN(watchdog_, start_watchdog(plan_, agents_.get(), ddir_.get(), placement_ ? &*placement_ : nullptr,
                                              opts_.cancel_grace_ms));

@@ -1,10 +1,14 @@
 #include "sys/probe.hpp"
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/landlock.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +16,9 @@
 #include <string>
 
 #include "sys/error.hpp"
+#include "sys/identity.hpp"
+#include "sys/mount.hpp"
+#include "sys/process.hpp"
 
 namespace ctx::sys {
 
@@ -77,6 +84,68 @@ Result<void> probe_open_rw(const std::string& path) {
   if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
   ::close(fd);
   return {};
+}
+
+Result<void> in_forked_child(const std::function<Result<void>()>& body) {
+  CTX_TRY_ASSIGN(auto pipe, make_pipe());
+  pid_t pid = ::fork();
+  if (pid < 0) return CTX_FAIL_ERRNO("fork");
+  if (pid == 0) {
+    pipe.first.reset();
+    Result<void> r = body();
+    if (r) _exit(0);
+    // "<errno> <message>"; the parent rebuilds the Error.
+    std::string m = std::to_string(r.error().code) + " " + r.error().msg;
+    (void)!::write(pipe.second.get(), m.data(), m.size());
+    _exit(1);
+  }
+  pipe.second.reset();
+  auto text = read_to_eof(pipe.first.get(), 4096);
+  CTX_TRY_ASSIGN(int status, wait_pid(pid));
+  if (WIFSIGNALED(status))
+    return fail(Error{EIO, "the probe was killed by signal " + std::to_string(WTERMSIG(status))});
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  std::string r = text ? *text : std::string();
+  auto sp = r.find(' ');
+  if (sp == std::string::npos) return fail(Error{EIO, "the probe failed without a report"});
+  return fail(Error{std::atoi(r.c_str()), r.substr(sp + 1)});
+}
+
+Result<void> enter_private_mount_namespace() {
+  if (::geteuid() == 0) {
+    if (::unshare(CLONE_NEWNS) < 0) return CTX_FAIL_ERRNO("unshare");
+  } else {
+    std::uint32_t uid = ::geteuid();
+    std::uint32_t gid = ::getegid();
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) return CTX_FAIL_ERRNO("unshare");
+    CTX_TRY(write_id_maps(0, {{uid, uid, 1}}, {{gid, gid, 1}}, true));
+  }
+  return make_mounts_private();
+}
+
+Result<UniqueFd> open_pidfd(pid_t pid) {
+  long fd = ::syscall(SYS_pidfd_open, pid, 0);
+  if (fd < 0) return CTX_FAIL_ERRNO("pidfd_open");
+  return UniqueFd(static_cast<int>(fd));
+}
+
+Result<void> close_fd_range(unsigned first, unsigned last) {
+  if (::syscall(SYS_close_range, first, last, 0) < 0) return CTX_FAIL_ERRNO("close_range");
+  return {};
+}
+
+Result<void> load_allow_all_filter() {
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return CTX_FAIL_ERRNO("prctl(PR_SET_NO_NEW_PRIVS)");
+  struct sock_filter allow[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  struct sock_fprog prog = {1, allow};
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) return CTX_FAIL_ERRNO("seccomp");
+  return {};
+}
+
+Result<std::string> kernel_release() {
+  struct utsname u = {};
+  if (::uname(&u) < 0) return CTX_FAIL_ERRNO("uname");
+  return std::string(u.release);
 }
 
 }  // namespace ctx::sys

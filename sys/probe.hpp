@@ -2,9 +2,13 @@
 // doctor. Each runs its risky part in a forked child.
 #pragma once
 
+#include <sys/types.h>
+
+#include <functional>
 #include <string>
 
 #include "base/result.hpp"
+#include "base/unique_fd.hpp"
 
 namespace ctx::sys {
 
@@ -21,5 +25,28 @@ Result<int> landlock_abi();
 
 /// open(2) of a device for reading and writing, closed at once.
 Result<void> probe_open_rw(const std::string& path);
+
+/// Runs body in a forked child and returns what it returned (code and
+/// message), so that nothing a probe does (namespaces, filters, mounts)
+/// reaches the caller. A child killed by a signal is EIO naming it.
+Result<void> in_forked_child(const std::function<Result<void>()>& body);
+
+/// In a forked child only: a private mount namespace, entered with a user
+/// namespace of its own (the caller's ids mapped to themselves) unless
+/// the caller is root, with every mount made private.
+Result<void> enter_private_mount_namespace();
+
+/// pidfd_open(2) of pid.
+Result<UniqueFd> open_pidfd(pid_t pid);
+
+/// close_range(2) of the fds first..last (no flags).
+Result<void> close_fd_range(unsigned first, unsigned last);
+
+/// In a forked child only: no_new_privs and a seccomp filter that allows
+/// every call (seccomp(SECCOMP_SET_MODE_FILTER)).
+Result<void> load_allow_all_filter();
+
+/// The kernel's release (uname(2)), "6.1.0-13-amd64".
+Result<std::string> kernel_release();
 
 }  // namespace ctx::sys

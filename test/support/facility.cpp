@@ -109,7 +109,12 @@ std::optional<std::string> facility_missing(const std::string& facility) {
                "e.g. a systemd machine with the unified hierarchy";
     return std::nullopt;
   }
-  return "unknown facility tag [" + facility + "] (this runner knows unit, fs, root, userns, cgroup, limits)";
+  if (facility == "fuse") {
+    if (::geteuid() != 0) return "the /dev/fuse tests cover the device as root for the test user (run them with sudo)";
+    if (::access("/dev/fuse", F_OK) != 0) return "/dev/fuse does not exist (modprobe fuse, or apt-get install fuse3)";
+    return facility_missing("userns");
+  }
+  return "unknown facility tag [" + facility + "] (this runner knows unit, fs, root, userns, cgroup, limits, fuse)";
 }
 
 }  // namespace ctx::test
