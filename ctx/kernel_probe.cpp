@@ -14,6 +14,7 @@
 #include "sys/file.hpp"
 #include "sys/landlock.hpp"
 #include "sys/mount.hpp"
+#include "sys/mountinfo.hpp"
 #include "sys/probe.hpp"
 #include "sys/process.hpp"
 #include "sys/pty.hpp"
@@ -234,7 +235,8 @@ FacilityResult probe_fuse() {
 // The cgroup probes: clone3 into a temporary cgroup below the caller's
 // own (removed after), and cgroup.kill in a non-root cgroup.
 void probe_cgroups(std::vector<FacilityResult>& out) {
-  auto mount = cgroup::find_cgroup2(sys::read_or_empty("/proc/self", "mountinfo"));
+  auto table = sys::mount_table_of(sys::kCgroup2);
+  auto mount = table ? cgroup::find_cgroup2(*table) : std::nullopt;
   if (!mount) {
     out[kClone3] = not_probed(kClone3, "no writable cgroup2 (none is mounted)");
     out[kCgroupKill] = not_probed(kCgroupKill, "no cgroup2 file system is mounted");

@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+
+#include "base/path.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
 #include "sys/resolve.hpp"
@@ -81,7 +84,16 @@ std::vector<ToolDirListing> list_tool_dirs(const std::vector<std::string>& host_
   return out;
 }
 
-bool fuse_usable() { return sys::open_path("/dev/fuse", O_RDWR).has_value(); }
+Result<void> fuse_usable() {
+  CTX_TRY_ASSIGN(UniqueFd f, sys::open_path("/dev/fuse", O_RDWR));
+  return {};
+}
+
+bool shows_ctx_tree(const agentdir::AgentSpec& spec) {
+  return std::any_of(spec.mounts.begin(), spec.mounts.end(), [&](const mountspec::Entry& e) {
+    return path_is_at_or_under(e.source, spec.ctx_root) || path_is_at_or_under(spec.ctx_root, e.source);
+  });
+}
 
 void add_tool_views(const agentdir::AgentSpec& spec, LaunchPlan& plan) {
   auto tiers = ctx_path_host_dirs(plan);

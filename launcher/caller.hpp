@@ -22,8 +22,12 @@ Result<Caller> probe_caller(const agentdir::AgentSpec& spec);
 std::vector<std::string> list_shared_spaces(const std::string& ctx_root);
 
 /// Whether the caller can open /dev/fuse for the agent view (a root
-/// launch always can where the device exists): the view's backend.
-bool fuse_usable();
+/// launch always can where the device exists), or why not.
+Result<void> fuse_usable();
+
+/// Whether the agent's table shows any of the CTX tree (a bind at, above
+/// or below the CTX root): what the agent view governs.
+bool shows_ctx_tree(const agentdir::AgentSpec& spec);
 
 /// Lists the host tool directories behind an agent's CTX_PATH
 /// (tool_view.hpp), never following a symlink; a directory that cannot be

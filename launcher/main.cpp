@@ -60,6 +60,7 @@ struct Args {
   int status_fd = -1;
   std::string cgroup_base;
   bool require_cgroup = false;
+  bool require_view = false;
   int cancel_grace_ms = ctx::launcher::kDefaultCancelGraceMs;
   pid_t owned_by = 0;
   std::string cgroup_leaf;
@@ -85,6 +86,8 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
                  "write pid, namespace ids, step timings and exit status as JSON to FD");
   app.add_option("--cgroup-base", a.cgroup_base, "the delegated cgroup v2 directory to place the agent in");
   app.add_flag("--require-cgroup", a.require_cgroup, "fail instead of falling back when no writable cgroup v2 exists");
+  app.add_flag("--require-view", a.require_view,
+               "fail instead of showing the durable CTX tree when /dev/fuse cannot be used for the agent view");
   app.add_option("--cancel-grace-ms", a.cancel_grace_ms,
                  "when cancelling owned children: milliseconds between SIGTERM and cgroup.kill (default 2000)")
       ->check(CLI::Range(0, 600000));
@@ -150,7 +153,17 @@ int main(int argc, char** argv) {
   po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
   po.terminal = ctx::sys::is_terminal(0) || ctx::sys::is_terminal(1) || ctx::sys::is_terminal(2);
   po.tool_views = ctx::launcher::add_tool_views;
-  po.view = ctx::launcher::fuse_usable();
+  if (auto fuse = ctx::launcher::fuse_usable(); fuse) {
+    po.view = true;
+  } else if (ctx::launcher::shows_ctx_tree(*spec)) {
+    // Until the static view lands (docs/view.md), no view means the
+    // durable tree: said every time, refused on request.
+    std::string why = "/dev/fuse cannot be used (" + fuse.error().msg + "), so " + spec->name +
+                      "'s mounts of the CTX tree show the durable tree, not its agent view; chmod 0666 /dev/fuse "
+                      "(Debian's default) or a udev rule restores it";
+    if (a.require_view) return report(ctx::Error{EACCES, "--require-view: " + why}, ctx::launcher::kExitLaunchFailed);
+    std::fprintf(stderr, "ctx-agent-run: warning: %s\n", ctx::printable(why).c_str());
+  }
   if (spec->parent)
     if (auto r = ctx::launcher::plan_ancestry(*spec, po,
                                               [&](const std::string& n) { return ctx::agentdir::load(a.ctx_root, n); });

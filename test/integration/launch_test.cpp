@@ -529,7 +529,10 @@ TEST_CASE("READY=1 is forwarded to the launcher's own NOTIFY_SOCKET", "[root][us
   REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
   ::chmod(sock.c_str(), 0666);
   RunResult r = ctx::test::run_command(
-      {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "notify:READY=1"},
+      // The sender stays a moment: a message whose sender is already gone
+      // cannot be attributed to the sandbox and is dropped (security.md).
+      {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "notify:READY=1",
+       "sleep:0.3"},
       m.as, 60, {"NOTIFY_SOCKET=" + sock});
   probe(r);
   char buf[64] = {};

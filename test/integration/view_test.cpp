@@ -1,0 +1,196 @@
+// The agent view (docs/view.md) from inside real sandboxes, launched by
+// root (for the test user) and by the test user itself: what a mount of
+// the CTX root shows, that it never reaches the host's mount table, that
+// a tool run through it is recorded once, that a revoked grant disappears
+// while the agent runs, and that a dead view stops the agent.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "test/support/facility.hpp"
+#include "test/support/launch.hpp"
+#include "test/support/tempdir.hpp"
+
+using ctx::test::CtxTree;
+using ctx::test::RunResult;
+using ctx::test::TestUser;
+
+namespace {
+
+constexpr const char* kPolicy =
+    "allow coder_t tool:fs.read execute\n"
+    "allow coder_t model:debug/echo use\n"
+    "allow coder_t shared:project-a read\n";
+
+struct ViewTree {
+  TestUser as;
+  CtxTree t;
+  std::string uid;
+
+  ViewTree(const TestUser& owner, const TestUser& launcher) : as(launcher), t(owner), uid(std::to_string(owner.uid)) {
+    t.write("ctx/status", "ready\n");
+    t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
+    t.write("ctx/tool/fs.read", "#!/bin/sh\necho read-ran\n", 0755);
+    t.write("ctx/tool/fs.read.d/schema", "{}\n");
+    t.write("ctx/tool/fs.read.d/log", "facts\n");
+    t.write("ctx/tool/fs.write", "#!/bin/sh\necho write-ran\n", 0755);
+    t.write("ctx/model/debug/echo", "#!/bin/sh\ncat\n", 0755);
+    t.write("ctx/model/debug/echo.d/id", "debug/echo\n");
+    t.write("ctx/model/debug/echo.d/env", "API_KEY=sk-live-secret\n");
+    t.write("ctx/model/openai/gpt-4o", "#!/bin/sh\ncat\n", 0755);
+    REQUIRE(::symlink("/ctx/model/debug/echo", (t.root() + "/model/main").c_str()) == 0);
+    t.write("ctx/shared/project-a/data/f", "data\n");
+    t.write("ctx/shared/project-a/tool/project.test", "#!/bin/sh\necho project-test-ran\n", 0755);
+    t.write("ctx/shared/secret/data/f", "secret\n");
+    t.write("ctx/home/" + uid + "/agent/other/session/default/messages.jsonl", "private\n");
+    t.agent("other", {{"policy", "allow other_t tool:fs.write execute\n"}});
+    t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" +
+                                    uid + "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind,nosuid,nodev\n" +
+                                    t.root() + "/shared/project-a\t/shared/project-a\tro\trbind,nosuid,nodev\n"},
+                      {"policy", kPolicy}});
+  }
+
+  RunResult sh(const std::string& cmd) { return t.launch({"coder", "--", "/bin/sh", "-c", cmd}, as); }
+  std::string events() {
+    std::ifstream in(t.root() + "/home/" + uid + "/agent/coder/session/default/events.jsonl");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+};
+
+ViewTree make_tree() {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
+  return ViewTree(*u, as);
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a mount of the CTX root shows the agent view, never the durable tree", "[root][userns]") {
+  ViewTree v = make_tree();
+  RunResult r = v.sh(
+      "cd /ctx && ls; echo --; ls tool; echo --; ls model model/debug model/debug/echo.d; echo --; ls agent; echo --; "
+      "ls home home/*; ls home/*/agent; echo --; ls shared; echo --; find /ctx -type l | wc -l; "
+      "cat model/main; cat model/debug/echo.d/env; cat agent/other.d/policy; cat home/" +
+      v.uid + "/agent/other/session/default/messages.jsonl; cat shared/secret/data/f; cat tool/fs.read.d/log; touch tool/new; mkdir x; echo end");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out ==
+        "agent\nbin\nhome\nmodel\nshared\nstatus\ntool\n--\nfs.read\nfs.read.d\n--\nmodel:\ndebug\nmain\n\n"
+        "model/debug:\necho\necho.d\n\nmodel/debug/echo.d:\nid\n--\ncoder.d\n--\nhome:\n" +
+            v.uid + "\n\nhome/" + v.uid + ":\nagent\n" + "coder\n--\nproject-a\n--\n0\n#!/bin/sh\ncat\nend\n");
+  for (const char* hidden : {"model/debug/echo.d/env", "agent/other.d/policy", "other/session/default/messages.jsonl",
+                             "shared/secret/data/f", "tool/fs.read.d/log"})
+    CHECK(r.err.find(std::string(hidden) + ": No such file or directory") != std::string::npos);
+  CHECK(r.err.find("tool/new': Read-only file system") != std::string::npos);
+  CHECK(r.err.find("'x': Read-only file system") != std::string::npos);
+  CHECK(r.out.find("sk-live-secret") == std::string::npos);
+  // The mount is the sandbox's alone.
+  std::ifstream mi("/proc/self/mountinfo");
+  std::stringstream ss;
+  ss << mi.rdbuf();
+  CHECK(ss.str().find(v.t.root()) == std::string::npos);
+  // ctx view on the host prints the same tree from the same rules.
+  RunResult cv = ctx::test::run_command({ctx::test::built("ctx/ctx"), "view", "--ctx-root", v.t.root(), "coder"});
+  CHECK(cv.exit_code == 0);
+  CHECK(cv.out.find("tool/\n  fs.read  (executable)\n  fs.read.d/\n    schema\n") != std::string::npos);
+  CHECK(cv.out.find("  main  (executable)  = model/debug/echo\n") != std::string::npos);
+  CHECK(cv.out.find("fs.write") == std::string::npos);
+  CHECK(cv.out.find("secret") == std::string::npos);
+}
+
+TEST_CASE("the ways around the tool gate that the durable tree offered are closed", "[root][userns]") {
+  ViewTree v = make_tree();
+  // A shared space bound with its tool tier, a model without a grant, the
+  // old projection's .ctx-real/ detour.
+  RunResult r = v.sh(
+      "/shared/project-a/tool/project.test; echo rc=$?; ls /shared/project-a; /ctx/model/openai/gpt-4o </dev/null; "
+      "echo rc=$?; ls /ctx/tool/.ctx-real; echo rc=$?");
+  INFO(r.out << r.err);
+  CHECK(r.out == "rc=127\ndata\ntool\nrc=127\nrc=2\n");
+  CHECK(r.out.find("project-test-ran") == std::string::npos);
+  CHECK(r.err.find("/shared/project-a/tool/project.test: not found") != std::string::npos);
+  CHECK(r.err.find("/ctx/model/openai/gpt-4o: not found") != std::string::npos);
+  // Granted, the space's tool runs, and is recorded.
+  v.t.write("ctx/agent/coder.d/policy", std::string(kPolicy) + "allow coder_t tool:project.test execute\n");
+  RunResult ok = v.sh("/shared/project-a/tool/project.test");
+  CHECK(ok.out == "project-test-ran\n");
+  CHECK(v.events().find("\"object\":\"tool/project.test\"") != std::string::npos);
+}
+
+TEST_CASE("a tool run through the view is recorded once, as through ctx tool", "[root][userns]") {
+  ViewTree v = make_tree();
+  std::string before = v.events();
+  RunResult d = v.sh("/ctx/tool/fs.read; /ctx/bin/ctx tool fs.read </dev/null; cat /ctx/tool/fs.read >/dev/null");
+  INFO(d.out << d.err);
+  CHECK(d.out == "read-ran\nread-ran\n");
+  std::string added = v.events().substr(before.size());
+  CHECK(count(added, "\"type\":\"tool.call\"") == 2);  // two runs; reading it is not a call
+  CHECK(count(added, "\"object\":\"tool/fs.read\"") == 2);
+  CHECK(count(added, "\"via\":\"exec\"") == 2);
+}
+
+TEST_CASE("a revoked grant leaves the running agent's view", "[root][userns]") {
+  ViewTree v = make_tree();
+  // The runtime waits until fs.read is gone from its view and says so.
+  auto sp = v.t.spawn({"coder", "--", "/bin/sh", "-c",
+                       "while [ ! -e /ctx/home/" + v.uid +
+                           "/agent/coder/started ]; do sleep 0.05; done; "
+                           "i=0; while [ -e /ctx/tool/fs.read ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; "
+                           "[ -e /ctx/tool/fs.read ] && echo still-there || echo gone; "
+                           "ls /ctx/model"},
+                      v.as);
+  // Started: the view showed fs.read; now the owner revokes it.
+  v.t.write("ctx/home/" + v.uid + "/agent/coder/started", "");
+  ::usleep(300000);
+  v.t.write("ctx/agent/coder.d/policy", "allow coder_t model:debug/echo use\nallow coder_t model:openai/gpt-4o use\n");
+  RunResult r = ctx::test::wait_command(sp, 30);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  // Gone within the 10 s the runtime waits (docs/view.md: under a second);
+  // a model granted meanwhile appears.
+  CHECK(r.out == "gone\ndebug\nmain\nopenai\n");
+}
+
+TEST_CASE("a dead view server stops the agent; the sandbox sees ENOTCONN", "[root][userns]") {
+  ViewTree v = make_tree();
+  // On the supervisor's SIGTERM the runtime looks at its view once more.
+  auto sp = v.t.spawn({"coder", "--", "/bin/sh", "-c",
+                       "trap 'ls /ctx/status 2>&1 >/dev/null | cat >&2; exit 3' TERM; cd /ctx/home/" + v.uid +
+                           "/agent/coder && touch up; while :; do sleep 0.05; done"},
+                      v.as);
+  REQUIRE(ctx::test::wait_for_file(v.t.root() + "/home/" + v.uid + "/agent/coder/up", ""));
+  // The view's server: a process named ctx-view whose command line is its
+  // supervisor's (it is forked, not executed).
+  pid_t server = 0;
+  for (int pid : ctx::test::processes_mentioning(v.t.root())) {
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "ctx-view") server = pid;
+  }
+  REQUIRE(server > 0);
+  REQUIRE(::kill(server, SIGKILL) == 0);
+  RunResult r = ctx::test::wait_command(sp, 30);
+  INFO(r.out << r.err);
+  CHECK(r.err.find("ls: cannot access '/ctx/status': Transport endpoint is not connected") != std::string::npos);
+  CHECK(r.err.find("the agent view's server ended") != std::string::npos);
+  CHECK(r.exit_code == 3);
+  std::string log = v.t.dir().read("ctx/agent/coder.d/log");
+  CHECK(log.find("\"event\":\"agent.view\"") != std::string::npos);
+  CHECK(log.find("\"reason\":\"view_dead\"") != std::string::npos);
+  CHECK(ctx::test::processes_mentioning(v.t.root()).empty());
+}
