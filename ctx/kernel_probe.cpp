@@ -249,9 +249,9 @@ void probe_cgroups(std::vector<FacilityResult>& out) {
   std::optional<UniqueFd> probe_cg;
   if (own && sys::make_dir_at(own->get(), temp, 0755))
     if (auto fd = sys::open_dir_at(own->get(), temp)) probe_cg = std::move(*fd);
-  out[kClone3] = probe_cg ? result(kClone3, clone_into(probe_cg->get()))
-                          : not_probed(kClone3, "no writable cgroup2 (" + mount->mount_point + ", own cgroup " +
-                                                    own_path + ")");
+  out[kClone3] =
+      probe_cg ? result(kClone3, clone_into(probe_cg->get()))
+               : not_probed(kClone3, "no writable cgroup2 (" + mount->mount_point + ", own cgroup " + own_path + ")");
   // The root cgroup has no cgroup.kill: look in a cgroup below it.
   std::optional<int> look;
   if (own && own_dir != mount->mount_point) look = own->get();

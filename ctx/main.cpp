@@ -21,9 +21,9 @@
 #include "ctx/check.hpp"
 #include "ctx/env_probe.hpp"
 #include "ctx/explain.hpp"
-#include "ctx/view.hpp"
 #include "ctx/ps.hpp"
 #include "ctx/tool.hpp"
+#include "ctx/view.hpp"
 #include "policy/policy.hpp"
 #include "sys/process.hpp"
 #include "view/fs_tree.hpp"
@@ -184,6 +184,33 @@ int run_view(const std::string& ctx_root, const std::string& agent, bool as_json
   return 0;
 }
 
+int run_status(const std::string& ctx_root) {
+  std::string error;
+  auto s = ctx::helper::root_status(ctx_root, error);
+  if (!s) {
+    std::fprintf(stderr, "ctx status: %s\n", ctx::printable(error).c_str());
+    return 1;
+  }
+  print_lines(*s);
+  return 0;
+}
+
+// `ctx agent create|start|stop|wait [REQUEST]`: the operation and its
+// argument land in op and arg.
+CLI::App* add_agent_commands(CLI::App& app, std::vector<std::string>& arg, std::string& op) {
+  auto* agent = app.add_subcommand("agent", "owned child agents, from inside a parent's sandbox");
+  agent->require_subcommand(1);
+  for (const char* name : {"create", "start", "stop", "wait"}) {
+    auto* sub =
+        agent->add_subcommand(name, std::string(name) == "create"
+                                        ? "create a child from a JSON request (argument or stdin)"
+                                        : std::string(name) + " a child: NAME or {\"name\": ...} (argument or stdin)");
+    sub->add_option("REQUEST", arg, "the request")->expected(0, 1);
+    sub->callback([&op, name] { op = name; });
+  }
+  return agent;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -239,17 +266,9 @@ int main(int argc, char** argv) {
   ps->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   auto* status = app.add_subcommand("status", "the CTX root's status");
   status->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
-  auto* agent = app.add_subcommand("agent", "owned child agents, from inside a parent's sandbox");
-  agent->require_subcommand(1);
   std::vector<std::string> agent_arg;
   std::string agent_op;
-  for (const char* op : {"create", "start", "stop", "wait"}) {
-    auto* sub = agent->add_subcommand(
-        op, std::string(op) == "create" ? "create a child from a JSON request (argument or stdin)"
-                                        : std::string(op) + " a child: NAME or {\"name\": ...} (argument or stdin)");
-    sub->add_option("REQUEST", agent_arg, "the request")->expected(0, 1);
-    sub->callback([&agent_op, op] { agent_op = op; });
-  }
+  auto* agent = add_agent_commands(app, agent_arg, agent_op);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -272,16 +291,7 @@ int main(int argc, char** argv) {
     print_lines(ctx::helper::format_ps(ctx::helper::running_agents(ctx_root)));
     return 0;
   }
-  if (status->parsed()) {
-    std::string error;
-    auto s = ctx::helper::root_status(ctx_root, error);
-    if (!s) {
-      std::fprintf(stderr, "ctx status: %s\n", ctx::printable(error).c_str());
-      return 1;
-    }
-    print_lines(*s);
-    return 0;
-  }
+  if (status->parsed()) return run_status(ctx_root);
   if (check->parsed()) {
     if (name.empty() && !all && !env) {
       std::fprintf(stderr, "ctx check: name an agent, or give --all or --env\n");

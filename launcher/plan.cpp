@@ -363,8 +363,8 @@ void plan_view(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan)
       bool in_place = std::any_of(out.begin(), out.end(), [&](const MountStep& v) {
         const mountspec::Attrs& a = as_view.attrs;
         const mountspec::Attrs& b = v.attrs;
-        bool adds = (a.rdonly && !b.rdonly) || (a.nosuid && !b.nosuid) || (a.nodev && !b.nodev) ||
-                    (a.noexec && !b.noexec);
+        bool adds =
+            (a.rdonly && !b.rdonly) || (a.nosuid && !b.nosuid) || (a.nodev && !b.nodev) || (a.noexec && !b.noexec);
         return v.kind == StepKind::view && v.source.empty() && m.target == path_join(v.target, rel) && !adds;
       });
       if (!in_place) out.push_back(std::move(as_view));

@@ -110,7 +110,8 @@ SetupReport read_setup(int channel, const std::function<Result<void>(UniqueFd)>&
       case Record::Kind::view:
         if ((*m)->fds.size() != 1) break;
         if (auto v = on_view(std::move((*m)->fds[0])); !v && !out.error)
-          out.error = Record{Record::Kind::error, r->step, v.error().code, 0, v.error().with_context("the agent view").msg};
+          out.error =
+              Record{Record::Kind::error, r->step, v.error().code, 0, v.error().with_context("the agent view").msg};
         break;
       case Record::Kind::error: out.error = std::move(*r); break;
     }
@@ -516,7 +517,7 @@ void Supervisor::supervise_loop() {
   while (true) {
     std::vector<struct pollfd> fds{
         {sigfd_.get(), POLLIN, 0}, {child_->pidfd.get(), POLLIN, 0}, {setup_.notify.get(), POLLIN, 0}};
-    fds.push_back({lifeline_.get(), POLLIN, 0});                // fds[3]
+    fds.push_back({lifeline_.get(), POLLIN, 0});              // fds[3]
     fds.push_back({view_ ? view_->pidfd() : -1, POLLIN, 0});  // fds[4]
     if (relay_) relay_->add_poll_fds(fds);
     children_->add_poll_fds(fds);

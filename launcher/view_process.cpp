@@ -1,8 +1,8 @@
 #include "launcher/view_process.hpp"
 
+#include <unistd.h>
 #include <csignal>
 #include <cstdio>
-#include <unistd.h>
 
 #include "base/text.hpp"
 #include "sys/identity.hpp"

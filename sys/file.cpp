@@ -3,8 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,7 +20,7 @@ namespace {
 
 FileStat from_stat(const struct stat& s) {
   auto ns = [](const struct timespec& t) { return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
-  return FileStat{s.st_mode, s.st_uid, s.st_gid, static_cast<std::uint64_t>(s.st_size),
+  return FileStat{s.st_mode, s.st_uid, s.st_gid,      static_cast<std::uint64_t>(s.st_size),
                   s.st_dev,  s.st_ino, ns(s.st_mtim), ns(s.st_ctim)};
 }
 

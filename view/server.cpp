@@ -219,8 +219,8 @@ void Server::readdir(fuse_req_t req, std::size_t size, off_t off, fuse_file_info
     // Only the type bits and a non-zero inode number are read from st.
     st.st_ino = i + 1;
     st.st_mode = S_IFREG;
-    std::size_t need = fuse_add_direntry(req, buf.data() + used, size - used, (*names)[i].c_str(), &st,
-                                         static_cast<off_t>(i + 1));
+    std::size_t need =
+        fuse_add_direntry(req, buf.data() + used, size - used, (*names)[i].c_str(), &st, static_cast<off_t>(i + 1));
     if (need > size - used) break;
     used += need;
   }
@@ -230,9 +230,8 @@ void Server::readdir(fuse_req_t req, std::size_t size, off_t off, fuse_file_info
 // A tool run through the view is a tool call: recorded as `ctx tool`
 // records it (facts only), in the agent's session events.
 void Server::record_exec(const std::string& tool, pid_t pid) {
-  nlohmann::json e{{"ts", timestamp_now()}, {"type", "tool.call"}, {"agent", o_.agent},
-                   {"session", o_.session}, {"object", "tool/" + tool}, {"status", "ok"},
-                   {"via", "exec"},         {"pid", pid}};
+  nlohmann::json e{{"ts", timestamp_now()},    {"type", "tool.call"}, {"agent", o_.agent}, {"session", o_.session},
+                   {"object", "tool/" + tool}, {"status", "ok"},      {"via", "exec"},     {"pid", pid}};
   std::string rel = "home/" + session_rel(viewer().owner, o_.agent, o_.session);
   auto dir = sys::open_dir_beneath(root_.get(), rel);
   if (!dir) dir = sys::open_or_make_dirs(root_.get(), rel, 0755);

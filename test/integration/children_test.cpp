@@ -130,10 +130,11 @@ TEST_CASE("create, start and wait: the child runs in its own sandbox with only i
   RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev", ",\"handoff\":\"Task: review\\n\"") +
                      "'; /ctx/bin/ctx agent start rev -- /probe ids read:/handoff/handoff.md write:/handoff/handoff.md "
                      "write:/handoff/result.md write:/handoff/artifact/patch.diff exists:" +
-                     home + "/messages.jsonl exists:/ctx/agent/rev.d/label exists:/ctx/agent/coder.d/policy; "
+                     home +
+                     "/messages.jsonl exists:/ctx/agent/rev.d/label exists:/ctx/agent/coder.d/policy; "
                      "/ctx/bin/ctx agent wait rev");
   INFO(r.out << r.err << (f.exists("ctx/agent/rev.d/mount") ? f.read("ctx/agent/rev.d/mount") : "")
-              << (f.exists("ctx/agent/rev.d/log") ? f.read("ctx/agent/rev.d/log") : ""));
+             << (f.exists("ctx/agent/rev.d/log") ? f.read("ctx/agent/rev.d/log") : ""));
   REQUIRE(r.exit_code == 0);
   // The answers of create, start and wait, and the child's probe report,
   // in whatever order the two processes wrote them.
@@ -489,8 +490,9 @@ TEST_CASE("a child's mounts, handoff and root never follow a symlink its parent 
   CHECK(r.out.find("TOPSECRET") == std::string::npos);
   // rev's source lies in its parent's home, which rev's agent view does
   // not have (and the view never follows a symlink).
-  CHECK(f.read("ctx/agent/rev.d/log").find("the agent view at /esc: EACCES: rev's agent view has no home/" + f.uid +
-                                           "/agent/coder/esc") != std::string::npos);
+  CHECK(f.read("ctx/agent/rev.d/log")
+            .find("the agent view at /esc: EACCES: rev's agent view has no home/" + f.uid + "/agent/coder/esc") !=
+        std::string::npos);
   CHECK(f.read("ctx/agent/sub.d/log").find("/artifact: EACCES: reaches through a symbolic link below " + f.t.root()) !=
         std::string::npos);
 }

@@ -708,8 +708,7 @@ TEST_CASE("ctx check --env names the remedy when user namespaces are unavailable
   Mode m = mode();
   std::vector<std::string> argv{ctx::test::built("ctx/ctx"), "check", "--env"};
   RunResult fine = ctx::test::run_command(argv, m.as);
-  CHECK(fine.out.find("env ok      user namespaces for unprivileged users (Linux 3.8; user.max_user_namespaces ") ==
-        0);
+  CHECK(fine.out.find("env ok      user namespaces for unprivileged users (Linux 3.8; user.max_user_namespaces ") == 0);
   auto no_userns = [&]() { return enter_own_userns(m.owner) && write_proc("/proc/sys/user/max_user_namespaces", "0"); };
   RunResult r = ctx::test::run_command(argv, m.as, 60, {}, no_userns);
   CHECK(r.exit_code == 1);
@@ -754,8 +753,9 @@ TEST_CASE("ctx check --env probes every kernel facility and finds it", "[root]")
 TEST_CASE("ctx check --env names the /dev/fuse remedy for a user who cannot open it", "[fuse]") {
   Mode m = mode();
   std::vector<std::string> argv{ctx::test::built("ctx/ctx"), "check", "--env"};
-  const std::string fix = "mode 0666 is Debian's default: chmod 0666 /dev/fuse, and to keep it across boots a udev "
-                          "rule (KERNEL==\"fuse\", MODE=\"0666\" in /etc/udev/rules.d/60-fuse.rules)";
+  const std::string fix =
+      "mode 0666 is Debian's default: chmod 0666 /dev/fuse, and to keep it across boots a udev "
+      "rule (KERNEL==\"fuse\", MODE=\"0666\" in /etc/udev/rules.d/60-fuse.rules)";
   RunResult can = ctx::test::run_command({"/bin/sh", "-c", "exec 3<>/dev/fuse"}, m.as);
   RunResult r = ctx::test::run_command(argv, m.as);
   INFO(r.out);
@@ -770,7 +770,8 @@ TEST_CASE("ctx check --env names the /dev/fuse remedy for a user who cannot open
   ::chmod(d.path().c_str(), 0755);
   d.write("fuse", "", 0600);  // root's, as the runner is root
   auto covered = [&]() {
-    return enter_own_userns(m.owner, CLONE_NEWNS) && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+    return enter_own_userns(m.owner, CLONE_NEWNS) &&
+           ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
            ::mount((d / "fuse").c_str(), "/dev/fuse", nullptr, MS_BIND, nullptr) == 0;
   };
   RunResult denied = ctx::test::run_command(argv, m.as, 60, {}, covered);

@@ -268,8 +268,8 @@ TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only wha
                                      tt.t.dir().path() + "/extra-src\t/ctx/tool/extra\tro\tbind\n" + own_home}});
   RunResult into = tt.t.launch({"coder", "--", "/bin/true"}, tt.as);
   CHECK(into.exit_code == 125);
-  CHECK(into.err.find("coder.d/mount:4: " + tt.t.dir().path() + "/extra-src -> /ctx/tool/extra: mkdirat extra: EROFS") !=
-        std::string::npos);
+  CHECK(into.err.find("coder.d/mount:4: " + tt.t.dir().path() +
+                      "/extra-src -> /ctx/tool/extra: mkdirat extra: EROFS") != std::string::npos);
   // The same tier a second time, at /mirror: hidden there too.
   tt.t.agent("coder", {{"mount", tt.t.base_mounts() + tt.t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + tt.t.root() +
                                      "\t/mirror\tro\trbind,nosuid,nodev\n" + tt.t.root() + "/home/" + uid +

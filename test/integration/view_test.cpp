@@ -85,7 +85,8 @@ TEST_CASE("a mount of the CTX root shows the agent view, never the durable tree"
       "cd /ctx && ls; echo --; ls tool; echo --; ls model model/debug model/debug/echo.d; echo --; ls agent; echo --; "
       "ls home home/*; ls home/*/agent; echo --; ls shared; echo --; find /ctx -type l | wc -l; "
       "cat model/main; cat model/debug/echo.d/env; cat agent/other.d/policy; cat home/" +
-      v.uid + "/agent/other/session/default/messages.jsonl; cat shared/secret/data/f; cat tool/fs.read.d/log; touch tool/new; mkdir x; echo end");
+      v.uid +
+      "/agent/other/session/default/messages.jsonl; cat shared/secret/data/f; cat tool/fs.read.d/log; touch tool/new; mkdir x; echo end");
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out ==

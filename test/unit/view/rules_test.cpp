@@ -1,7 +1,7 @@
 // The agent view's content rules, decided over a real CTX tree in a
 // temporary directory (read through FsTree, as the server reads it).
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include "base/unique_fd.hpp"
 #include "sys/file.hpp"
@@ -36,7 +36,7 @@ void make_tree(const ctx::test::TempDir& t) {
   t.write("tool/fs.read.d/name", "fs.read\n");
   t.write("tool/fs.read.d/schema", "{}\n");
   t.write("tool/fs.read.d/log", "secret facts\n");
-  t.write("tool/fs.write", "#!/bin/sh\n", 0755);    // no grant
+  t.write("tool/fs.write", "#!/bin/sh\n", 0755);  // no grant
   t.write("tool/fs.write.d/name", "fs.write\n");
   t.write("tool/shell.exec", "#!/bin/sh\n", 0644);  // granted, not executable
   t.write("tool/guarded", "#!/bin/sh\n", 0755);     // its own policy refuses coder_t
