@@ -184,6 +184,28 @@ TEST_CASE("a dead view server stops the agent; the sandbox sees ENOTCONN", "[roo
     if (name == "ctx-view") server = pid;
   }
   REQUIRE(server > 0);
+  // No process of the sandbox holds a /dev/fuse descriptor: the one the
+  // sandbox opened went to the supervisor.
+  auto link = [](const std::string& p) {
+    char buf[256] = {};
+    ssize_t n = ::readlink(p.c_str(), buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+  };
+  std::string our_pidns = link("/proc/self/ns/pid"), sandbox_mnt;
+  for (int pid : ctx::test::processes_mentioning(v.t.root()))
+    if (link("/proc/" + std::to_string(pid) + "/ns/pid") != our_pidns)
+      sandbox_mnt = link("/proc/" + std::to_string(pid) + "/ns/mnt");
+  REQUIRE_FALSE(sandbox_mnt.empty());
+  int in_sandbox = 0, fuse_fds = 0;
+  for (const auto& pid : ctx::test::names_in("/proc")) {
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (link("/proc/" + pid + "/ns/mnt") != sandbox_mnt) continue;
+    ++in_sandbox;
+    for (const auto& fd : ctx::test::names_in("/proc/" + pid + "/fd"))
+      if (link("/proc/" + pid + "/fd/" + fd) == "/dev/fuse") ++fuse_fds;
+  }
+  CHECK(in_sandbox >= 2);  // its init and the runtime
+  CHECK(fuse_fds == 0);
   REQUIRE(::kill(server, SIGKILL) == 0);
   RunResult r = ctx::test::wait_command(sp, 30);
   INFO(r.out << r.err);
