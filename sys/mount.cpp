@@ -43,9 +43,10 @@ Result<UniqueFd> mount_fuse(int fuse_fd, std::uint32_t uid, std::uint32_t gid) {
       {"user_id", std::to_string(uid)},
       {"group_id", std::to_string(gid)},
   };
-  for (const auto& [key, value] : strings)
-    if (::fsconfig(fs.get(), FSCONFIG_SET_STRING, key, value.c_str(), 0) < 0)
-      return CTX_FAIL_ERRNO(std::string("fsconfig fuse ") + key);
+  // No structured binding: clang 14 cannot capture one in CTX_FAIL_ERRNO's lambda.
+  for (const auto& kv : strings)
+    if (::fsconfig(fs.get(), FSCONFIG_SET_STRING, kv.first, kv.second.c_str(), 0) < 0)
+      return CTX_FAIL_ERRNO(std::string("fsconfig fuse ") + kv.first);
   for (const char* flag : {"allow_other", "default_permissions"})
     if (::fsconfig(fs.get(), FSCONFIG_SET_FLAG, flag, nullptr, 0) < 0)
       return CTX_FAIL_ERRNO(std::string("fsconfig fuse ") + flag);
