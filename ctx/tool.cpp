@@ -211,7 +211,7 @@ int call_tool(const ToolCaller& c, const std::string& name, const std::vector<st
   // reach the caller untouched. "ok" records that the call was allowed and
   // started; the tool's own result is the caller's to see.
   // In the agent view the exec itself is recorded, by the view (once).
-  bool view_records = sys::on_fuse(hit->dirfd.get());
+  bool view_records = sys::on_fuse(hit->dirfd.get()) && path_basename(hit->dir) == "tool";
   if (!view_records) record(c, name, "ok", "");
   Error e = sys::exec(argv[0], argv, env);
   record(c, name, "error", "exec");

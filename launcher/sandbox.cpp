@@ -317,7 +317,8 @@ class ViewMount {
         return fail(Error{EACCES, "EACCES: " + agent_ + "'s agent view has no " + m.source +
                                       ": it shows an agent only its own home, its tiers' allowed entries and the "
                                       "spaces it may read (docs/view.md)"});
-      if (!sys::open_in_root(rootfd, rel_of(m.target), false)) return {};
+      auto there = sys::open_in_root(rootfd, rel_of(m.target), false);
+      if (!there && there.error().code == ENOENT) return {};
       return fail(Error{EACCES, "EACCES: the agent view has no " + m.source + " to show at " + m.target});
     }
     if (!tree) return fail(tree.error());

@@ -20,11 +20,14 @@ namespace {
   // A root supervisor's server reads the tree as the owner, so the view
   // can never show what the owner could not read.
   if (ids.privileged && !sys::set_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups)) _exit(125);
+  // A credential change clears PR_SET_PDEATHSIG: armed again.
+  if (ids.privileged && !sys::set_parent_death_signal(SIGKILL)) _exit(125);
   if (!sys::set_no_new_privs()) _exit(125);
   view::ServeOptions o;
   o.fuse_fd = fuse;
   o.ctx_root = plan.ctx_root;
   o.agent = plan.name;
+  o.owner = plan.owner;
   o.session = plan.session;
   o.uid = ids.host_uid;
   o.gid = ids.host_gid;

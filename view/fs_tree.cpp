@@ -41,11 +41,16 @@ std::optional<HostEntry> FsTree::stat(const std::string& rel) const {
     if (!st) return std::nullopt;
     return entry_of(*st);
   }
+  // Absent is nullopt; anything that cannot be reached (a symlink on the
+  // way, no search permission) is an entry of type `other`, which no rule
+  // shows and no check takes for absent.
+  const HostEntry unreachable{HostEntry::Type::other, 0, 0, 0, 0, 0, 0};
   auto [dir, name] = parent_and_name(rel);
   auto d = open_dir(dir);
-  if (!d) return std::nullopt;
+  if (!d) return d.error().code == ENOENT ? std::nullopt : std::optional<HostEntry>(unreachable);
   auto st = sys::stat_at(d->get(), name);
-  if (!st || !*st) return std::nullopt;
+  if (!st) return unreachable;
+  if (!*st) return std::nullopt;
   return entry_of(**st);
 }
 

@@ -16,6 +16,8 @@ class FsTree final : public HostTree {
   /// root: an open directory descriptor of the CTX root (borrowed).
   explicit FsTree(int root) : root_(root) {}
 
+  /// nullopt only when rel (or a directory on its way) does not exist;
+  /// an entry that cannot be reached is of type `other`.
   std::optional<HostEntry> stat(const std::string& rel) const override;
   std::optional<std::string> read(const std::string& rel) const override;
   std::optional<std::string> read_link(const std::string& rel) const override;

@@ -211,8 +211,16 @@ bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, c
   if (e.type != Type::regular || tool_name_issue(name) || !grants(v, policy::Class::tool, name, "execute") ||
       !executable_for(v, e))
     return false;
+  // No .d/ or no policy in it: nothing more to ask. A .d/ or policy that
+  // is there but is not a plain directory and file, or cannot be read,
+  // refuses (it is not "absent").
+  auto meta = t.stat(tier + "/" + name + ".d");
+  if (!meta) return true;
+  if (meta->type != Type::directory) return false;
   const std::string own = tier + "/" + name + ".d/policy";
-  if (!t.stat(own)) return true;
+  auto pe = t.stat(own);
+  if (!pe) return true;
+  if (pe->type != Type::regular) return false;
   auto text = t.read(own);
   if (!text) return false;
   auto p = policy::Policy::parse(name + ".d/policy", *text);

@@ -36,7 +36,9 @@ struct HostEntry {
 class HostTree {
  public:
   virtual ~HostTree() = default;
-  /// The entry at rel; nullopt when there is none (or it cannot be reached).
+  /// The entry at rel; nullopt when there is none. One that exists but
+  /// cannot be reached (a symlink on the way, no permission) must not be
+  /// nullopt: a rule takes nullopt for "absent" (a tool without a policy).
   virtual std::optional<HostEntry> stat(const std::string& rel) const = 0;
   /// A small regular file's text (a tool's .d/policy, an agent's .d/parent).
   virtual std::optional<std::string> read(const std::string& rel) const = 0;

@@ -76,12 +76,12 @@ const Viewer& Server::viewer() {
   loaded_ = true;
   loaded_us_ = now;
   v_.agent = o_.agent;
+  v_.owner = o_.owner;
   v_.uid = o_.uid;
   v_.gid = o_.gid;
   v_.groups = o_.groups;
   auto spec = agentdir::load_subject_policy(o_.ctx_root, o_.agent);
   if (spec) {
-    v_.owner = spec->owner;
     v_.subject = spec->subject();
     v_.policy = std::move(spec->policy);
   } else {

@@ -21,6 +21,7 @@ struct ServeOptions {
   int fuse_fd = -1;      ///< the /dev/fuse descriptor of the mount
   std::string ctx_root;  ///< host path of the CTX root
   std::string agent;     ///< whose view
+  std::uint32_t owner = 0;  ///< its owner (home/<owner>), as the launch decided
   std::string session = "default";
   /// The runtime's host ids (the execute bit of a tool is theirs).
   std::uint32_t uid = 0;

@@ -170,6 +170,21 @@ TEST_CASE("a policy change changes the view at the next decision", "[fs]") {
   v.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t tool:shell.exec execute\n");
   CHECK_FALSE(ctx::view::decide(v, tree, "tool/fs.read"));
   CHECK(ctx::view::list(v, tree, "tool").empty());
+  // A tool's .d/ or policy that is there but cannot be read as such
+  // refuses: it is not an absent policy.
+  v.policy = *ctx::policy::Policy::parse(
+      "coder.d/policy", std::string(kPolicy) + "allow coder_t tool:a.tool execute\nallow coder_t tool:b.tool execute\n");
+  t.write("tool/a.tool", "#!/bin/sh\n", 0755);
+  t.write("elsewhere/open.d/policy", "allow coder_t tool:a.tool execute\n");
+  t.symlink(t / "elsewhere/open.d", "tool/a.tool.d");
+  t.write("tool/b.tool", "#!/bin/sh\n", 0755);
+  t.mkdir("tool/b.tool.d");
+  t.symlink(t / "elsewhere/open.d/policy", "tool/b.tool.d/policy");
+  CHECK_FALSE(ctx::view::decide(v, tree, "tool/a.tool"));
+  CHECK_FALSE(ctx::view::decide(v, tree, "tool/b.tool"));
+  t.write("tool/b.tool.d/other", "x\n");
+  ::unlink((t / "tool/b.tool.d/policy").c_str());
+  CHECK(ctx::view::decide(v, tree, "tool/b.tool"));  // no policy at all: the agent's decides
   // A tool's own policy that does not parse refuses.
   v.policy = *ctx::policy::Policy::parse("coder.d/policy", kPolicy);
   t.write("tool/fs.read.d/policy", "allow coder_t tool:fs.read\n");
