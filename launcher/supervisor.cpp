@@ -243,6 +243,7 @@ class Supervisor {
   AgentState state_ = AgentState::start;
   int exit_code_ = kExitLaunchFailed;
   bool cancelled_ = false, killed_ = false;
+  bool notify_refused_ = false;
   std::string cancel_reason_;  // parent_dead or stopped
   std::uint64_t kill_at_ = 0;
 };
@@ -468,7 +469,17 @@ void Supervisor::read_notify() {
   for (int i = 0; i < 64; ++i) {
     auto d = sys::recv_datagram_from(setup_.notify.get());
     if (!d || !*d) break;
-    if (!in_sandbox(sandbox_pidns_, (*d)->pid) || !limiter_.take(sys::now_us())) continue;
+    if (!in_sandbox(sandbox_pidns_, (*d)->pid)) {
+      // Said once: a sender outside the sandbox, or one already gone.
+      if (!notify_refused_)
+        files_->log({{"event", "agent.notify"},
+                     {"status", "refused"},
+                     {"pid", (*d)->pid},
+                     {"reason", "the sender is not a process of the sandbox (or has exited)"}});
+      notify_refused_ = true;
+      continue;
+    }
+    if (!limiter_.take(sys::now_us())) continue;
     if (auto n = limiter_.dropped_since_last(); n > 0) files_->log({{"event", "agent.notify"}, {"dropped", n}});
     NotifyEffect e = apply_notify((*d)->bytes, to_string(state_));
     if (e.ready && !opts_.parent_notify_socket.empty()) (void)sys::send_datagram(opts_.parent_notify_socket, "READY=1");

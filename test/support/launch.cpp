@@ -1,6 +1,10 @@
 #include "test/support/launch.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include "test/support/facility.hpp"
 
@@ -140,6 +144,18 @@ bool wait_for_file(const std::string& path, const std::string& want, int timeout
       if (n >= 0 && std::string(buf, static_cast<std::size_t>(n)) == want) return true;
     }
     ::usleep(20000);
+  }
+  // What was there instead, and for an agent's status its log, with the
+  // failing assertion.
+  std::ifstream last(path);
+  std::stringstream got;
+  got << last.rdbuf();
+  UNSCOPED_INFO(path << " holds '" << got.str() << "', not '" << want << "'");
+  if (path.size() > 7 && path.compare(path.size() - 7, 7, "/status") == 0) {
+    std::ifstream log(path.substr(0, path.size() - 7) + "/log");
+    std::stringstream l;
+    l << log.rdbuf();
+    UNSCOPED_INFO("its log:\n" << l.str());
   }
   return false;
 }
