@@ -17,10 +17,10 @@ namespace ctx::test {
 
 namespace {
 
-// Tries unshare(CLONE_NEWUSER|CLONE_NEWNS) in a forked child, as the
-// unprivileged test user when the runner is root: the runner itself never
-// changes its namespaces.
-bool can_unshare_user(const TestUser& u) {
+// Whether `attempt` succeeds in a forked child running as the test user
+// (switched to when the runner is root): the runner itself never changes
+// its ids or namespaces.
+bool as_user_succeeds(const TestUser& u, bool (*attempt)()) {
   pid_t pid = ::fork();
   if (pid < 0) return false;
   if (pid == 0) {
@@ -28,27 +28,19 @@ bool can_unshare_user(const TestUser& u) {
       if (::setgroups(0, nullptr) < 0 || ::setresgid(u.gid, u.gid, u.gid) < 0 || ::setresuid(u.uid, u.uid, u.uid) < 0)
         _exit(2);
     }
-    _exit(::unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : 1);
+    _exit(attempt() ? 0 : 1);
   }
   int status = 0;
   if (::waitpid(pid, &status, 0) < 0) return false;
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-// Opens /dev/fuse read-write as the test user, in a forked child.
+bool can_unshare_user(const TestUser& u) {
+  return as_user_succeeds(u, [] { return ::unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0; });
+}
+
 bool can_open_fuse(const TestUser& u) {
-  pid_t pid = ::fork();
-  if (pid < 0) return false;
-  if (pid == 0) {
-    if (::geteuid() == 0 && u.uid != 0) {
-      if (::setgroups(0, nullptr) < 0 || ::setresgid(u.gid, u.gid, u.gid) < 0 || ::setresuid(u.uid, u.uid, u.uid) < 0)
-        _exit(2);
-    }
-    _exit(::open("/dev/fuse", O_RDWR | O_CLOEXEC) >= 0 ? 0 : 1);
-  }
-  int status = 0;
-  if (::waitpid(pid, &status, 0) < 0) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return as_user_succeeds(u, [] { return ::open("/dev/fuse", O_RDWR | O_CLOEXEC) >= 0; });
 }
 
 std::string& facility_slot() {

@@ -1,7 +1,9 @@
 // The agent view's content rules, decided over a real CTX tree in a
 // temporary directory (read through FsTree, as the server reads it).
 #include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <optional>
 
 #include "base/unique_fd.hpp"
 #include "sys/file.hpp"
@@ -75,6 +77,20 @@ void make_tree(const ctx::test::TempDir& t) {
   t.write("shared/secret/data/f", "secret\n");
 }
 
+// A tree made by make_tree and the reader the server would use on it.
+struct Fixture {
+  ctx::test::TempDir t;
+  ctx::UniqueFd root;
+  std::optional<FsTree> tree;
+  Fixture() {
+    make_tree(t);
+    auto r = ctx::sys::open_dir(t.path());
+    REQUIRE(r);
+    root = std::move(*r);
+    tree.emplace(root.get());
+  }
+};
+
 Viewer coder() {
   Viewer v;
   v.agent = "coder";
@@ -89,11 +105,8 @@ Viewer coder() {
 }  // namespace
 
 TEST_CASE("the view shows only what the agent may use", "[fs]") {
-  ctx::test::TempDir t;
-  make_tree(t);
-  auto root = ctx::sys::open_dir(t.path());
-  REQUIRE(root);
-  FsTree tree(root->get());
+  Fixture f;
+  const FsTree& tree = *f.tree;
   const Viewer v = coder();
   using ctx::view::list;
 
@@ -145,11 +158,8 @@ TEST_CASE("the view shows only what the agent may use", "[fs]") {
 }
 
 TEST_CASE("a view without a label shows no grant, only the agent itself", "[fs]") {
-  ctx::test::TempDir t;
-  make_tree(t);
-  auto root = ctx::sys::open_dir(t.path());
-  REQUIRE(root);
-  FsTree tree(root->get());
+  Fixture f;
+  const FsTree& tree = *f.tree;
   Viewer v = coder();
   v.subject.clear();
   using ctx::view::list;
@@ -160,11 +170,9 @@ TEST_CASE("a view without a label shows no grant, only the agent itself", "[fs]"
 }
 
 TEST_CASE("a policy change changes the view at the next decision", "[fs]") {
-  ctx::test::TempDir t;
-  make_tree(t);
-  auto root = ctx::sys::open_dir(t.path());
-  REQUIRE(root);
-  FsTree tree(root->get());
+  Fixture f;
+  auto& t = f.t;
+  const FsTree& tree = *f.tree;
   Viewer v = coder();
   CHECK(ctx::view::decide(v, tree, "tool/fs.read"));
   v.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t tool:shell.exec execute\n");
@@ -173,7 +181,8 @@ TEST_CASE("a policy change changes the view at the next decision", "[fs]") {
   // A tool's .d/ or policy that is there but cannot be read as such
   // refuses: it is not an absent policy.
   v.policy = *ctx::policy::Policy::parse(
-      "coder.d/policy", std::string(kPolicy) + "allow coder_t tool:a.tool execute\nallow coder_t tool:b.tool execute\n");
+      "coder.d/policy",
+      std::string(kPolicy) + "allow coder_t tool:a.tool execute\nallow coder_t tool:b.tool execute\n");
   t.write("tool/a.tool", "#!/bin/sh\n", 0755);
   t.write("elsewhere/open.d/policy", "allow coder_t tool:a.tool execute\n");
   t.symlink(t / "elsewhere/open.d", "tool/a.tool.d");
