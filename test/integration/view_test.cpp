@@ -184,28 +184,6 @@ TEST_CASE("a dead view server stops the agent; the sandbox sees ENOTCONN", "[roo
     if (name == "ctx-view") server = pid;
   }
   REQUIRE(server > 0);
-  // No process of the sandbox holds a /dev/fuse descriptor: the one the
-  // sandbox opened went to the supervisor.
-  auto link = [](const std::string& p) {
-    char buf[256] = {};
-    ssize_t n = ::readlink(p.c_str(), buf, sizeof buf - 1);
-    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-  };
-  std::string our_pidns = link("/proc/self/ns/pid"), sandbox_mnt;
-  for (int pid : ctx::test::processes_mentioning(v.t.root()))
-    if (link("/proc/" + std::to_string(pid) + "/ns/pid") != our_pidns)
-      sandbox_mnt = link("/proc/" + std::to_string(pid) + "/ns/mnt");
-  REQUIRE_FALSE(sandbox_mnt.empty());
-  int in_sandbox = 0, fuse_fds = 0;
-  for (const auto& pid : ctx::test::names_in("/proc")) {
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (link("/proc/" + pid + "/ns/mnt") != sandbox_mnt) continue;
-    ++in_sandbox;
-    for (const auto& fd : ctx::test::names_in("/proc/" + pid + "/fd"))
-      if (link("/proc/" + pid + "/fd/" + fd) == "/dev/fuse") ++fuse_fds;
-  }
-  CHECK(in_sandbox >= 2);  // its init and the runtime
-  CHECK(fuse_fds == 0);
   REQUIRE(::kill(server, SIGKILL) == 0);
   RunResult r = ctx::test::wait_command(sp, 30);
   INFO(r.out << r.err);
@@ -216,4 +194,42 @@ TEST_CASE("a dead view server stops the agent; the sandbox sees ENOTCONN", "[roo
   CHECK(log.find("\"event\":\"agent.view\"") != std::string::npos);
   CHECK(log.find("\"reason\":\"view_dead\"") != std::string::npos);
   CHECK(ctx::test::processes_mentioning(v.t.root()).empty());
+}
+
+// Root is needed to look into the sandbox's processes (its init is not
+// dumpable); both kinds of launch are checked.
+TEST_CASE("no process of the sandbox holds a /dev/fuse descriptor", "[root]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  for (const TestUser& as : {TestUser{0, 0, "root"}, *u}) {
+    INFO("launched by " << as.name);
+    ViewTree v(*u, as);
+    auto sp = v.t.spawn(
+        {"coder", "--", "/bin/sh", "-c", "cd /ctx/home/" + v.uid + "/agent/coder && touch up; exec sleep 30"}, v.as);
+    REQUIRE(ctx::test::wait_for_file(v.t.root() + "/home/" + v.uid + "/agent/coder/up", ""));
+    // No process of the sandbox holds a /dev/fuse descriptor: the one the
+    // sandbox opened went to the supervisor.
+    auto link = [](const std::string& p) {
+      char buf[256] = {};
+      ssize_t n = ::readlink(p.c_str(), buf, sizeof buf - 1);
+      return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+    };
+    std::string our_pidns = link("/proc/self/ns/pid"), sandbox_mnt;
+    for (int pid : ctx::test::processes_mentioning(v.t.root()))
+      if (link("/proc/" + std::to_string(pid) + "/ns/pid") != our_pidns)
+        sandbox_mnt = link("/proc/" + std::to_string(pid) + "/ns/mnt");
+    REQUIRE_FALSE(sandbox_mnt.empty());
+    int in_sandbox = 0, fuse_fds = 0;
+    for (const auto& pid : ctx::test::names_in("/proc")) {
+      if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (link("/proc/" + pid + "/ns/mnt") != sandbox_mnt) continue;
+      ++in_sandbox;
+      for (const auto& fd : ctx::test::names_in("/proc/" + pid + "/fd"))
+        if (link("/proc/" + pid + "/fd/" + fd) == "/dev/fuse") ++fuse_fds;
+    }
+    CHECK(in_sandbox >= 2);  // its init and the runtime
+    CHECK(fuse_fds == 0);
+    ::kill(sp.pid, SIGTERM);
+    ctx::test::wait_command(sp, 30);
+  }
 }
