@@ -472,3 +472,49 @@ TEST_CASE("tool views: every place a CTX_PATH tier appears shows only the tools 
   const auto wv = views(*w);
   CHECK(std::count(wv[0].show.begin(), wv[0].show.end(), "shell.exec") == 0);
 }
+
+TEST_CASE("the agent view takes the place of every bind of the durable CTX tree", "[unit]") {
+  AgentSpec s = coder();
+  s.mounts = *ctx::mountspec::parse("coder.d/mount",
+                                    "/srv/ctx\t/ctx\tro\trbind,nosuid,nodev\n"
+                                    "/srv/ctx/home/1000/agent/coder\t/ctx/home/1000/agent/coder\trw\tbind\n"
+                                    "/srv/ctx/shared/project-a\t/shared/project-a\trw\trbind\n"
+                                    "/srv\t/host\tro\trbind\n"
+                                    "/srv/ctx/agent\t/agents\tro\tbind,noexec\n"
+                                    "/srv/ctx/home/1000/tool\t/ctx/home/1000/tool\tro\tbind\n"
+                                    "/srv/ctx/home/1000/model\t/ctx/home/1000/model\tro\tbind,noexec\n");
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy",
+                                         "allow coder_t shared:project-a read\nallow coder_t shared:project-a write\n");
+  PlanOptions po;
+  po.view = true;
+  po.shared_spaces = {"project-a", "secret"};
+  auto p = make_plan(s, user(), po);
+  REQUIRE(p);
+  std::vector<std::string> got;
+  for (const MountStep& m : p->mounts)
+    if (m.kind == StepKind::view || m.kind == StepKind::bind || m.kind == StepKind::mask)
+      got.push_back(std::string(ctx::mountspec::to_string(m.kind)) + " " + m.target + " " + m.source +
+                    (m.attrs.noexec ? " noexec" : ""));
+  // In the plan's order (targets parents first). A gated part bound at its
+  // own place adds nothing (home/1000/tool is gone); with a flag it is
+  // that part of the view with the flag; the agent's own home and a space
+  // stay binds, the tier the space brings is the view's; a bind above the
+  // CTX root keeps the rest and gets the view at the root's place; no
+  // mask is needed for the space without read.
+  CHECK(got == std::vector<std::string>{
+                   "view /agents agent noexec",
+                   "view /ctx ",
+                   "bind /ctx/home/1000/agent/coder /srv/ctx/home/1000/agent/coder",
+                   "view /ctx/home/1000/model home/1000/model noexec",
+                   "bind /host /srv",
+                   "view /host/ctx ",
+                   "bind /shared/project-a /srv/ctx/shared/project-a",
+                   "view /shared/project-a/tool shared/project-a/tool",
+               });
+  // Without the view, the same table binds the durable tree.
+  po.view = false;
+  auto old = make_plan(s, user(), po);
+  REQUIRE(old);
+  CHECK(std::none_of(old->mounts.begin(), old->mounts.end(),
+                     [](const MountStep& m) { return m.kind == StepKind::view; }));
+}
