@@ -171,7 +171,7 @@ TEST_CASE("a dead view server stops the agent; the sandbox sees ENOTCONN", "[roo
   // On the supervisor's SIGTERM the runtime looks at its view once more.
   auto sp = v.t.spawn({"coder", "--", "/bin/sh", "-c",
                        "trap 'ls /ctx/status 2>&1 >/dev/null | cat >&2; exit 3' TERM; cd /ctx/home/" + v.uid +
-                           "/agent/coder && touch up; while :; do sleep 0.05; done"},
+                           "/agent/coder && touch up; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"},
                       v.as);
   REQUIRE(ctx::test::wait_for_file(v.t.root() + "/home/" + v.uid + "/agent/coder/up", ""));
   // The view's server: a process named ctx-view whose command line is its
