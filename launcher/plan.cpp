@@ -314,15 +314,9 @@ MountStep view_step(std::string target, std::string rel, const MountStep& from) 
   return v;
 }
 
-// The deepest bind or view at or above an inner path (later steps win on
-// equal targets, as they are made later); nullptr when none is.
+// The bind or view that decides what an inner path shows.
 const MountStep* covering_step(const std::vector<MountStep>& steps, const std::string& inner) {
-  const MountStep* best = nullptr;
-  for (const auto& s : steps)
-    if ((s.kind == StepKind::bind || s.kind == StepKind::view) && path_is_at_or_under(inner, s.target) &&
-        (best == nullptr || s.target.size() >= best->target.size()))
-      best = &s;
-  return best;
+  return mountspec::covering_step(steps, inner, {StepKind::bind, StepKind::view});
 }
 
 // The agent view over the binds: where a bind would show the durable CTX
@@ -361,11 +355,8 @@ void plan_view(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan)
       // the view with it.
       MountStep as_view = view_step(m.target, rel, m);
       bool in_place = std::any_of(out.begin(), out.end(), [&](const MountStep& v) {
-        const mountspec::Attrs& a = as_view.attrs;
-        const mountspec::Attrs& b = v.attrs;
-        bool adds =
-            (a.rdonly && !b.rdonly) || (a.nosuid && !b.nosuid) || (a.nodev && !b.nodev) || (a.noexec && !b.noexec);
-        return v.kind == StepKind::view && v.source.empty() && m.target == path_join(v.target, rel) && !adds;
+        return v.kind == StepKind::view && v.source.empty() && m.target == path_join(v.target, rel) &&
+               (as_view.attrs | v.attrs) == v.attrs;
       });
       if (!in_place) out.push_back(std::move(as_view));
       continue;

@@ -25,16 +25,9 @@ std::vector<std::string> ctx_path_of(const LaunchPlan& plan) {
   return out;
 }
 
-// The bind that decides what an inner path shows: the deepest target at
-// or above it (later binds win on equal targets, as they are applied
-// later); nullptr when none does.
+// The bind that decides what an inner path shows.
 const MountStep* shown_by(const LaunchPlan& plan, const std::string& inner) {
-  const MountStep* best = nullptr;
-  for (const auto& b : plan.mounts)
-    if (b.kind == StepKind::bind && path_is_at_or_under(inner, b.target) &&
-        (best == nullptr || b.target.size() >= best->target.size()))
-      best = &b;
-  return best;
+  return mountspec::covering_step(plan.mounts, inner, {StepKind::bind});
 }
 
 bool masked(const LaunchPlan& plan, const std::string& inner) {

@@ -1,5 +1,7 @@
 #include "mountspec/steps.hpp"
 
+#include <algorithm>
+
 #include "base/path.hpp"
 
 namespace ctx::mountspec {
@@ -74,6 +76,15 @@ void append_fixed_steps(MountPlan& plan, const std::string& shm_size, const std:
   MountStep run_seal = step(StepKind::seal, run_dir);
   run_seal.attrs = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true};
   plan.push_back(std::move(run_seal));
+}
+
+const MountStep* covering_step(const MountPlan& plan, std::string_view inner, std::initializer_list<StepKind> kinds) {
+  const MountStep* best = nullptr;
+  for (const auto& s : plan)
+    if (std::find(kinds.begin(), kinds.end(), s.kind) != kinds.end() && path_is_at_or_under(inner, s.target) &&
+        (best == nullptr || s.target.size() >= best->target.size()))
+      best = &s;
+  return best;
 }
 
 std::vector<std::string> mount_points(const MountPlan& plan) {

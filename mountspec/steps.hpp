@@ -5,6 +5,7 @@
 // list and nothing else.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,11 @@ inline constexpr const char* kToolRealDir = ".ctx-real";
 /// supervisor's control socket, sealed read-only).
 void append_fixed_steps(MountPlan& plan, const std::string& shm_size, const std::string& run_dir,
                         const std::string& notify_path, const std::string& control_path);
+
+/// The step that decides what an inner path shows: among the steps of
+/// the given kinds, the deepest target at or above it (a later step wins
+/// on an equal target, as it is made later); nullptr when none is.
+const MountStep* covering_step(const MountPlan& plan, std::string_view inner, std::initializer_list<StepKind> kinds);
 
 /// Every mount point the plan makes, in order: what /proc/self/mountinfo
 /// inside the sandbox lists, except what an rbind brings along from the
