@@ -347,7 +347,13 @@ std::optional<int> Supervisor::start_sandbox() {
     return fail_launch(e);
   };
   // Namespace ids are read while the child is held at the sync pipe: a
-  // runtime that exits at once would take them with it.
+  // runtime that exits at once would take them with it, and once the
+  // sandbox has taken its ids its memory is not dumpable, so an
+  // unprivileged supervisor may no longer read /proc/<pid>/ns (EACCES).
+  // The sandbox's pid namespace: only its processes may use the sockets.
+  auto pidns = sys::ns_inode(child_->pid, "pid");
+  if (!pidns) return abort_child(pidns.error().with_context("the sandbox's pid namespace"));
+  sandbox_pidns_ = *pidns;
   if (opts_.json_status_fd >= 0)
     for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
       if (auto ino = sys::ns_inode(child_->pid, n)) namespaces_[n] = *ino;
@@ -360,8 +366,6 @@ std::optional<int> Supervisor::start_sandbox() {
   }
   char go = 1;
   if (auto r = sys::write_all(lifeline_.get(), &go, 1); !r) return abort_child(r.error());
-  // The sandbox's pid namespace: only its processes may use the sockets.
-  sandbox_pidns_ = sys::ns_inode(child_->pid, "pid").value_or(0);
   return std::nullopt;
 }
 
