@@ -6,6 +6,7 @@
 
 #include "base/result.hpp"
 #include "base/text.hpp"
+#include "ctx/supervisor_client.hpp"
 #include "sys/process.hpp"
 #include "sys/socket.hpp"
 
@@ -56,33 +57,15 @@ int agent_request(const std::string& op, const std::optional<std::string>& arg,
     req["command"] = command;
   }
 
-  const char* env = std::getenv("CTX_SUPERVISOR");
-  std::string path = env != nullptr && *env != '\0' ? env : "/run/ctx/supervisor";
-  auto s = sys::connect_stream(path);
-  if (!s)
-    return refuse(op, s.error().code, "no_supervisor",
-                  s.error().msg + ": no supervisor here; ctx agent works inside a sandbox started by ctx-agent-run");
-  std::string line = req.dump() + "\n";
-  if (auto w = sys::write_all(s->get(), line.data(), line.size()); !w)
-    return refuse(op, w.error().code, "", w.error().msg);
-  std::string answer;
-  while (answer.find('\n') == std::string::npos) {
-    auto got = sys::read_available(s->get(), 65536);
-    if (!got) return refuse(op, got.error().code, "", got.error().msg);
-    if (!*got || (*got)->empty()) break;
-    answer += **got;
-  }
-  json a = json::parse(answer.substr(0, answer.find('\n')), nullptr, false);
-  if (a.is_discarded() || !a.is_object())
-    return refuse(op, EIO, "", "EIO: the supervisor closed the connection without an answer (is the parent stopping?)");
+  auto got = ask_supervisor(req);
+  if (!got) return refuse(op, got.error().code, got.error().reason, got.error().msg);
+  const json& a = got->answer;
   if (a.value("ok", false)) {
     std::printf("%s\n", a.dump().c_str());
     return 0;
   }
+  int errnum = answer_errno(a);
   std::string code = a.value("code", "EIO");
-  int errnum = EIO;
-  for (int e : {EACCES, EINVAL, ENOENT, ESRCH, EBUSY, EIO, ECANCELED, EPERM, EEXIST})
-    if (errno_name(e) == code) errnum = e;
   // Exit statuses above 124 mean "could not run" to shells and to the
   // launcher (125-127); an errno there (ECANCELED) becomes 1.
   return refuse(op, errnum, a.value("reason", ""), a.value("message", code)) > 124 ? 1 : errnum;

@@ -214,11 +214,10 @@ CLI::App* add_agent_commands(CLI::App& app, std::vector<std::string>& arg, std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A direct tool call through a projected tier: this binary stands in for
-  // the tool, records the call and runs it.
+  // A direct tool call through the static agent view: this binary stands
+  // in for the tool and asks the supervisor to run it.
   if (auto direct = ctx::helper::direct_call(argv[0]))
-    return ctx::helper::call_tool(ctx::helper::caller_from_env(), direct->second,
-                                  std::vector<std::string>(argv + 1, argv + argc), direct->first);
+    return ctx::helper::call_tool(direct->second, std::vector<std::string>(argv + 1, argv + argc), direct->first);
   // Everything after "--" is a child's command line (ctx agent start).
   std::vector<std::string> command;
   for (int i = 1; i < argc; ++i)
@@ -278,7 +277,7 @@ int main(int argc, char** argv) {
   // readers want strict absolute paths.
   ctx_root = ctx::sys::absolute_path(ctx_root);
   if (tool->parsed()) {
-    return ctx::helper::call_tool(ctx::helper::caller_from_env(), tool_name, tool_json);
+    return ctx::helper::call_tool(tool_name, tool_json);
   }
   if (agent->parsed()) {
     std::optional<std::string> arg;

@@ -44,6 +44,7 @@ struct Record {
     sockets,  ///< carries the NOTIFY_SOCKET and control sockets (2 fds)
     pty,      ///< carries the master of the runtime's pty (1 fd)
     view,     ///< carries the /dev/fuse descriptor of the agent view's mount (1 fd)
+    tools,    ///< carries a detached read-only clone of the CTX root: the tools `ctx tool` runs (1 fd)
     error,    ///< `step` failed with `code` (errno); `detail` says what, for people
   };
   Kind kind = Kind::timings;

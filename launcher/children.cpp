@@ -121,7 +121,18 @@ void Children::request(int id, const std::string& line) {
     return;  // answered once the child's runtime runs (or fails)
   }
   if (op == "stop" || op == "wait") return stop_or_wait(id, op, j);
-  deny(id, op, bad_request("unknown op '" + op + "' (create, start, stop, wait)"));
+  if (op == "tool") {
+    if (!cfg_.tool) return deny(id, op, Error{ENOTSUP, "this agent's mounts show no tool tier", "no_tools"});
+    ToolAnswer a = cfg_.tool(j);
+    auto it = conns_.find(id);
+    if (it == conns_.end()) return;
+    std::string s = a.answer.dump() + "\n";
+    std::vector<int> fds;
+    if (a.tool.valid()) fds.push_back(a.tool.get());
+    (void)sys::send_message(it->second.fd.get(), s, fds);
+    return;
+  }
+  deny(id, op, bad_request("unknown op '" + op + "' (create, start, stop, wait, tool)"));
 }
 
 void Children::stop_or_wait(int id, const std::string& op, const json& req) {

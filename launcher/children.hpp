@@ -1,5 +1,6 @@
 // The supervisor's owned children (seed 003): the control socket that
-// `ctx agent create|start|stop|wait` talks to from inside the sandbox.
+// `ctx agent create|start|stop|wait` talks to from inside the sandbox
+// (and `ctx tool`, whose requests go to a ToolGate: launcher/tool_gate.hpp).
 // The requests are decoded by child_request, the children kept in a
 // ChildRegistry, started and ended by child_spawn.
 //
@@ -27,6 +28,7 @@
 #include "base/unique_fd.hpp"
 #include "launcher/child_registry.hpp"
 #include "launcher/child_spawn.hpp"
+#include "launcher/tool_gate.hpp"
 
 namespace ctx::launcher {
 
@@ -41,6 +43,8 @@ struct ChildrenConfig {
   /// Whether a connection's peer may use the control socket (a process of
   /// the agent's sandbox); a refused connection is closed unanswered.
   std::function<bool(int conn)> peer_allowed;
+  /// Decides a `tool` request (ToolGate::call); unset: refused.
+  std::function<ToolAnswer(const nlohmann::json&)> tool;
 };
 
 /// The control socket's server: reads requests, checks them, answers, and

@@ -333,6 +333,21 @@ class ViewMount {
   UniqueFd mnt_;
 };
 
+// The tools `ctx tool` runs: the supervisor decides each call and hands
+// the runtime a descriptor of the tool opened beneath this tree (never a
+// path it could reach otherwise). A recursive clone of the CTX root made
+// read-only, nosuid and nodev while detached, so that a descriptor of a
+// tool reopened through /proc can neither write nor chmod the durable
+// file, even for an agent that runs as the tool's owner. It is attached
+// nowhere: no path in the sandbox reaches it.
+Result<void> send_tool_tree(const LaunchPlan& plan, const Reporter& rep) {
+  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_path(plan.ctx_root, O_PATH | O_DIRECTORY));
+  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(dir.get(), "", true));
+  CTX_TRY(sys::set_mount_attrs(tree.get(), {.rdonly = true, .nosuid = true, .nodev = true}, true));
+  rep.send({Record::Kind::tools, rep.current(), 0, 0, {}}, {tree.get()});
+  return {};
+}
+
 // Which setup step of the channel's timings a mount step belongs to.
 Step timing_step(const MountStep& m) {
   if (path_is_at_or_under(m.target, "/dev")) return Step::dev;
@@ -357,6 +372,8 @@ Step timing_step(const MountStep& m) {
 Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse) {
   UniqueFd root;
   ViewMount view(std::move(fuse), plan.name);
+  if (std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const MountStep& m) { return m.kind == StepKind::view; }))
+    CTX_TRY_CTX(send_tool_tree(plan, rep), "the tools of " + plan.ctx_root);
   std::optional<std::vector<sys::MountEntry>> host_mounts;
   std::vector<UniqueFd> sockets;
   for (const MountStep& m : plan.mounts) {

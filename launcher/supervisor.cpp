@@ -22,6 +22,7 @@
 #include "launcher/notify.hpp"
 #include "launcher/pty_relay.hpp"
 #include "launcher/sandbox.hpp"
+#include "launcher/tool_gate.hpp"
 #include "launcher/view_process.hpp"
 #include "sys/file.hpp"
 #include "sys/landlock.hpp"
@@ -77,6 +78,7 @@ struct SetupReport {
   UniqueFd notify;   ///< the NOTIFY_SOCKET, bound in the sandbox
   UniqueFd control;  ///< the control socket, bound in the sandbox
   UniqueFd master;   ///< the runtime's pty (an interactive launch)
+  UniqueFd tools;    ///< the read-only clone of the CTX root `ctx tool` runs tools from
   std::optional<Record> error;
 };
 
@@ -106,6 +108,9 @@ SetupReport read_setup(int channel, const std::function<Result<void>(UniqueFd)>&
         break;
       case Record::Kind::pty:
         if ((*m)->fds.size() == 1) out.master = std::move((*m)->fds[0]);
+        break;
+      case Record::Kind::tools:
+        if ((*m)->fds.size() == 1) out.tools = std::move((*m)->fds[0]);
         break;
       case Record::Kind::view:
         if ((*m)->fds.size() != 1) break;
@@ -239,6 +244,7 @@ class Supervisor {
   NotifyLimiter limiter_{kNotifyBurst, kNotifyPerSecond};
   std::optional<PtyRelay> relay_;
   std::optional<ViewProcess> view_;
+  std::optional<ToolGate> tools_;  ///< decides `ctx tool` calls
 
   AgentState state_ = AgentState::start;
   int exit_code_ = kExitLaunchFailed;
@@ -459,6 +465,10 @@ void Supervisor::start_children() {
     return {};
   };
   cc.peer_allowed = [this](int conn) { return in_sandbox(sandbox_pidns_, sys::peer_pid(conn)); };
+  if (setup_.tools.valid()) {
+    tools_.emplace(plan_, std::move(setup_.tools), [this](json j) { files_->event(j); });
+    cc.tool = [this](const json& req) { return tools_->call(req); };
+  }
   children_.emplace(std::move(cc), std::move(setup_.control));
 }
 

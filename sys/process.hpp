@@ -125,6 +125,11 @@ Result<void> set_not_dumpable();
 /// execve(2); returns only on failure.
 Error exec(const std::string& path, const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
+/// execveat(fd, "", AT_EMPTY_PATH): runs the program open at fd (an O_PATH
+/// descriptor will do). fd is made inheritable first: a script's
+/// interpreter reads it as /dev/fd/N. Returns only on failure.
+Error exec_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
 /// getcwd(3).
 Result<std::string> current_dir();
 

@@ -24,12 +24,12 @@ HostEntry::Type type_of(mode_t m) {
   return HostEntry::Type::other;
 }
 
+}  // namespace
+
 HostEntry entry_of(const sys::FileStat& s) {
   return HostEntry{type_of(s.mode), static_cast<std::uint32_t>(s.mode & 07777), s.uid, s.gid, s.size, s.mtime_ns,
                    s.ctime_ns};
 }
-
-}  // namespace
 
 Result<UniqueFd> FsTree::open_dir(const std::string& rel) const {
   return sys::open_dir_beneath(root_, rel.empty() ? "." : rel);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/unique_fd.hpp"
+#include "sys/file.hpp"
 #include "view/rules.hpp"
 
 namespace ctx::view {
@@ -29,6 +30,9 @@ class FsTree final : public HostTree {
  private:
   int root_;
 };
+
+/// What fstat said, as the rules read it.
+HostEntry entry_of(const sys::FileStat& s);
 
 /// Largest file the rules read (a policy, a parent file).
 inline constexpr std::size_t kMaxRuleFile = 64 * 1024;

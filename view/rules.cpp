@@ -206,25 +206,47 @@ Viewer viewer_for(const agentdir::AgentSpec& spec) {
   return v;
 }
 
-bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
-                  const HostEntry& e) {
-  if (e.type != Type::regular || tool_name_issue(name) || !grants(v, policy::Class::tool, name, "execute") ||
-      !executable_for(v, e))
-    return false;
+ToolVerdict tool_verdict(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
+                         const HostEntry& e) {
+  if (e.type != Type::regular || tool_name_issue(name)) return ToolVerdict::not_a_tool;
+  if (!grants(v, policy::Class::tool, name, "execute")) return ToolVerdict::agent_policy;
+  if (!executable_for(v, e)) return ToolVerdict::mode;
   // No .d/ or no policy in it: nothing more to ask. A .d/ or policy that
   // is there but is not a plain directory and file, or cannot be read,
   // refuses (it is not "absent").
   auto meta = t.stat(tier + "/" + name + ".d");
-  if (!meta) return true;
-  if (meta->type != Type::directory) return false;
+  if (!meta) return ToolVerdict::allowed;
+  if (meta->type != Type::directory) return ToolVerdict::tool_policy;
   const std::string own = tier + "/" + name + ".d/policy";
   auto pe = t.stat(own);
-  if (!pe) return true;
-  if (pe->type != Type::regular) return false;
+  if (!pe) return ToolVerdict::allowed;
+  if (pe->type != Type::regular) return ToolVerdict::tool_policy;
   auto text = t.read(own);
-  if (!text) return false;
+  if (!text) return ToolVerdict::tool_policy;
   auto p = policy::Policy::parse(name + ".d/policy", *text);
-  return p && p->allows(v.subject, policy::Class::tool, name, "execute");
+  return p && p->allows(v.subject, policy::Class::tool, name, "execute") ? ToolVerdict::allowed
+                                                                         : ToolVerdict::tool_policy;
+}
+
+bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
+                  const HostEntry& e) {
+  return tool_verdict(v, t, tier, name, e) == ToolVerdict::allowed;
+}
+
+bool reachable(const Viewer& v, const HostTree& t, const std::string& rel) {
+  const auto c = rel.empty() ? std::vector<std::string>() : split(rel);
+  for (std::size_t i = 0; i <= c.size(); ++i) {
+    std::string at = join(c, 0, i);
+    auto e = i == 0 ? t.stat("") : std::optional<HostEntry>();
+    if (i > 0) {
+      auto s = decide(v, t, at);
+      if (!s) return false;
+      e = s->entry;
+    }
+    if (!e) return false;
+    if (i < c.size() && (e->type != Type::directory || !executable_for(v, *e))) return false;
+  }
+  return true;
 }
 
 std::optional<Shown> decide(const Viewer& v, const HostTree& t, const std::string& rel) {

@@ -105,12 +105,27 @@ std::optional<Shown> decide(const Viewer& v, const HostTree& t, const std::strin
 /// The names decide() shows in the directory rel ("" the root), sorted.
 std::vector<std::string> list(const Viewer& v, const HostTree& t, const std::string& rel);
 
-/// Whether the agent may execute the tool `name` found in the tier
-/// directory `tier` (rel): the agent's policy, the tool's own .d/policy
-/// when present (an unparsable one refuses), and the execute bit for the
-/// viewer's ids. Exposed for `ctx explain` and `ctx tool`.
+/// Which layer refuses a tool, in the order of seed 000's permission
+/// check: the agent's policy, the execute bit for the viewer's ids, the
+/// tool's own .d/policy (when present; one that cannot be read or parsed
+/// refuses).
+enum class ToolVerdict { allowed, not_a_tool, agent_policy, mode, tool_policy };
+
+/// The verdict on the tool `name`, the entry e in the tier directory
+/// `tier` (rel). not_a_tool: e is not a regular file or name is invalid.
+ToolVerdict tool_verdict(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
+                         const HostEntry& e);
+
+/// Whether the agent may execute the tool: tool_verdict() is allowed.
+/// Exposed for `ctx explain`.
 bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
                   const HostEntry& e);
+
+/// Whether the view shows rel ("" the root) and every directory on its
+/// way, and the viewer's ids may search each of those directories (the
+/// view's server reads as the owner; a reader with more rights than the
+/// runtime, such as a root supervisor, asks this too).
+bool reachable(const Viewer& v, const HostTree& t, const std::string& rel);
 
 /// The tool's name when rel is an entry directly in a tool tier (tool/,
 /// home/<owner>/tool/, shared/<p>/tool/), else "".

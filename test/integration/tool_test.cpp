@@ -80,6 +80,44 @@ TEST_CASE("ctx tool runs an allowed tool with stdin and stdout untouched", "[roo
   CHECK(tt.events().find("in put") == std::string::npos);  // no payloads
 }
 
+TEST_CASE("ctx tool decides from the launch, not from the runtime's environment; the tool it hands over is read-only",
+          "[root][userns]") {
+  ToolTree tt = make_tree();
+  tt.tool("ctx/tool/shell.exec", "#!/bin/sh\necho shell-ran\n");  // coder's policy has no allow for it
+  // The agent's own home (rw) gets a forged CTX tree: a policy that allows
+  // everything, and a tier with a tool of its own. Pointing CTX_ROOT,
+  // CTX_PATH and CTX_AGENT at it changes nothing.
+  std::string forged = tt.home + "/agent/coder/forged";
+  RunResult r = tt.sh("mkdir -p " + forged + "/agent/coder.d " + forged + "/tool && " +
+                      "printf 'coder_t\\n' > " + forged + "/agent/coder.d/label && " +
+                      "printf 'allow coder_t tool:* execute\\n' > " + forged + "/agent/coder.d/policy && " +
+                      "printf '#!/bin/sh\\necho forged-ran\\n' > " + forged + "/tool/mine && chmod 755 " + forged +
+                      "/tool/mine && cp -r " + forged + "/agent/coder.d " + forged + "/agent/other.d; " +
+                      "CTX_ROOT=" + forged + " CTX_PATH=" + forged + "/tool:/ctx/tool /ctx/bin/ctx tool shell.exec; " +
+                      "echo rc=$?; CTX_ROOT=" + forged + " CTX_PATH=" + forged + "/tool CTX_AGENT=other " +
+                      "/ctx/bin/ctx tool mine; echo rc=$?");
+  INFO(r.out << r.err);
+  CHECK(r.out.find("shell-ran") == std::string::npos);
+  CHECK(r.out.find("forged-ran") == std::string::npos);
+  CHECK(r.out.find("rc=13\nrc=13\n") != std::string::npos);
+  // An allowed tool arrives as a descriptor of a read-only mount: a tool
+  // (run as the agent, which here owns the file) that writes to itself
+  // through that descriptor, or changes its mode, is refused.
+  const std::string self_writer = "#!/bin/sh\n( echo appended >> \"$0\" ) 2>/dev/null; echo write=$?\n"
+                                  "chmod 777 \"$0\" 2>/dev/null; echo chmod=$?\n";
+  tt.tool("ctx/tool/echo.args", self_writer);
+  RunResult w = tt.sh("/ctx/bin/ctx tool echo.args");
+  INFO(w.out << w.err);
+  CHECK(w.exit_code == 0);
+  CHECK(w.out.find("write=") != std::string::npos);
+  CHECK(w.out.find("write=0") == std::string::npos);
+  CHECK(w.out.find("chmod=1") != std::string::npos);
+  CHECK(tt.t.dir().read("ctx/tool/echo.args") == self_writer);
+  struct stat st {};
+  REQUIRE(::stat((tt.t.root() + "/tool/echo.args").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0755);
+}
+
 TEST_CASE("ctx tool: each layer refuses with its reason", "[root][userns]") {
   ToolTree tt = make_tree();
   // agent policy
@@ -94,19 +132,15 @@ TEST_CASE("ctx tool: each layer refuses with its reason", "[root][userns]") {
   CHECK(p.out.empty());
   // The tool's own policy and the mode bits for the agent's ids (an
   // execute bit for the group only, while the agent is the file's owner):
-  // the agent view does not show such a tool, so inside it is not found,
-  // with the sentence that says why it may be missing; on the host,
-  // ctx explain names the layer.
+  // the agent view does not show such a tool, but the supervisor, which
+  // decides every ctx tool call, names the layer that refuses.
   tt.tool("ctx/tool/fenced", "#!/bin/sh\necho ran\n");
   tt.t.write("ctx/tool/fenced.d/policy", "allow reviewer_t tool:fenced execute\n");
   tt.tool("ctx/tool/rooted", "#!/bin/sh\necho ran\n", 0010);
-  for (const char* hidden : {"fenced", "rooted"}) {
+  for (auto [hidden, reason] : {std::pair{"fenced", "tool_policy"}, std::pair{"rooted", "mode"}}) {
     RunResult h = tt.sh(std::string("/ctx/bin/ctx tool ") + hidden);
-    CHECK(h.exit_code == 2);
-    CHECK(first_json_line(h.err)["reason"] == "not_found");
-    CHECK(h.err.find("the agent view shows only tools that its policy, their own policy and their mode bits allow; "
-                     "on the host, ctx explain coder tool:" +
-                     std::string(hidden) + " execute names the layer") != std::string::npos);
+    CHECK(h.exit_code == 13);
+    CHECK(first_json_line(h.err)["reason"] == reason);
     CHECK(h.out.empty());
   }
   RunResult why = ctx::test::run_command(
@@ -118,6 +152,7 @@ TEST_CASE("ctx tool: each layer refuses with its reason", "[root][userns]") {
   RunResult nf = tt.sh("/ctx/bin/ctx tool twice");
   CHECK(nf.exit_code == 2);
   CHECK(first_json_line(nf.err)["reason"] == "not_found");
+  CHECK(nf.err.find("no executable twice in /ctx/tool:/ctx/home/") != std::string::npos);  // where it looked
   RunResult np = tt.sh("/ctx/bin/ctx tool nosuch");
   CHECK(np.exit_code == 13);
   CHECK(first_json_line(np.err)["reason"] == "agent_policy");
@@ -319,7 +354,7 @@ TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only wha
   CHECK(calls(added) == 1);
   // ctx tool names the layer for the ones the projection leaves out.
   CHECK(first_json_line(tt.sh("/ctx/bin/ctx tool shell.exec").err)["reason"] == "agent_policy");
-  CHECK(first_json_line(tt.sh("/ctx/bin/ctx tool fenced").err)["reason"] == "not_found");
+  CHECK(first_json_line(tt.sh("/ctx/bin/ctx tool fenced").err)["reason"] == "tool_policy");
   // Nothing durable was created in the tier on the host.
   CHECK(ctx::test::names_in(tt.t.root() + "/tool") == std::vector<std::string>{"README", "echo.args", "extra", "fenced",
                                                                                "fenced.d", "link", "shell.exec",

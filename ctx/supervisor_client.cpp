@@ -1,0 +1,42 @@
+#include "ctx/supervisor_client.hpp"
+
+#include <cstdlib>
+
+#include "sys/process.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::helper {
+
+Result<SupervisorAnswer> ask_supervisor(const nlohmann::json& request) {
+  const char* env = std::getenv("CTX_SUPERVISOR");
+  std::string path = env != nullptr && *env != '\0' ? env : "/run/ctx/supervisor";
+  auto s = sys::connect_stream(path);
+  if (!s) {
+    Error e = s.error().with_context("no supervisor here; this works inside a sandbox started by ctx-agent-run");
+    e.reason = "no_supervisor";
+    return fail(e);
+  }
+  std::string line = request.dump() + "\n";
+  CTX_TRY(sys::write_all(s->get(), line.data(), line.size()));
+  SupervisorAnswer out;
+  std::string text;
+  while (text.find('\n') == std::string::npos && text.size() < (1u << 16)) {
+    CTX_TRY_ASSIGN(auto m, sys::recv_message(s->get(), 65536, 1));
+    if (!m) break;
+    text += m->bytes;
+    for (auto& fd : m->fds) out.fds.push_back(std::move(fd));
+  }
+  out.answer = nlohmann::json::parse(text.substr(0, text.find('\n')), nullptr, false);
+  if (out.answer.is_discarded() || !out.answer.is_object())
+    return fail(Error{EIO, "EIO: the supervisor closed the connection without an answer (is the agent stopping?)"});
+  return out;
+}
+
+int answer_errno(const nlohmann::json& a) {
+  std::string code = a.value("code", "EIO");
+  for (int e : {EACCES, EINVAL, ENOENT, ESRCH, EBUSY, EIO, ECANCELED, EPERM, EEXIST, ENOTSUP})
+    if (errno_name(e) == code) return e;
+  return EIO;
+}
+
+}  // namespace ctx::helper

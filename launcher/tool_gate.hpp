@@ -1,0 +1,68 @@
+// `ctx tool` decided by the supervisor (seed 000 "Tool as File",
+// "Permission check"), from what the launch gave the sandbox: its CTX_PATH
+// as planned, the mount flags of the plan and the agent's policy as it is
+// now. The runtime's CTX_PATH, CTX_ROOT and CTX_AGENT play no part.
+//
+// An allowed call is answered with a descriptor of the tool (O_PATH),
+// opened without following a symbolic link beneath the detached,
+// read-only clone of the CTX root the sandbox made (launcher/sandbox.cpp):
+// the helper runs it with execveat, so the call needs no path to the tool
+// inside the sandbox, and nothing the agent can reach runs a tool
+// unrecorded. Every call, allowed or not, is one tool.call event.
+//
+// Protocol (on the control socket, launcher/children.hpp):
+//   {"op":"tool","name":"fs.read"[,"dir":"/ctx/tool"]}
+// "dir": the tier the runtime named (a direct call of /ctx/tool/fs.read);
+// it must be one of the planned CTX_PATH's. Answers:
+//   {"ok":true,"op":"tool","name":...,"path":"/ctx/tool/fs.read"} + 1 fd
+//   {"ok":false,"op":"tool","code":"EACCES","reason":"agent_policy","message":...}
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "base/unique_fd.hpp"
+#include "launcher/plan.hpp"
+
+namespace ctx::launcher {
+
+/// One tier of the planned CTX_PATH, as the sandbox sees it and where it
+/// lies below the CTX root.
+struct ToolTier {
+  std::string inner;  ///< the CTX_PATH entry ("/ctx/tool")
+  std::string rel;    ///< below the CTX root ("tool")
+  bool noexec = false;  ///< the mount that shows it is noexec
+};
+
+/// The planned CTX_PATH's tiers that lie in the CTX tree, in order; an
+/// entry that a mask hides or that the plan shows from outside the CTX
+/// root is left out (it holds no tools the view gates). Pure.
+std::vector<ToolTier> tool_tiers(const LaunchPlan& plan);
+
+/// What one request gets: the answer, and the tool when allowed.
+struct ToolAnswer {
+  nlohmann::json answer;
+  UniqueFd tool;
+};
+
+class ToolGate {
+ public:
+  /// tree: the sandbox's read-only clone of the CTX root. event appends
+  /// to the agent's session events.jsonl.
+  ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(nlohmann::json)> event);
+
+  ToolAnswer call(const nlohmann::json& request);
+
+ private:
+  ToolAnswer refuse(const std::string& name, const Error& e, const char* status);
+
+  const LaunchPlan& plan_;
+  UniqueFd tree_;
+  std::vector<ToolTier> tiers_;
+  std::function<void(nlohmann::json)> event_;
+};
+
+}  // namespace ctx::launcher
