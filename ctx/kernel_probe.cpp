@@ -211,10 +211,13 @@ FacilityResult probe_landlock() {
 
 FacilityResult probe_fuse() {
   auto r = sys::probe_open_rw("/dev/fuse");
-  FacilityResult out = result(kFuse, r);
+  FacilityResult out = result(kFuse, r, "the agent view is served live over FUSE");
   if (r) return out;
+  const std::string fallback =
+      "launches build the agent view once at launch instead (static: it does not follow policy or tree changes; "
+      "--require-view refuses); for the live view, ";
   if (r.error().code == ENOENT) {
-    out.remedy = "the FUSE view (ctx-view) needs it: apt-get install fuse3, or modprobe fuse";
+    out.remedy = fallback + "apt-get install fuse3, or modprobe fuse";
   } else if (r.error().code == EACCES) {
     std::string mode;
     if (auto fd = sys::open_o_path("/dev/fuse"))
@@ -223,11 +226,11 @@ FacilityResult probe_fuse() {
         std::snprintf(m, sizeof m, "%04o", static_cast<unsigned>(st->mode & 07777));
         mode = std::string(" is mode ") + m + ";";
       }
-    out.remedy = "the FUSE view (ctx-view) needs it read-write: /dev/fuse" + mode +
+    out.remedy = fallback + "/dev/fuse must be read-write for you: it" + mode +
                  " mode 0666 is Debian's default: chmod 0666 /dev/fuse, and to keep it across boots a udev rule "
                  "(KERNEL==\"fuse\", MODE=\"0666\" in /etc/udev/rules.d/60-fuse.rules)";
   } else {
-    out.remedy = "the FUSE view (ctx-view) needs /dev/fuse read-write";
+    out.remedy = fallback + "/dev/fuse must be read-write for you";
   }
   return out;
 }

@@ -216,7 +216,10 @@ CLI::App* add_agent_commands(CLI::App& app, std::vector<std::string>& arg, std::
 int main(int argc, char** argv) {
   // A direct tool call through the static agent view: this binary stands
   // in for the tool and asks the supervisor to run it.
-  if (auto direct = ctx::helper::direct_call(argv[0]))
+  // The kernel's AT_EXECFN names the path run (argv[0] is the caller's
+  // choice; a shell that found the tool through PATH gives its bare name).
+  std::string run_as = ctx::sys::exec_path();
+  if (auto direct = ctx::helper::direct_call(run_as.empty() ? argv[0] : run_as.c_str()))
     return ctx::helper::call_tool(direct->second, std::vector<std::string>(argv + 1, argv + argc), direct->first);
   // Everything after "--" is a child's command line (ctx agent start).
   std::vector<std::string> command;

@@ -20,8 +20,12 @@ using nlohmann::json;
 // The error protocol: one JSON line, then one sentence for people.
 int refuse(const std::string& tool, int code, const std::string& reason, const std::string& sentence) {
   const char* agent = std::getenv("CTX_AGENT");
-  json j{{"type", "error"}, {"code", errno_name(code)}, {"reason", reason},
-         {"tool", tool},    {"agent", agent != nullptr ? agent : ""}, {"message", sentence}};
+  json j{{"type", "error"},
+         {"code", errno_name(code)},
+         {"reason", reason},
+         {"tool", tool},
+         {"agent", agent != nullptr ? agent : ""},
+         {"message", sentence}};
   std::fprintf(stderr, "%s\nctx tool: %s: %s: %s\n", j.dump(-1, ' ', true).c_str(), printable(tool).c_str(),
                errno_name(code).c_str(), printable(sentence).c_str());
   return code;
@@ -54,8 +58,10 @@ int call_tool(const std::string& name, const std::vector<std::string>& args, con
   return e.code == ENOENT ? 127 : 126;
 }
 
-std::optional<std::pair<std::string, std::string>> direct_call(const char* argv0) {
-  std::string a = argv0 == nullptr ? "" : argv0;
+std::optional<std::pair<std::string, std::string>> direct_call(const char* run_as) {
+  std::string a = run_as == nullptr ? "" : run_as;
+  // Run by a relative name (cd /ctx/tool && ./fs.read): from the cwd.
+  if (!a.empty() && a[0] != '/') a = sys::absolute_path(a.rfind("./", 0) == 0 ? a.substr(2) : a);
   auto slash = a.rfind('/');
   if (slash == std::string::npos) return std::nullopt;
   std::string dir = slash == 0 ? "/" : a.substr(0, slash);

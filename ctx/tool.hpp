@@ -23,8 +23,9 @@ int call_tool(const std::string& name, const std::vector<std::string>& args, con
 
 /// A direct call (`/ctx/tool/fs.read '{...}'`) that reached this helper,
 /// which the static agent view shows at an allowed tool's name
-/// (docs/view.md): (tier directory, tool name) when argv[0] is a path
-/// whose last name is a tool name other than `ctx`, else nullopt.
-std::optional<std::pair<std::string, std::string>> direct_call(const char* argv0);
+/// (docs/view.md): (tier directory, tool name) when `run_as` (the path the
+/// program was executed by) is a path whose last name is a tool name other
+/// than `ctx`, else nullopt.
+std::optional<std::pair<std::string, std::string>> direct_call(const char* run_as);
 
 }  // namespace ctx::helper

@@ -54,36 +54,6 @@ std::vector<std::string> list_shared_spaces(const std::string& ctx_root) {
   return out;
 }
 
-std::vector<ToolDirListing> list_tool_dirs(const std::vector<std::string>& host_dirs) {
-  std::vector<ToolDirListing> out;
-  for (const auto& h : host_dirs) {
-    auto d = sys::open_dir(h, true);
-    if (!d) continue;
-    auto names = sys::list_dir(d->get());
-    if (!names) continue;
-    ToolDirListing l;
-    l.host_dir = h;
-    for (auto& n : *names) {
-      auto st = sys::stat_at(d->get(), n);
-      if (!st || !*st) continue;
-      ToolDirEntry e;
-      e.name = n;
-      if (S_ISDIR((*st)->mode)) {
-        e.kind = ToolDirEntry::Kind::directory;
-      } else if (S_ISREG((*st)->mode) && ((*st)->mode & 0111) != 0) {
-        e.kind = ToolDirEntry::Kind::executable;
-        if (auto td = sys::open_dir_at(d->get(), n + ".d"))
-          if (auto pf = sys::read_small_file(td->get(), "policy", 64 * 1024); pf && *pf) e.own_policy = (*pf)->data;
-      } else if (S_ISREG((*st)->mode)) {
-        e.kind = ToolDirEntry::Kind::file;
-      }
-      l.entries.push_back(std::move(e));
-    }
-    out.push_back(std::move(l));
-  }
-  return out;
-}
-
 Result<void> fuse_usable() {
   CTX_TRY_ASSIGN(UniqueFd f, sys::open_path("/dev/fuse", O_RDWR));
   return {};
@@ -93,15 +63,6 @@ bool shows_ctx_tree(const agentdir::AgentSpec& spec) {
   return std::any_of(spec.mounts.begin(), spec.mounts.end(), [&](const mountspec::Entry& e) {
     return path_is_at_or_under(e.source, spec.ctx_root) || path_is_at_or_under(spec.ctx_root, e.source);
   });
-}
-
-void add_tool_views(const agentdir::AgentSpec& spec, LaunchPlan& plan) {
-  auto tiers = ctx_path_host_dirs(plan);
-  if (tiers.empty()) return;
-  std::string helper = spec.ctx_root + "/bin/ctx";
-  auto st = sys::stat_at(AT_FDCWD, helper);
-  if (!st || !*st || !S_ISREG((*st)->mode)) helper.clear();
-  plan_tool_views(spec, list_tool_dirs(tiers), plan, helper);
 }
 
 }  // namespace ctx::launcher

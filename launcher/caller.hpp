@@ -10,7 +10,6 @@
 #include "agentdir/agent_spec.hpp"
 #include "base/result.hpp"
 #include "launcher/plan.hpp"
-#include "launcher/tool_view.hpp"
 
 namespace ctx::launcher {
 
@@ -29,14 +28,5 @@ Result<void> fuse_usable();
 /// or below the CTX root): what the agent view governs.
 bool shows_ctx_tree(const agentdir::AgentSpec& spec);
 
-/// Lists the host tool directories behind an agent's CTX_PATH
-/// (tool_view.hpp), never following a symlink; a directory that cannot be
-/// read is left out (the agent cannot read it either).
-std::vector<ToolDirListing> list_tool_dirs(const std::vector<std::string>& host_dirs);
-
-/// PlanOptions::tool_views for a launch: lists the tool tiers the plan's
-/// binds show and adds their views; direct calls run through the root's
-/// `bin/ctx` helper when it has one.
-void add_tool_views(const agentdir::AgentSpec& spec, LaunchPlan& plan);
 
 }  // namespace ctx::launcher

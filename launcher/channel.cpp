@@ -20,7 +20,6 @@ std::string_view to_string(Step s) {
     case Step::root: return "root";
     case Step::binds: return "binds";
     case Step::masks: return "masks";
-    case Step::tool_views: return "tool_views";
     case Step::proc: return "proc";
     case Step::dev: return "dev";
     case Step::run_ctx: return "run_ctx";

@@ -22,7 +22,6 @@ enum class Step : std::uint8_t {
   root,            ///< the new root
   binds,           ///< the mount table
   masks,           ///< hidden shared spaces and sessions
-  tool_views,      ///< tool tier projections
   proc,            ///< a fresh /proc
   dev,             ///< the minimal /dev
   run_ctx,         ///< /run/ctx and the supervisor's sockets in it

@@ -61,6 +61,7 @@ struct Args {
   std::string cgroup_base;
   bool require_cgroup = false;
   bool require_view = false;
+  bool static_view = false;
   int cancel_grace_ms = ctx::launcher::kDefaultCancelGraceMs;
   pid_t owned_by = 0;
   std::string cgroup_leaf;
@@ -86,8 +87,11 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
                  "write pid, namespace ids, step timings and exit status as JSON to FD");
   app.add_option("--cgroup-base", a.cgroup_base, "the delegated cgroup v2 directory to place the agent in");
   app.add_flag("--require-cgroup", a.require_cgroup, "fail instead of falling back when no writable cgroup v2 exists");
-  app.add_flag("--require-view", a.require_view,
-               "fail instead of showing the durable CTX tree when /dev/fuse cannot be used for the agent view");
+  auto* live = app.add_flag("--require-view", a.require_view,
+                            "fail instead of building the agent view statically when /dev/fuse cannot be used");
+  app.add_flag("--static-view", a.static_view,
+               "build the agent view once at launch (tmpfs and binds, not live) instead of serving it over FUSE")
+      ->excludes(live);
   app.add_option("--cancel-grace-ms", a.cancel_grace_ms,
                  "when cancelling owned children: milliseconds between SIGTERM and cgroup.kill (default 2000)")
       ->check(CLI::Range(0, 600000));
@@ -152,17 +156,19 @@ int main(int argc, char** argv) {
   po.command = a.command;
   po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
   po.terminal = ctx::sys::is_terminal(0) || ctx::sys::is_terminal(1) || ctx::sys::is_terminal(2);
-  po.tool_views = ctx::launcher::add_tool_views;
-  if (auto fuse = ctx::launcher::fuse_usable(); fuse) {
-    po.view = true;
-  } else if (ctx::launcher::shows_ctx_tree(*spec)) {
-    // Until the static view lands (docs/view.md), no view means the
-    // durable tree: said every time, refused on request.
-    std::string why = "/dev/fuse cannot be used (" + fuse.error().msg + "), so " + spec->name +
-                      "'s mounts of the CTX tree show the durable tree, not its agent view; chmod 0666 /dev/fuse "
-                      "(Debian's default) or a udev rule restores it";
-    if (a.require_view) return report(ctx::Error{EACCES, "--require-view: " + why}, ctx::launcher::kExitLaunchFailed);
-    std::fprintf(stderr, "ctx-agent-run: warning: %s\n", ctx::printable(why).c_str());
+  // The agent view: served over FUSE (live) where /dev/fuse can be used,
+  // else built once at launch, said every time, refused on request.
+  po.view = true;
+  po.static_view = a.static_view;
+  if (!a.static_view && ctx::launcher::shows_ctx_tree(*spec)) {
+    if (auto fuse = ctx::launcher::fuse_usable(); !fuse) {
+      std::string why = "/dev/fuse cannot be used (" + fuse.error().msg + "), so " + spec->name +
+                        "'s agent view is built once at launch: it will not follow policy or tree changes while "
+                        "it runs; chmod 0666 /dev/fuse (Debian's default) or a udev rule gives the live view";
+      if (a.require_view) return report(ctx::Error{EACCES, "--require-view: " + why}, ctx::launcher::kExitLaunchFailed);
+      std::fprintf(stderr, "ctx-agent-run: warning: %s\n", ctx::printable(why).c_str());
+      po.static_view = true;
+    }
   }
   if (spec->parent)
     if (auto r = ctx::launcher::plan_ancestry(*spec, po,

@@ -452,17 +452,10 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   plan.terminal = opts.terminal;
   plan.limits = spec.limits;
   plan.shm_size = spec.limits && spec.limits->shm_max ? *spec.limits->shm_max : kDefaultShmSize;
-  // The tool tiers the binds show (the caller lists them), then what
-  // every sandbox gets: the mount plan is complete here.
+  // The agent view where the table shows the CTX tree, then what every
+  // sandbox gets: the mount plan is complete here.
   if (opts.view) plan_view(spec, opts, plan);
-  if (opts.tool_views) opts.tool_views(spec, plan);
-  // Where the view shows a tier, it is the projection.
-  if (opts.view)
-    std::erase_if(plan.mounts, [&](const MountStep& m) {
-      if (m.kind != StepKind::tool_view) return false;
-      const MountStep* c = covering_step(plan.mounts, m.target);
-      return c != nullptr && c->kind == StepKind::view;
-    });
+  plan.static_view = opts.view && opts.static_view;
   mountspec::append_fixed_steps(plan.mounts, plan.shm_size, kNotifyDir, kNotifyPath, kSupervisorPath);
   plan.nproc = spec.limits && spec.limits->nproc_max ? std::stoull(*spec.limits->nproc_max) : kDefaultNproc;
 

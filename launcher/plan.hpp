@@ -66,7 +66,6 @@ struct IdPlan {
 };
 
 /// The mount plan's step (mountspec/steps.hpp).
-using mountspec::kToolRealDir;
 using mountspec::MountStep;
 using mountspec::StepKind;
 
@@ -99,6 +98,8 @@ struct LaunchPlan {
   /// RLIMIT_NPROC of the runtime (docs/security.md says what it counts).
   std::string shm_size;
   std::uint64_t nproc = 0;
+  /// The agent view's steps are built statically (PlanOptions::static_view).
+  bool static_view = false;
 };
 
 /// Options of a plan that do not come from the control files.
@@ -129,10 +130,10 @@ struct PlanOptions {
   /// durable tree, and the tool tiers a shared space brings are the
   /// view's. The caller decides from whether /dev/fuse can be used.
   bool view = false;
-  /// Adds the tool views to the plan once its binds and masks are there
-  /// (launcher/tool_view.hpp: the caller lists the host directories the
-  /// binds show, which is I/O); none when empty.
-  std::function<void(const agentdir::AgentSpec&, LaunchPlan&)> tool_views;
+  /// The view is built once at launch with tmpfs and binds
+  /// (launcher/static_view.hpp) instead of served over FUSE: where
+  /// /dev/fuse cannot be used, or on request (--static-view).
+  bool static_view = false;
 };
 
 /// Fixed paths inside every sandbox.

@@ -35,7 +35,7 @@ nlohmann::json attrs_json(const mountspec::Attrs& a) {
 }
 
 // One step of the mount plan, with the fields its kind uses.
-nlohmann::json step_json(const MountStep& m) {
+nlohmann::json step_json(const MountStep& m, bool static_view) {
   nlohmann::json j{{"step", mountspec::to_string(m.kind)}, {"target", m.target}};
   switch (m.kind) {
     case StepKind::root:
@@ -51,14 +51,9 @@ nlohmann::json step_json(const MountStep& m) {
       j["flags"] = attrs_json(m.attrs);
       j["why"] = m.why;
       break;
-    case StepKind::tool_view:
-      j["source"] = m.source;
-      j["show"] = m.show;
-      if (!m.wrapped.empty()) j["wrapped"] = m.wrapped;
-      j["flags"] = attrs_json(m.attrs);
-      break;
     case StepKind::view:
       j["source"] = m.source.empty() ? "." : m.source;
+      j["backend"] = static_view ? "static" : "fuse";
       j["flags"] = attrs_json(m.attrs);
       if (!m.why.empty()) j["why"] = m.why;
       if (m.line > 0) j["line"] = m.line;
@@ -97,7 +92,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
       {"mount_sources_opened_as", {{"uid", i.fs.uid}, {"gid", i.fs.gid}, {"groups", i.fs.groups}}},
   };
   auto mounts = json::array();
-  for (const auto& m : p.mounts) mounts.push_back(step_json(m));
+  for (const auto& m : p.mounts) mounts.push_back(step_json(m, p.static_view));
   return json{
       {"agent", p.name},
       {"session", p.session},

@@ -13,6 +13,7 @@
 
 #include "base/path.hpp"
 #include "launcher/channel.hpp"
+#include "launcher/static_view.hpp"
 #include "mountspec/pseudo_fs.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
@@ -164,75 +165,6 @@ Result<void> bind_one(int rootfd, const MountStep& b, const std::vector<sys::Mou
   return {};
 }
 
-// A tool tier's projection: every entry shown is cloned (with what is
-// mounted below it) from the sandbox's own view of the directory, so it
-// keeps exactly the flags the binds gave it; then a tmpfs replaces the
-// directory, the clones are attached on empty mount points in it, and it
-// is made read-only. Nothing durable is written.
-Result<void> tool_view(int rootfd, const MountStep& v) {
-  CTX_TRY_ASSIGN(UniqueFd seen, sys::open_in_root(rootfd, rel_of(v.target), true));
-  std::vector<std::pair<UniqueFd, const std::string*>> trees;
-  for (const auto& e : v.show) {
-    auto cloned = sys::clone_tree(seen.get(), e, true);
-    // Listed on the host but not in this view (removed since, or under a
-    // bind that hides it): nothing to show.
-    if (!cloned && (cloned.error().code == ENOENT || cloned.error().code == EACCES)) continue;
-    if (!cloned) return fail(cloned.error().with_context(e));
-    trees.emplace_back(std::move(*cloned), &e);
-  }
-  // Wrapped tools: the tool goes to .ctx-real/ (its .d/ stays at its
-  // name), the helper (with the tool's own noexec, so that layer stays the
-  // kernel's) takes the tool's name.
-  std::vector<std::pair<UniqueFd, std::string>> real;  // (tree, path below target)
-  std::vector<std::pair<UniqueFd, std::string>> wrappers;
-  UniqueFd helper;
-  if (!v.wrapped.empty()) {
-    CTX_TRY_ASSIGN(helper, sys::open_path(v.helper, O_PATH));
-  }
-  for (const auto& name : v.wrapped) {
-    for (auto it = trees.begin(); it != trees.end(); ++it) {
-      if (*it->second == name || *it->second == name + ".d") {
-        bool noexec = false;
-        if (*it->second == name) {
-          CTX_TRY_ASSIGN(noexec, sys::on_noexec_mount(it->first.get()));
-          CTX_TRY_ASSIGN(UniqueFd w, sys::clone_tree(helper.get(), "", false));
-          CTX_TRY(
-              sys::set_mount_attrs(w.get(), {.rdonly = true, .nosuid = true, .nodev = true, .noexec = noexec}, false));
-          wrappers.emplace_back(std::move(w), name);
-        }
-        real.emplace_back(std::move(it->first), std::string(kToolRealDir) + "/" + *it->second);
-        trees.erase(it);
-        break;
-      }
-    }
-  }
-  CTX_TRY(sys::mount_fresh("tmpfs", seen.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k"));
-  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(rootfd, rel_of(v.target), true));
-  std::vector<std::pair<UniqueFd, std::string>> all;
-  for (auto& [tree, e] : trees) all.emplace_back(std::move(tree), *e);
-  for (auto& w : wrappers) all.push_back(std::move(w));
-  if (!real.empty()) CTX_TRY(sys::make_dir_at(dir.get(), kToolRealDir, 0755));
-  for (auto& r : real) all.push_back(std::move(r));
-  for (auto& [tree, rel] : all) {
-    CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(tree.get()));
-    bool is_dir = S_ISDIR(st.mode);
-    auto slash = rel.rfind('/');
-    CTX_TRY_ASSIGN(
-        UniqueFd parent,
-        sys::open_in_root(
-            rootfd, rel_of(slash == std::string::npos ? v.target : path_join(v.target, rel.substr(0, slash))), true));
-    std::string leaf = slash == std::string::npos ? rel : rel.substr(slash + 1);
-    if (is_dir) {
-      CTX_TRY(sys::make_dir_at(parent.get(), leaf, 0755));
-    } else {
-      CTX_TRY(sys::make_file_at(parent.get(), leaf, 0644));
-    }
-    CTX_TRY_ASSIGN(UniqueFd point, sys::open_in_root(rootfd, rel_of(path_join(v.target, rel)), is_dir));
-    CTX_TRY(sys::attach_tree(tree.get(), point.get()));
-  }
-  return sys::set_mount_attrs(dir.get(), {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true}, false);
-}
-
 Result<void> mask_one(int rootfd, const MountStep& m) {
   CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(m.target), true));
   CTX_TRY(sys::mount_fresh("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k"));
@@ -291,19 +223,26 @@ Result<UniqueFd> bind_socket(int rootfd, const MountStep& s) {
   return std::move(*sock);
 }
 
-// The agent view's one FUSE mount, made at its first step: the /dev/fuse
-// descriptor goes to the supervisor, which starts the server on it, and
-// no copy stays here. Lookups through the mount wait for that server.
+// The agent view. Served over FUSE: its one mount is made at the first
+// step, the /dev/fuse descriptor goes to the supervisor, which starts the
+// server on it, and no copy stays here; lookups through the mount wait for
+// that server. Static (plan.static_view): each step is built at once
+// (launcher/static_view.hpp).
 class ViewMount {
  public:
-  ViewMount(UniqueFd fuse, std::string agent) : fuse_(std::move(fuse)), agent_(std::move(agent)) {}
-
+  ViewMount(UniqueFd fuse, const LaunchPlan& plan) : fuse_(std::move(fuse)), plan_(plan) {}
   // One step: the view's subtree m.source (the whole view for "") at
-  // m.target. A table line's subtree the view does not have is refused.
-  // A tool tier under a bind (`why` says so) the view does not have is
-  // skipped when nothing is there either (a shared space without tool/),
-  // and refused when something is: the durable tier must never show.
+  // m.target.
   Result<void> attach(int rootfd, const MountStep& m, const Reporter& rep) {
+    if (plan_.static_view) {
+      if (!static_) {
+        CTX_TRY_ASSIGN(StaticView s, StaticView::open(plan_));
+        static_.emplace(std::move(s));
+      }
+      if (!static_->shows(m.source)) return absent(rootfd, m);
+      CTX_TRY(mount_point(rootfd, m.target, true));
+      return static_->build(rootfd, m.target, m.source, m.attrs);
+    }
     if (!mnt_.valid()) {
       if (!fuse_.valid()) return fail(Error{EPROTO, "no /dev/fuse descriptor for the agent view"});
       CTX_TRY_ASSIGN(sys::Creds me, sys::current_creds());
@@ -312,15 +251,7 @@ class ViewMount {
       fuse_.reset();
     }
     auto tree = sys::clone_tree(mnt_.get(), m.source, false);
-    if (!tree && tree.error().code == ENOENT && !m.source.empty()) {
-      if (m.why.empty())
-        return fail(Error{EACCES, "EACCES: " + agent_ + "'s agent view has no " + m.source +
-                                      ": it shows an agent only its own home, its tiers' allowed entries and the "
-                                      "spaces it may read (docs/view.md)"});
-      auto there = sys::open_in_root(rootfd, rel_of(m.target), false);
-      if (!there && there.error().code == ENOENT) return {};
-      return fail(Error{EACCES, "EACCES: the agent view has no " + m.source + " to show at " + m.target});
-    }
+    if (!tree && tree.error().code == ENOENT && !m.source.empty()) return absent(rootfd, m);
     if (!tree) return fail(tree.error());
     CTX_TRY(sys::set_mount_attrs(tree->get(), m.attrs, false));
     CTX_TRY_ASSIGN(UniqueFd target, mount_point(rootfd, m.target, true));
@@ -328,9 +259,24 @@ class ViewMount {
   }
 
  private:
+  // A step whose subtree the view does not have. A table line's is
+  // refused. A tool tier under a bind (`why` says so) is skipped when
+  // nothing is there either (a shared space without tool/), and refused
+  // when something is: the durable tier must never show.
+  Result<void> absent(int rootfd, const MountStep& m) const {
+    if (m.why.empty())
+      return fail(Error{EACCES, "EACCES: " + plan_.name + "'s agent view has no " + m.source +
+                                    ": it shows an agent only its own home, its tiers' allowed entries and the "
+                                    "spaces it may read (docs/view.md)"});
+    auto there = sys::open_in_root(rootfd, rel_of(m.target), false);
+    if (!there && there.error().code == ENOENT) return {};
+    return fail(Error{EACCES, "EACCES: the agent view has no " + m.source + " to show at " + m.target});
+  }
+
   UniqueFd fuse_;
-  std::string agent_;
+  const LaunchPlan& plan_;
   UniqueFd mnt_;
+  std::optional<StaticView> static_;
 };
 
 // The tools `ctx tool` runs: the supervisor decides each call and hands
@@ -357,7 +303,6 @@ Step timing_step(const MountStep& m) {
     case StepKind::bind:
     case StepKind::view: return Step::binds;
     case StepKind::mask: return Step::masks;
-    case StepKind::tool_view: return Step::tool_views;
     case StepKind::fs:
     case StepKind::dev_node:
     case StepKind::symlink:
@@ -371,7 +316,7 @@ Step timing_step(const MountStep& m) {
 // order. The sockets of /run/ctx go to the supervisor over the channel.
 Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse) {
   UniqueFd root;
-  ViewMount view(std::move(fuse), plan.name);
+  ViewMount view(std::move(fuse), plan);
   if (std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const MountStep& m) { return m.kind == StepKind::view; }))
     CTX_TRY_CTX(send_tool_tree(plan, rep), "the tools of " + plan.ctx_root);
   std::optional<std::vector<sys::MountEntry>> host_mounts;
@@ -404,7 +349,6 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
         break;
       }
       case StepKind::mask: CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")"); break;
-      case StepKind::tool_view: CTX_TRY_CTX(tool_view(root.get(), m), "tool view " + m.target); break;
       case StepKind::fs: {
         CTX_TRY_ASSIGN(UniqueFd point, mount_point(root.get(), m.target, true));
         CTX_TRY_CTX(sys::mount_fresh(m.fstype, point.get(), fs_flags(m.attrs), m.options), m.target);
@@ -443,8 +387,8 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   // /dev/fuse is opened before the owner's ids are taken (a root launch
   // may open it whatever its mode), in the namespace the mount is made in.
   UniqueFd fuse;
-  if (std::any_of(plan.mounts.begin(), plan.mounts.end(),
-                  [](const MountStep& m) { return m.kind == StepKind::view; })) {
+  if (!plan.static_view && std::any_of(plan.mounts.begin(), plan.mounts.end(),
+                                       [](const MountStep& m) { return m.kind == StepKind::view; })) {
     auto f = sys::open_path("/dev/fuse", O_RDWR);
     if (!f) return fail(f.error().with_context("the agent view"));
     fuse = std::move(*f);

@@ -35,6 +35,13 @@ std::vector<std::string> ctx_path_of(const LaunchPlan& plan) {
   return out;
 }
 
+// Two CTX-root-relative parts joined ("" is the root).
+std::string rel_join(std::string_view a, std::string_view b) {
+  if (a.empty()) return std::string(b);
+  if (b.empty()) return std::string(a);
+  return std::string(a) + "/" + std::string(b);
+}
+
 Error refusal(int code, std::string reason, std::string msg) {
   Error e{code, std::move(msg)};
   e.reason = std::move(reason);
@@ -43,22 +50,22 @@ Error refusal(int code, std::string reason, std::string msg) {
 
 }  // namespace
 
+std::optional<ToolTier> tier_at(const LaunchPlan& plan, const std::string& inner) {
+  const MountStep* s = mountspec::covering_step(plan.mounts, inner, {StepKind::view, StepKind::bind, StepKind::mask});
+  if (s == nullptr || s->kind == StepKind::mask) return std::nullopt;
+  if (s->kind == StepKind::view)
+    return ToolTier{inner, rel_join(s->source, path_suffix(inner, s->target)), s->attrs.noexec};
+  if (!path_is_at_or_under(s->source, plan.ctx_root)) return std::nullopt;
+  return ToolTier{inner, rel_join(path_suffix(s->source, plan.ctx_root), path_suffix(inner, s->target)),
+                  s->attrs.noexec};
+}
+
 std::vector<ToolTier> tool_tiers(const LaunchPlan& plan) {
   std::vector<ToolTier> out;
   for (const auto& inner : ctx_path_of(plan)) {
-    const MountStep* s = mountspec::covering_step(plan.mounts, inner, {StepKind::view, StepKind::bind, StepKind::mask});
-    if (s == nullptr || s->kind == StepKind::mask) continue;
-    std::string rel;
-    if (s->kind == StepKind::view) {
-      rel = path_join(s->source, path_suffix(inner, s->target));
-    } else if (path_is_at_or_under(s->source, plan.ctx_root)) {
-      rel = path_join(std::string(path_suffix(s->source, plan.ctx_root)), path_suffix(inner, s->target));
-    } else {
-      continue;
-    }
-    if (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
-    bool seen = std::any_of(out.begin(), out.end(), [&](const ToolTier& t) { return t.inner == inner; });
-    if (!seen) out.push_back(ToolTier{inner, rel, s->attrs.noexec});
+    auto t = tier_at(plan, inner);
+    bool seen = std::any_of(out.begin(), out.end(), [&](const ToolTier& o) { return o.inner == inner; });
+    if (t && !seen) out.push_back(std::move(*t));
   }
   return out;
 }
@@ -66,8 +73,8 @@ std::vector<ToolTier> tool_tiers(const LaunchPlan& plan) {
 ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(json)> event)
     : plan_(plan), tree_(std::move(tree)), tiers_(tool_tiers(plan)), event_(std::move(event)) {}
 
-ToolAnswer ToolGate::refuse(const std::string& name, const Error& e, const char* status) {
-  json ev{{"type", "tool.call"}, {"object", "tool/" + name}, {"status", status}, {"via", "ctx tool"}};
+ToolAnswer ToolGate::refuse(const std::string& name, const Error& e, const char* status, bool direct) {
+  json ev{{"type", "tool.call"}, {"object", "tool/" + name}, {"status", status}, {"via", direct ? "exec" : "ctx tool"}};
   if (!e.reason.empty()) ev["reason"] = e.reason;
   event_(ev);
   json a{{"ok", false}, {"op", "tool"}, {"name", name}, {"code", errno_name(e.code)}, {"message", e.msg}};
@@ -82,16 +89,21 @@ ToolAnswer ToolGate::call(const json& req) {
   if (!req.contains("name") || !req["name"].is_string())
     return refuse("", refusal(EINVAL, "invalid_request", "tool needs \"name\", a string"), "error");
   const std::string name = req["name"].get<std::string>();
-  if (auto issue = tool_name_issue(name)) return refuse("", refusal(EINVAL, "invalid_name", *issue), "error");
+  // A direct call of the static view's tool names its tier: an exec, as
+  // the FUSE view records one.
+  const bool direct = req.contains("dir");
+  if (auto issue = tool_name_issue(name)) return refuse("", refusal(EINVAL, "invalid_name", *issue), "error", direct);
   std::vector<ToolTier> tiers = tiers_;
-  if (req.contains("dir")) {
-    if (!req["dir"].is_string()) return refuse(name, refusal(EINVAL, "invalid_request", "\"dir\" is a string"), "error");
-    std::string dir = req["dir"].get<std::string>();
-    std::erase_if(tiers, [&](const ToolTier& t) { return t.inner != dir; });
-    if (tiers.empty())
-      return refuse(name,
-                    refusal(ENOENT, "not_found", dir + " is not a tool tier of " + plan_.name + "'s CTX_PATH"),
-                    "error");
+  if (direct) {
+    // Any tier the plan shows (a shared space's tool/ too), not only
+    // CTX_PATH's: the view shows an allowed tool wherever its tier is.
+    std::optional<ToolTier> t;
+    if (req["dir"].is_string() && !abs_path_issue(req["dir"].get<std::string>()))
+      t = tier_at(plan_, req["dir"].get<std::string>());
+    if (!t)
+      return refuse(name, refusal(ENOENT, "not_found", "the call names no tool tier of " + plan_.name + "'s mounts"),
+                    "error", direct);
+    tiers = {std::move(*t)};
   }
 
   // The agent's label and policy as they are now: an edit during the run
@@ -109,15 +121,14 @@ ToolAnswer ToolGate::call(const json& req) {
   // 3 first: without 'allow <type> tool:<name> execute' the answer is
   // EACCES whether or not such a tool exists (seed 000).
   if (v.subject.empty())
-    return refuse(name,
-                  refusal(EACCES, "agent_policy", plan_.name + " has no label, so policy v0 denies everything"),
-                  "denied");
+    return refuse(name, refusal(EACCES, "agent_policy", plan_.name + " has no label, so policy v0 denies everything"),
+                  "denied", direct);
   if (!v.policy.allows(v.subject, policy::Class::tool, name, "execute"))
     return refuse(name,
                   refusal(EACCES, "agent_policy",
                           "the policy of " + plan_.name + " has no " +
                               policy::missing_rule(v.subject, policy::Class::tool, name, "execute")),
-                  "denied");
+                  "denied", direct);
 
   // The first tier, in CTX_PATH order, whose view shows a regular file of
   // that name with an execute bit (seed 000: CTX_PATH strictly left to
@@ -134,33 +145,34 @@ ToolAnswer ToolGate::call(const json& req) {
     // 1-2: a mount that allows exec, and the mode bits for the runtime's
     // ids; 4: the tool's own policy.
     if (t.noexec)
-      return refuse(name, refusal(EACCES, "noexec_mount", t.inner + " is on a noexec mount in this sandbox"),
-                    "denied");
+      return refuse(name, refusal(EACCES, "noexec_mount", t.inner + " is on a noexec mount in this sandbox"), "denied",
+                    direct);
     switch (view::tool_verdict(v, tree, t.rel, name, view::entry_of(*st))) {
       case view::ToolVerdict::allowed: break;
       case view::ToolVerdict::mode:
-        return refuse(name,
-                      refusal(EACCES, "mode", path + " is not executable for uid " + std::to_string(v.uid)),
-                      "denied");
+        return refuse(name, refusal(EACCES, "mode", path + " is not executable for uid " + std::to_string(v.uid)),
+                      "denied", direct);
       case view::ToolVerdict::tool_policy:
         return refuse(name,
                       refusal(EACCES, "tool_policy",
                               "the tool's own policy (" + name + ".d/policy) has no " +
                                   policy::missing_rule(v.subject, policy::Class::tool, name, "execute")),
-                      "denied");
+                      "denied", direct);
       case view::ToolVerdict::agent_policy:
       case view::ToolVerdict::not_a_tool: continue;
     }
-    event_({{"type", "tool.call"}, {"object", "tool/" + name}, {"status", "ok"}, {"via", "ctx tool"}});
+    event_(
+        {{"type", "tool.call"}, {"object", "tool/" + name}, {"status", "ok"}, {"via", direct ? "exec" : "ctx tool"}});
     return ToolAnswer{{{"ok", true}, {"op", "tool"}, {"name", name}, {"path", path}}, std::move(*fd)};
   }
   std::string dirs;
   for (const auto& t : tiers) dirs += (dirs.empty() ? "" : ":") + t.inner;
-  return refuse(name,
-                refusal(ENOENT, "not_found",
-                        "no executable " + name + " in " + (dirs.empty() ? std::string("CTX_PATH (no tool tier)") : dirs) +
-                            " (on the host, ctx explain " + plan_.name + " tool:" + name + " execute names the layer)"),
-                "error");
+  return refuse(
+      name,
+      refusal(ENOENT, "not_found",
+              "no executable " + name + " in " + (dirs.empty() ? std::string("CTX_PATH (no tool tier)") : dirs) +
+                  " (on the host, ctx explain " + plan_.name + " tool:" + name + " execute names the layer)"),
+      "error", direct);
 }
 
 }  // namespace ctx::launcher

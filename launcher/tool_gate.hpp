@@ -13,13 +13,15 @@
 // Protocol (on the control socket, launcher/children.hpp):
 //   {"op":"tool","name":"fs.read"[,"dir":"/ctx/tool"]}
 // "dir": the tier the runtime named (a direct call of /ctx/tool/fs.read);
-// it must be one of the planned CTX_PATH's. Answers:
+// it must be a tier the plan shows, and the call is recorded as an
+// exec ("via":"exec"), like one through the FUSE view. Answers:
 //   {"ok":true,"op":"tool","name":...,"path":"/ctx/tool/fs.read"} + 1 fd
 //   {"ok":false,"op":"tool","code":"EACCES","reason":"agent_policy","message":...}
 #pragma once
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,10 +34,15 @@ namespace ctx::launcher {
 /// One tier of the planned CTX_PATH, as the sandbox sees it and where it
 /// lies below the CTX root.
 struct ToolTier {
-  std::string inner;  ///< the CTX_PATH entry ("/ctx/tool")
-  std::string rel;    ///< below the CTX root ("tool")
+  std::string inner;    ///< the CTX_PATH entry ("/ctx/tool")
+  std::string rel;      ///< below the CTX root ("tool")
   bool noexec = false;  ///< the mount that shows it is noexec
 };
+
+/// The tier at the inner directory `inner`, when the plan shows it from
+/// the CTX tree (a view, or a bind of a directory below the CTX root) and
+/// no mask hides it. Pure.
+std::optional<ToolTier> tier_at(const LaunchPlan& plan, const std::string& inner);
 
 /// The planned CTX_PATH's tiers that lie in the CTX tree, in order; an
 /// entry that a mask hides or that the plan shows from outside the CTX
@@ -57,7 +64,7 @@ class ToolGate {
   ToolAnswer call(const nlohmann::json& request);
 
  private:
-  ToolAnswer refuse(const std::string& name, const Error& e, const char* status);
+  ToolAnswer refuse(const std::string& name, const Error& e, const char* status, bool direct = false);
 
   const LaunchPlan& plan_;
   UniqueFd tree_;

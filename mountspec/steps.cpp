@@ -11,7 +11,6 @@ std::string_view to_string(StepKind k) {
     case StepKind::root: return "root";
     case StepKind::bind: return "bind";
     case StepKind::mask: return "mask";
-    case StepKind::tool_view: return "tool_view";
     case StepKind::view: return "view";
     case StepKind::fs: return "fs";
     case StepKind::dev_node: return "dev_node";
@@ -104,18 +103,6 @@ std::vector<std::string> mount_points(const MountPlan& plan) {
       case StepKind::fs:
       case StepKind::dev_node:
       case StepKind::view: out.push_back(s.target); break;
-      case StepKind::tool_view: {
-        // The view's tmpfs and each entry cloned onto it; a wrapped tool is
-        // the helper at its name and itself in kToolRealDir (its .d/ stays
-        // at its name).
-        out.push_back(s.target);
-        for (const auto& e : s.show) {
-          out.push_back(path_join(s.target, e));
-          for (const auto& w : s.wrapped)
-            if (e == w) out.push_back(path_join(s.target, std::string(kToolRealDir) + "/" + e));
-        }
-        break;
-      }
       case StepKind::symlink:
       case StepKind::socket:
       case StepKind::seal: break;

@@ -18,7 +18,6 @@ enum class StepKind {
   root,       ///< `source` cloned onto itself: the new "/"
   bind,       ///< `source` (host) at `target`, `recursive` for rbind
   mask,       ///< an empty read-only tmpfs over `target` (`why`)
-  tool_view,  ///< `target` replaced by a projection of what the agent may run
   view,       ///< the agent view (view/rules.hpp) at `target`: its subtree `source`, relative to the CTX root
   fs,         ///< a fresh file system `fstype` at `target` with `options`
   dev_node,   ///< the host's device node `source` bound at `target` (a file)
@@ -27,13 +26,13 @@ enum class StepKind {
   seal,       ///< `target`'s mount made read-only once what is below it is done
 };
 
-/// The step's name in --dry-run ("bind", "tool_view", ...).
+/// The step's name in --dry-run ("bind", "view", ...).
 std::string_view to_string(StepKind k);
 
 struct MountStep {
   StepKind kind = StepKind::bind;
   std::string target;  ///< inside the new root ("/" for root)
-  std::string source;  ///< root, bind, dev_node: a host path; tool_view: the backing directory; view: CTX-root-relative
+  std::string source;  ///< root, bind, dev_node: a host path; view: CTX-root-relative
   Attrs attrs;
   bool recursive = false;   ///< bind: rbind
   bool need_write = false;  ///< bind rw: the owner must be able to write the source
@@ -47,18 +46,9 @@ struct MountStep {
   std::string options;           ///< fs: mount data ("mode=0755,size=64k")
   std::string link;              ///< symlink: what it points to
   bool datagram = false;         ///< socket: NOTIFY_SOCKET (datagram) or the control socket (stream)
-  /// tool_view: the entries shown (each a mount in the view); the allowed
-  /// tools among them, wrapped by the helper (host path) when it is given:
-  /// the helper at the tool's name, the tool in kToolRealDir.
-  std::vector<std::string> show;
-  std::vector<std::string> wrapped;
-  std::string helper;
 };
 
 using MountPlan = std::vector<MountStep>;
-
-/// The inner directory a projected tool tier keeps the real tools in.
-inline constexpr const char* kToolRealDir = ".ctx-real";
 
 /// Appends what every sandbox gets after its table: a fresh /proc; a
 /// minimal /dev (a tmpfs, the harmless device nodes bound from the host,

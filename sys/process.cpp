@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -226,6 +227,11 @@ Error exec(const std::string& path, const std::vector<std::string>& argv, const 
   ::execve(path.c_str(), a.data(), e.data());
   int err = errno;
   return sys_error("execve " + path, err);
+}
+
+std::string exec_path() {
+  auto p = reinterpret_cast<const char*>(::getauxval(AT_EXECFN));
+  return p != nullptr ? std::string(p) : std::string();
 }
 
 Error exec_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env) {

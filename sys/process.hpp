@@ -125,6 +125,10 @@ Result<void> set_not_dumpable();
 /// execve(2); returns only on failure.
 Error exec(const std::string& path, const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
+/// The path this program was executed by (the kernel's AT_EXECFN: the
+/// name given to execve, whatever argv[0] says); "" when unknown.
+std::string exec_path();
+
 /// execveat(fd, "", AT_EMPTY_PATH): runs the program open at fd (an O_PATH
 /// descriptor will do). fd is made inheritable first: a script's
 /// interpreter reads it as /dev/fd/N. Returns only on failure.

@@ -760,10 +760,11 @@ TEST_CASE("ctx check --env names the /dev/fuse remedy for a user who cannot open
   RunResult r = ctx::test::run_command(argv, m.as);
   INFO(r.out);
   if (can.exit_code == 0) {
-    CHECK(r.out.find("\nenv ok      /dev/fuse read-write (Linux 2.6.14)\n") != std::string::npos);
+    CHECK(r.out.find("\nenv ok      /dev/fuse read-write (Linux 2.6.14; the agent view is served live over FUSE)\n") !=
+          std::string::npos);
   } else {
-    CHECK(r.out.find("warning: env missing /dev/fuse read-write (Linux 2.6.14): open /dev/fuse: EACCES: the FUSE "
-                     "view (ctx-view) needs it read-write: /dev/fuse is mode ") != std::string::npos);
+    CHECK(r.out.find("warning: env missing /dev/fuse read-write (Linux 2.6.14): open /dev/fuse: EACCES: launches "
+                     "build the agent view once at launch instead") != std::string::npos);
     CHECK(r.out.find(fix + "\n") != std::string::npos);
   }
   ctx::test::TempDir d;
@@ -776,9 +777,11 @@ TEST_CASE("ctx check --env names the /dev/fuse remedy for a user who cannot open
   };
   RunResult denied = ctx::test::run_command(argv, m.as, 60, {}, covered);
   INFO(denied.out << denied.err);
-  CHECK(denied.exit_code == 0);  // a warning: launches go on, the FUSE view does not
-  CHECK(denied.out.find("warning: env missing /dev/fuse read-write (Linux 2.6.14): open /dev/fuse: EACCES: the FUSE "
-                        "view (ctx-view) needs it read-write: /dev/fuse is mode 0600; " +
+  CHECK(denied.exit_code == 0);  // a warning: launches go on, with the static view
+  CHECK(denied.out.find("warning: env missing /dev/fuse read-write (Linux 2.6.14): open /dev/fuse: EACCES: launches "
+                        "build the agent view once at launch instead (static: it does not follow policy or tree "
+                        "changes; --require-view refuses); for the live view, /dev/fuse must be read-write for you: "
+                        "it is mode 0600; " +
                         fix + "\n") != std::string::npos);
 }
 

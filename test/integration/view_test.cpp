@@ -27,12 +27,18 @@ constexpr const char* kPolicy =
     "allow coder_t model:debug/echo use\n"
     "allow coder_t shared:project-a read\n";
 
+// The two backends of the view (docs/view.md): served over FUSE, and
+// built once at launch with tmpfs and binds (--static-view, what a launch
+// falls back to where /dev/fuse cannot be used). The tests that hold for
+// both run against both.
 struct ViewTree {
   TestUser as;
   CtxTree t;
   std::string uid;
+  std::string backend;
 
-  ViewTree(const TestUser& owner, const TestUser& launcher) : as(launcher), t(owner), uid(std::to_string(owner.uid)) {
+  ViewTree(const TestUser& owner, const TestUser& launcher, std::string b = "fuse")
+      : as(launcher), t(owner), uid(std::to_string(owner.uid)), backend(std::move(b)) {
     t.write("ctx/status", "ready\n");
     t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
     t.write("ctx/tool/fs.read", "#!/bin/sh\necho read-ran\n", 0755);
@@ -55,7 +61,11 @@ struct ViewTree {
                       {"policy", kPolicy}});
   }
 
-  RunResult sh(const std::string& cmd) { return t.launch({"coder", "--", "/bin/sh", "-c", cmd}, as); }
+  std::vector<std::string> args(std::vector<std::string> a) const {
+    if (backend == "static") a.insert(a.begin(), "--static-view");
+    return a;
+  }
+  RunResult sh(const std::string& cmd) { return t.launch(args({"coder", "--", "/bin/sh", "-c", cmd}), as); }
   std::string events() {
     std::ifstream in(t.root() + "/home/" + uid + "/agent/coder/session/default/events.jsonl");
     std::stringstream ss;
@@ -64,11 +74,11 @@ struct ViewTree {
   }
 };
 
-ViewTree make_tree() {
+ViewTree make_tree(const std::string& backend = "fuse") {
   auto u = ctx::test::test_user();
   REQUIRE(u);
   TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
-  return ViewTree(*u, as);
+  return ViewTree(*u, as, backend);
 }
 
 std::size_t count(const std::string& s, const std::string& what) {
@@ -80,10 +90,15 @@ std::size_t count(const std::string& s, const std::string& what) {
 }  // namespace
 
 TEST_CASE("a mount of the CTX root shows the agent view, never the durable tree", "[root][userns]") {
-  ViewTree v = make_tree();
+  const std::string backend = GENERATE(as<std::string>{}, "fuse", "static");
+  INFO("backend " << backend);
+  ViewTree v = make_tree(backend);
   RunResult r = v.sh(
       "cd /ctx && ls; echo --; ls tool; echo --; ls model model/debug model/debug/echo.d; echo --; ls agent; echo --; "
-      "ls home home/*; ls home/*/agent; echo --; ls shared; echo --; find /ctx -type l | wc -l; "
+      "ls home home/*; ls home/*/agent; echo --; ls shared; echo --; "
+      // No symbolic link in the view (the agent's own home is a bind of its own).
+      "find /ctx -path /ctx/home/" +
+      v.uid + "/agent/coder -prune -o -type l -print | wc -l; "
       "cat model/main; cat model/debug/echo.d/env; cat agent/other.d/policy; cat home/" +
       v.uid +
       "/agent/other/session/default/messages.jsonl; cat shared/secret/data/f; cat tool/fs.read.d/log; touch tool/new; mkdir x; echo end");
@@ -114,7 +129,9 @@ TEST_CASE("a mount of the CTX root shows the agent view, never the durable tree"
 }
 
 TEST_CASE("the ways around the tool gate that the durable tree offered are closed", "[root][userns]") {
-  ViewTree v = make_tree();
+  const std::string backend = GENERATE(as<std::string>{}, "fuse", "static");
+  INFO("backend " << backend);
+  ViewTree v = make_tree(backend);
   // A shared space bound with its tool tier, a model without a grant, the
   // old projection's .ctx-real/ detour.
   RunResult r = v.sh(
@@ -133,7 +150,9 @@ TEST_CASE("the ways around the tool gate that the durable tree offered are close
 }
 
 TEST_CASE("a tool run through the view is recorded once, as through ctx tool", "[root][userns]") {
-  ViewTree v = make_tree();
+  const std::string backend = GENERATE(as<std::string>{}, "fuse", "static");
+  INFO("backend " << backend);
+  ViewTree v = make_tree(backend);
   std::string before = v.events();
   RunResult d = v.sh("/ctx/tool/fs.read; /ctx/bin/ctx tool fs.read </dev/null; cat /ctx/tool/fs.read >/dev/null");
   INFO(d.out << d.err);
@@ -204,11 +223,13 @@ TEST_CASE("a dead view server stops the agent; the sandbox sees ENOTCONN", "[roo
 TEST_CASE("no process of the sandbox holds a /dev/fuse descriptor", "[root]") {
   auto u = ctx::test::test_user();
   REQUIRE(u);
+  const std::string backend = GENERATE(as<std::string>{}, "fuse", "static");
   for (const TestUser& as : {TestUser{0, 0, "root"}, *u}) {
-    INFO("launched by " << as.name);
-    ViewTree v(*u, as);
+    INFO("launched by " << as.name << ", backend " << backend);
+    ViewTree v(*u, as, backend);
     auto sp = v.t.spawn(
-        {"coder", "--", "/bin/sh", "-c", "cd /ctx/home/" + v.uid + "/agent/coder && touch up; exec sleep 30"}, v.as);
+        v.args({"coder", "--", "/bin/sh", "-c", "cd /ctx/home/" + v.uid + "/agent/coder && touch up; exec sleep 30"}),
+        v.as);
     REQUIRE(ctx::test::wait_for_file(v.t.root() + "/home/" + v.uid + "/agent/coder/up", ""));
     // No process of the sandbox holds a /dev/fuse descriptor: the one the
     // sandbox opened went to the supervisor.
@@ -235,4 +256,36 @@ TEST_CASE("no process of the sandbox holds a /dev/fuse descriptor", "[root]") {
     ::kill(sp.pid, SIGTERM);
     ctx::test::wait_command(sp, 30);
   }
+}
+
+// A machine whose /dev/fuse only root may open (mode 0600, as here before
+// scripts/setup): in a mount namespace of the test's own, a file of mode
+// 0600 takes the device's place, and the test user launches there.
+TEST_CASE("where /dev/fuse cannot be used, the view is built at launch, with a warning; --require-view refuses",
+          "[root]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  ViewTree v(*u, *u);
+  ctx::test::TempDir scratch;
+  scratch.write("fuse", "", 0600);
+  auto launch = [&](const std::string& flag) {
+    std::string cmd = "mount --bind " + scratch.path() + "/fuse /dev/fuse && exec setpriv --reuid=" +
+                      std::to_string(u->uid) + " --regid=" + std::to_string(u->gid) + " --clear-groups " +
+                      ctx::test::built("launcher/ctx-agent-run") + " --ctx-root " + v.t.root() + " " + flag +
+                      " coder -- /bin/sh -c 'ls /ctx/tool; grep \" /ctx \" /proc/self/mountinfo | sed \"s/.* - //\" "
+                      "| cut -d\" \" -f1; /ctx/tool/fs.read'";
+    return ctx::test::run_command({"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", cmd});
+  };
+  RunResult r = launch("");
+  INFO(r.out << r.err << r.warnings);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "fs.read\nfs.read.d\ntmpfs\nread-ran\n");
+  CHECK(r.warnings.find("/dev/fuse cannot be used") != std::string::npos);
+  CHECK(r.warnings.find("chmod 0666 /dev/fuse") != std::string::npos);
+  CHECK(v.events().find("\"via\":\"exec\"") != std::string::npos);  // the direct call was recorded
+  RunResult refused = launch("--require-view");
+  INFO(refused.err);
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.err.find("--require-view: /dev/fuse cannot be used") != std::string::npos);
+  CHECK(refused.out.empty());
 }

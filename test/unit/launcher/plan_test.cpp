@@ -9,7 +9,7 @@
 
 #include "agentdir/load.hpp"
 #include "launcher/plan.hpp"
-#include "launcher/tool_view.hpp"
+#include "launcher/tool_gate.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
 
@@ -70,7 +70,6 @@ std::vector<MountStep> of_kind(const ctx::launcher::LaunchPlan& p, StepKind k) {
 }
 std::vector<MountStep> binds(const ctx::launcher::LaunchPlan& p) { return of_kind(p, StepKind::bind); }
 std::vector<MountStep> masks(const ctx::launcher::LaunchPlan& p) { return of_kind(p, StepKind::mask); }
-std::vector<MountStep> views(const ctx::launcher::LaunchPlan& p) { return of_kind(p, StepKind::tool_view); }
 
 bool has_map(const std::vector<ctx::sys::IdMapLine>& m, std::uint32_t in, std::uint32_t out) {
   return m.size() == 1 && m[0].inner == in && m[0].outer == out && m[0].count == 1;
@@ -416,61 +415,38 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
         "minimal /dev, /run/ctx, /handoff); remove the line");
 }
 
-TEST_CASE("tool views: every place a CTX_PATH tier appears shows only the tools both policies allow", "[unit]") {
+TEST_CASE("ctx tool's tiers: the planned CTX_PATH, where the plan shows the CTX tree, with the mount's noexec",
+          "[unit]") {
   AgentSpec s = coder();
   s.mounts = *ctx::mountspec::parse("coder.d/mount",
                                     "/srv/ctx\t/ctx\tro\trbind,nosuid,nodev\n"
                                     "/srv/ctx\t/mirror\tro\tbind,noexec\n"
-                                    "/srv/other\t/ctx/tool/sub\tro\tbind\n");
+                                    "/srv/ctx/shared/project-a\t/shared/project-a\trw\trbind\n"
+                                    "/srv/other\t/other\tro\tbind\n");
   s.policy = *ctx::policy::Policy::parse("coder.d/policy",
-                                         "allow coder_t tool:fs.read execute\nallow coder_t tool:fenced execute\n");
-  auto p = make_plan(s, user(), PlanOptions{});
+                                         "allow coder_t shared:project-a read\nallow coder_t shared:project-a write\n");
+  s.path = {"/other/tool", "/mirror/tool", "/ctx/tool", "/shared/project-a/tool", "/ctx/home/1000/tool",
+            "/nowhere", "/ctx/tool"};
+  s.path_set = true;
+  PlanOptions po;
+  po.view = true;
+  po.shared_spaces = {"project-a"};
+  auto p = make_plan(s, user(), po);
   REQUIRE(p);
-  // Default CTX_PATH: /ctx/tool and /ctx/home/1000/tool, both through the /ctx bind.
-  CHECK(ctx::launcher::ctx_path_host_dirs(*p) == std::vector<std::string>{"/srv/ctx/tool", "/srv/ctx/home/1000/tool"});
-  using K = ctx::launcher::ToolDirEntry::Kind;
-  std::vector<ctx::launcher::ToolDirListing> l{{"/srv/ctx/tool",
-                                                {{"fs.read", K::executable, std::nullopt},
-                                                 {"fs.read.d", K::directory, std::nullopt},
-                                                 {"shell.exec", K::executable, std::nullopt},
-                                                 {"fenced", K::executable, "allow reviewer_t tool:fenced execute\n"},
-                                                 {"README", K::file, std::nullopt},
-                                                 {"link", K::other, std::nullopt}}}};
-  ctx::launcher::plan_tool_views(s, l, *p);
-  REQUIRE(views(*p).size() == 2);
-  const MountStep v = views(*p)[0];
-  CHECK(v.target == "/ctx/tool");
-  CHECK(v.source == "/srv/ctx/tool");
-  // The deeper bind at /ctx/tool/sub is carried over.
-  CHECK(v.show == std::vector<std::string>{"fs.read", "fs.read.d", "README", "sub"});
-  const MountStep mirror = views(*p)[1];
-  CHECK(mirror.target == "/mirror/tool");
-  CHECK(mirror.show == std::vector<std::string>{"fs.read", "fs.read.d", "README"});
-  CHECK(v.wrapped.empty());  // no helper given
-  std::erase_if(p->mounts, [](const MountStep& m) { return m.kind == StepKind::tool_view; });
-  ctx::launcher::plan_tool_views(s, l, *p, "/srv/ctx/bin/ctx");
-  CHECK(views(*p)[0].wrapped == std::vector<std::string>{"fs.read"});
-  CHECK(views(*p)[0].helper == "/srv/ctx/bin/ctx");
-  // A label-less agent sees no tool at all.
-  s.label.reset();
-  auto q = make_plan(s, user(), PlanOptions{});
-  REQUIRE(q);
-  ctx::launcher::plan_tool_views(s, l, *q);
-  REQUIRE_FALSE(views(*q).empty());
-  CHECK(views(*q)[0].show == std::vector<std::string>{"fs.read.d", "README", "sub"});
-  // A deeper bind on a hidden tool stays hidden.
-  s.label = ctx::agentdir::Label{"", "", "coder_t", ""};
-  s.mounts.push_back({.source = "/srv/x",
-                      .target = "/ctx/tool/shell.exec",
-                      .attrs = {.rdonly = true},
-                      .kind = ctx::mountspec::Kind::bind,
-                      .line = 4});
-  auto w = make_plan(s, user(), PlanOptions{});
-  REQUIRE(w);
-  ctx::launcher::plan_tool_views(s, l, *w);
-  REQUIRE_FALSE(views(*w).empty());
-  const auto wv = views(*w);
-  CHECK(std::count(wv[0].show.begin(), wv[0].show.end(), "shell.exec") == 0);
+  std::vector<std::string> got;
+  for (const auto& t : ctx::launcher::tool_tiers(*p))
+    got.push_back(t.inner + " " + t.rel + (t.noexec ? " noexec" : ""));
+  // Left out: a directory from outside the CTX tree, one no mount shows,
+  // and a repeat; kept in CTX_PATH order, each with where it lies below
+  // the CTX root whether a view or a bind shows it.
+  CHECK(got == std::vector<std::string>{"/mirror/tool tool noexec", "/ctx/tool tool",
+                                        "/shared/project-a/tool shared/project-a/tool",
+                                        "/ctx/home/1000/tool home/1000/tool"});
+  // Without the view (the durable tree bound), the binds say the same.
+  po.view = false;
+  auto d = make_plan(s, user(), po);
+  REQUIRE(d);
+  CHECK(ctx::launcher::tool_tiers(*d).size() == 4);
 }
 
 TEST_CASE("the agent view takes the place of every bind of the durable CTX tree", "[unit]") {

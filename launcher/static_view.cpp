@@ -1,0 +1,157 @@
+#include "launcher/static_view.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "agentdir/load.hpp"
+#include "base/path.hpp"
+#include "sys/file.hpp"
+#include "sys/mount.hpp"
+#include "sys/resolve.hpp"
+
+namespace ctx::launcher {
+
+namespace {
+
+using Type = view::HostEntry::Type;
+
+std::string child_of(const std::string& rel, const std::string& name) { return rel.empty() ? name : rel + "/" + name; }
+
+// A directory shown whole: the agent's own home, a readable shared space
+// (shared/ itself is listed: only the readable spaces are in it).
+bool whole(const view::Viewer& v, const std::string& rel) { return rel != "shared" && view::plain(v, rel); }
+
+// The tmpfs of a view: small (it holds only names), no devices, no set-id,
+// nothing executable of its own; read-only once built.
+constexpr const char* kTmpfsOptions = "mode=0755,size=1m,nr_inodes=16384";
+
+}  // namespace
+
+StaticView::StaticView(UniqueFd root, view::Viewer v) : root_(std::move(root)), tree_(root_.get()), v_(std::move(v)) {
+  auto h = tree_.stat("bin/ctx");
+  if (h && h->type == Type::regular && (h->mode & 0111) != 0) helper_ = "bin/ctx";
+}
+
+Result<StaticView> StaticView::open(const LaunchPlan& plan) {
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(plan.ctx_root, true));
+  view::Viewer v;
+  v.agent = plan.name;
+  v.owner = plan.owner;
+  v.uid = plan.ids.host_uid;
+  v.gid = plan.ids.host_gid;
+  v.groups = plan.ids.host_groups;
+  // A policy that does not parse grants nothing (as in the FUSE view).
+  if (auto spec = agentdir::load_subject_policy(plan.ctx_root, plan.name)) {
+    v.subject = spec->subject();
+    v.policy = std::move(spec->policy);
+  }
+  return StaticView(std::move(root), std::move(v));
+}
+
+bool StaticView::shows(const std::string& rel) const {
+  if (rel.empty()) return true;
+  std::string at;
+  for (std::size_t start = 0; start <= rel.size();) {
+    std::size_t slash = rel.find('/', start);
+    at = rel.substr(0, slash);
+    if (!view::decide(v_, tree_, at)) return false;
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return true;
+}
+
+Result<void> StaticView::count_mount() {
+  if (++mounts_ <= kMaxStaticViewMounts) return {};
+  return fail(
+      Error{E2BIG, "E2BIG: the static agent view would need more than " + std::to_string(kMaxStaticViewMounts) +
+                       " mounts; make /dev/fuse usable (mode 0666) for the live view, which has no such bound"});
+}
+
+Result<void> StaticView::tmpfs_on(int dirfd, const std::string& name, UniqueFd& out) {
+  CTX_TRY_ASSIGN(UniqueFd point, sys::open_dir_beneath(dirfd, name.empty() ? "." : name));
+  CTX_TRY(count_mount());
+  CTX_TRY(sys::mount_fresh("tmpfs", point.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, kTmpfsOptions));
+  // The directory again: now the new file system's root.
+  CTX_TRY_ASSIGN(out, sys::open_dir_beneath(dirfd, name.empty() ? "." : name));
+  return {};
+}
+
+// One file of the tree, read-only, onto an empty file of its name.
+Result<void> StaticView::bind_file(int dirfd, const std::string& name, const std::string& host_rel,
+                                   const mountspec::Attrs& a) {
+  CTX_TRY_ASSIGN(UniqueFd src, sys::open_path_beneath(root_.get(), host_rel, false));
+  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(src.get(), "", false));
+  CTX_TRY(sys::set_mount_attrs(tree.get(), a, false));
+  CTX_TRY(sys::make_file_at(dirfd, name, 0444));
+  CTX_TRY_ASSIGN(UniqueFd point, sys::open_path_beneath(dirfd, name, true));
+  CTX_TRY(count_mount());
+  return sys::attach_tree(tree.get(), point.get());
+}
+
+Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec::Attrs& attrs) {
+  mountspec::Attrs ro = attrs;
+  ro.rdonly = ro.nosuid = ro.nodev = true;
+  for (const auto& name : view::list(v_, tree_, rel)) {
+    const std::string at = child_of(rel, name);
+    auto s = view::decide(v_, tree_, at);
+    if (!s) continue;  // gone since the listing
+    if (s->entry.type == Type::directory && whole(v_, at)) {
+      // Bound whole, recursively (in a user namespace the mounts below
+      // are locked to it anyway); a shared space's tool tier is built
+      // over it, so that only allowed tools show there too.
+      CTX_TRY_ASSIGN(UniqueFd src, sys::open_path_beneath(root_.get(), s->host_rel, false));
+      CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(src.get(), "", true));
+      CTX_TRY(sys::set_mount_attrs(tree.get(), ro, true));
+      CTX_TRY(sys::make_dir_at(dirfd, name, 0555));
+      CTX_TRY_ASSIGN(UniqueFd point, sys::open_path_beneath(dirfd, name, true));
+      CTX_TRY(count_mount());
+      CTX_TRY(sys::attach_tree(tree.get(), point.get()));
+      for (const auto& tier : view::tool_tiers_under(at, {})) {
+        if (!shows(tier)) continue;
+        CTX_TRY_ASSIGN(UniqueFd bound, sys::open_dir_beneath(dirfd, name));
+        UniqueFd t;
+        CTX_TRY(tmpfs_on(bound.get(), tier.substr(at.size() + 1), t));
+        CTX_TRY(fill(t.get(), tier, attrs));
+        CTX_TRY(sys::set_mount_attrs(t.get(), {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true}, false));
+      }
+      continue;
+    }
+    if (s->entry.type == Type::directory) {
+      CTX_TRY(sys::make_dir_at(dirfd, name, 0755));
+      CTX_TRY_ASSIGN(UniqueFd sub, sys::open_dir_beneath(dirfd, name));
+      CTX_TRY(fill(sub.get(), at, attrs));
+      continue;
+    }
+    if (!view::tool_at(v_, at).empty()) {
+      // An allowed tool: the helper at its name (a direct call asks the
+      // supervisor, which records it and hands over the tool); without a
+      // helper, the tool's bytes, not runnable from here.
+      if (helper_) {
+        CTX_TRY(bind_file(dirfd, name, *helper_, ro));
+      } else {
+        mountspec::Attrs no = ro;
+        no.noexec = true;
+        CTX_TRY(bind_file(dirfd, name, s->host_rel, no));
+      }
+      continue;
+    }
+    CTX_TRY(bind_file(dirfd, name, s->host_rel, ro));
+  }
+  return {};
+}
+
+Result<void> StaticView::build(int rootfd, const std::string& target, const std::string& rel,
+                               const mountspec::Attrs& attrs) {
+  std::string parent_rel(path_dirname(target));
+  CTX_TRY_ASSIGN(UniqueFd parent, sys::open_in_root(rootfd, parent_rel == "/" ? "" : parent_rel.substr(1), true));
+  UniqueFd top;
+  CTX_TRY(tmpfs_on(parent.get(), std::string(path_basename(target)), top));
+  CTX_TRY(fill(top.get(), rel, attrs));
+  mountspec::Attrs done = attrs;
+  done.rdonly = done.nosuid = done.nodev = done.noexec = true;
+  return sys::set_mount_attrs(top.get(), done, false);
+}
+
+}  // namespace ctx::launcher
