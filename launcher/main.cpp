@@ -111,7 +111,11 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
                   2);
   if (auto issue = ctx::space_name_issue(a.session))
     return report(ctx::Error{EINVAL, "--session " + a.session + ": " + *issue}, 2);
+  // The CTX root by its real path: a launch opens roots and mount sources
+  // without following symbolic links, and the agent view recognises the
+  // CTX tree in the mount table by path.
   a.ctx_root = ctx::sys::absolute_path(a.ctx_root);
+  if (auto real = ctx::sys::real_path(a.ctx_root)) a.ctx_root = *real;
   return std::nullopt;
 }
 

@@ -291,6 +291,16 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
       if (path_is_at_or_under(hidden, b.source))
         masks.push_back(mask(path_join(b.target, path_suffix(hidden, b.source)), "an ancestor's sessions"));
   if (!opts.handoff_dir.empty()) add_handoff(spec, opts.handoff_dir, binds);
+  // A root inside the CTX tree lies in the agent's own home: anywhere
+  // else there (another agent's home, a tier, the CTX root itself) it
+  // would show the durable tree the agent view hides.
+  const std::string own_home =
+      path_join(spec.ctx_root, "home/" + std::to_string(spec.owner) + "/agent/" + spec.name);
+  if (path_is_at_or_under(spec.root, spec.ctx_root) && !path_is_at_or_under(spec.root, own_home))
+    return fail(Error{EACCES, spec.name + ".d/root: " + spec.root +
+                                  ": EACCES: lies in the CTX tree outside the agent's own home (" + own_home +
+                                  "), which would show the durable tree; put the root in the agent's home or outside "
+                                  "the CTX tree"});
   MountStep root;
   root.kind = StepKind::root;
   root.target = "/";
@@ -333,6 +343,15 @@ void plan_view(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan)
   const std::string& ctx = spec.ctx_root;
   std::vector<MountStep> out;
   for (auto& m : plan.mounts) {
+    // A root that holds the CTX root (a root file naming "/", say) keeps
+    // the rest and gets the view at the CTX root's place, like a bind
+    // above it. One inside the CTX tree is the agent's own home's.
+    if (m.kind == StepKind::root && path_is_at_or_under(ctx, m.source)) {
+      std::string inner = path_join("/", path_suffix(ctx, m.source));
+      out.push_back(std::move(m));
+      out.push_back(view_step(inner, "", out.back()));
+      continue;
+    }
     // Binds the launcher makes itself (an owned child's handoff, a space
     // rebound read-only) are not the table's, and stay.
     if (m.kind != StepKind::bind || m.line == 0 ||

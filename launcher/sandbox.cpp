@@ -114,12 +114,27 @@ Result<UniqueFd> mount_point(int rootfd, const std::string& inner, bool director
 // An owned child's source, resolved beneath the directory it derives
 // from without symlinks (and without crossing into another mount when the
 // parent's bind is non-recursive).
+// A root or a table's source is never reached through a symbolic link: an
+// agent can write in its home (where its root lies by default) and in its
+// rw binds, and a link planted there would choose its next launch's root
+// or mounts (the owner's home, the durable CTX tree).
+Result<UniqueFd> open_no_symlinks(const std::string& what, const std::string& path) {
+  auto fd = sys::open_path_no_symlinks(path);
+  if (!fd && fd.error().code == ELOOP)
+    return fail(Error{ELOOP, what + " " + path +
+                                 ": ELOOP: reaches through a symbolic link, which a launch never follows (a link in "
+                                 "a directory the agent can write would choose its next launch's mounts); name the "
+                                 "real path (realpath " +
+                                 path + ")"});
+  return fd;
+}
+
 Result<UniqueFd> open_source(const MountStep& b) {
   // The parent mount's own source is the parent's as configured.
-  if (b.beneath.empty() || b.source == b.beneath) return sys::open_path(b.source, O_PATH);
+  if (b.beneath.empty() || b.source == b.beneath) return open_no_symlinks("source", b.source);
   if (!path_is_at_or_under(b.source, b.beneath))
     return fail(Error{EACCES, "source " + b.source + ": EACCES: not below " + b.beneath});
-  CTX_TRY_ASSIGN(UniqueFd top, sys::open_path(b.beneath, O_PATH | O_DIRECTORY));
+  CTX_TRY_ASSIGN(UniqueFd top, open_no_symlinks("source", b.beneath));
   auto src = sys::open_path_beneath(top.get(), std::string(path_suffix(b.source, b.beneath)), b.beneath_no_xdev);
   if (!src && src.error().code == ELOOP)
     return fail(Error{EACCES, "source " + b.source + ": EACCES: reaches through a symbolic link below " + b.beneath +
@@ -187,9 +202,11 @@ unsigned long fs_flags(const mountspec::Attrs& a) {
 Result<UniqueFd> make_root(const MountStep& r) {
   UniqueFd root_dir;
   if (r.beneath.empty()) {
-    CTX_TRY_ASSIGN(root_dir, sys::open_path(r.source, O_PATH | O_DIRECTORY));
+    CTX_TRY_ASSIGN(root_dir, open_no_symlinks("root", r.source));
+    CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(root_dir.get()));
+    if (!S_ISDIR(st.mode)) return fail(Error{ENOTDIR, "root " + r.source + ": ENOTDIR: not a directory"});
   } else {
-    CTX_TRY_ASSIGN(UniqueFd top, sys::open_path(r.beneath, O_PATH | O_DIRECTORY));
+    CTX_TRY_ASSIGN(UniqueFd top, open_no_symlinks("root", r.beneath));
     auto d = sys::open_path_beneath(top.get(), std::string(path_suffix(r.source, r.beneath)), false);
     if (!d) return fail(d.error().with_context("root " + r.source));
     root_dir = std::move(*d);

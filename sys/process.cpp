@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 
 #include "sys/error.hpp"
 
@@ -251,6 +252,14 @@ Result<std::string> current_dir() {
   char buf[4096];
   if (::getcwd(buf, sizeof buf) == nullptr) return CTX_FAIL_ERRNO("getcwd");
   return std::string(buf);
+}
+
+Result<std::string> real_path(const std::string& path) {
+  char* r = ::realpath(path.c_str(), nullptr);
+  if (r == nullptr) return CTX_FAIL_ERRNO("realpath " + path);
+  std::string out(r);
+  ::free(r);
+  return out;
 }
 
 std::string absolute_path(const std::string& path) {

@@ -140,6 +140,9 @@ Result<std::string> current_dir();
 /// An absolute form of path: itself if absolute, else joined to the cwd.
 std::string absolute_path(const std::string& path);
 
+/// realpath(3): the path with every symbolic link, "." and ".." resolved.
+Result<std::string> real_path(const std::string& path);
+
 /// chdir(2).
 Result<void> change_dir(const std::string& path);
 

@@ -52,6 +52,15 @@ Result<UniqueFd> open_path_beneath(int dirfd, const std::string& rel, bool no_xd
   return UniqueFd(static_cast<int>(fd));
 }
 
+Result<UniqueFd> open_path_no_symlinks(const std::string& path) {
+  struct open_how how {};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how);
+  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
+  return UniqueFd(static_cast<int>(fd));
+}
+
 Result<void> make_dir_at(int dirfd, const std::string& name, mode_t mode) {
   if (::mkdirat(dirfd, name.c_str(), mode) == 0) return {};
   int err = errno;

@@ -35,6 +35,10 @@ Result<UniqueFd> open_dir_beneath(int dirfd, const std::string& rel);
 /// a symlink on the way, EXDEV for a mount crossing.
 Result<UniqueFd> open_path_beneath(int dirfd, const std::string& rel, bool no_xdev);
 
+/// O_PATH of an absolute path with openat2(RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_MAGICLINKS): ELOOP when any component is a symbolic link.
+Result<UniqueFd> open_path_no_symlinks(const std::string& path);
+
 /// Opens the regular file dirfd/rel for reading with
 /// openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 /// and O_NONBLOCK (a FIFO never blocks the caller); anything but a

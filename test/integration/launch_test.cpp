@@ -1156,3 +1156,42 @@ TEST_CASE("the mounts inside are exactly the plan's mount points", "[root][usern
   INFO("plan: " << plan["mount_points"].dump() << "\ninside: " << j["mounts"].dump());
   CHECK(seen == want);
 }
+
+// The agent can write in its home (where its root lies) and in its rw
+// binds. A symbolic link it plants there must not choose its next launch's
+// root or mounts: the owner's other files, the durable CTX tree.
+TEST_CASE("a symbolic link an agent plants in its home does not choose its next launch's root or mounts",
+          "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  const std::string uid = std::to_string(m.owner.uid);
+  const std::string home = t.root() + "/home/" + uid + "/agent/coder";
+  t.mkdir("secret");
+  t.write("secret/key", "owner-only\n");
+  t.mkdir("ctx/home/" + uid + "/agent/coder/data");
+  t.agent("coder", {{"mount", t.base_mounts() + home + "\t/home/coder\trw\tbind,nosuid,nodev\n" + home +
+                                  "/data\t/data\trw\tbind,nosuid,nodev\n"}});
+  // First launch: the agent swaps its data directory and its root for
+  // links to places of its choice.
+  RunResult plant = t.launch({"coder", "--", "/bin/sh", "-c",
+                              "cd /home/coder && rmdir data && ln -s " + t.dir().path() +
+                                  "/secret data && mv root root.real && ln -s " + t.root() + " root && echo planted"},
+                             m.as);
+  INFO(plant.out << plant.err);
+  REQUIRE(plant.out == "planted\n");
+  // Next launch: refused, naming the link; nothing ran.
+  RunResult next = t.launch({"coder", "--", "/bin/sh", "-c", "cat /data/key; ls /; echo ran"}, m.as);
+  INFO(next.out << next.err);
+  CHECK(next.exit_code != 0);
+  CHECK(next.out.find("ran") == std::string::npos);
+  CHECK(next.out.find("owner-only") == std::string::npos);
+  CHECK(next.err.find("ELOOP: reaches through a symbolic link, which a launch never follows") != std::string::npos);
+  // With the root back, the data link alone is refused too.
+  REQUIRE(::unlink((home + "/root").c_str()) == 0);
+  REQUIRE(::rename((home + "/root.real").c_str(), (home + "/root").c_str()) == 0);
+  RunResult data = t.launch({"coder", "--", "/bin/sh", "-c", "cat /data/key; echo ran"}, m.as);
+  INFO(data.out << data.err);
+  CHECK(data.exit_code != 0);
+  CHECK(data.out.find("owner-only") == std::string::npos);
+  CHECK(data.err.find("source " + home + "/data: ELOOP") != std::string::npos);
+}

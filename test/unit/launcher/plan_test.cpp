@@ -368,6 +368,7 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
           "[unit]") {
   AgentSpec s = coder();
   s.name = "rev";
+  s.root = "/srv/ctx/home/1000/agent/rev/root";
   s.parent = ctx::agentdir::Parent{"coder", "default", "r1"};
   s.mounts = *ctx::mountspec::parse("rev.d/mount",
                                     "/srv/ctx\t/ctx\tro\trbind,nosuid,nodev\n"
@@ -447,6 +448,33 @@ TEST_CASE("ctx tool's tiers: the planned CTX_PATH, where the plan shows the CTX 
   auto d = make_plan(s, user(), po);
   REQUIRE(d);
   CHECK(ctx::launcher::tool_tiers(*d).size() == 4);
+}
+
+TEST_CASE("a root never shows the durable CTX tree: above it, the view at its place; inside it, only the own home",
+          "[unit]") {
+  AgentSpec s = coder();
+  s.mounts = {};
+  PlanOptions po;
+  po.view = true;
+  s.root = "/";
+  auto p = make_plan(s, user(), po);
+  REQUIRE(p);
+  REQUIRE(p->mounts.size() >= 2);
+  CHECK(p->mounts[0].kind == StepKind::root);
+  CHECK(p->mounts[1].kind == StepKind::view);
+  CHECK(p->mounts[1].target == "/srv/ctx");
+  CHECK(p->mounts[1].source.empty());
+  for (const char* inside : {"/srv/ctx", "/srv/ctx/home/1000/agent/other/root", "/srv/ctx/tool"}) {
+    s.root = inside;
+    auto q = make_plan(s, user(), po);
+    REQUIRE_FALSE(q);
+    CHECK(q.error().code == EACCES);
+    CHECK(q.error().msg.find("lies in the CTX tree outside the agent's own home") != std::string::npos);
+  }
+  s.root = "/srv/ctx/home/1000/agent/coder/root";
+  CHECK(make_plan(s, user(), po));
+  s.root = "/srv/roots/coder";
+  CHECK(make_plan(s, user(), po));
 }
 
 TEST_CASE("the agent view takes the place of every bind of the durable CTX tree", "[unit]") {
