@@ -294,8 +294,7 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   // A root inside the CTX tree lies in the agent's own home: anywhere
   // else there (another agent's home, a tier, the CTX root itself) it
   // would show the durable tree the agent view hides.
-  const std::string own_home =
-      path_join(spec.ctx_root, "home/" + std::to_string(spec.owner) + "/agent/" + spec.name);
+  const std::string own_home = path_join(spec.ctx_root, "home/" + std::to_string(spec.owner) + "/agent/" + spec.name);
   if (path_is_at_or_under(spec.root, spec.ctx_root) && !path_is_at_or_under(spec.root, own_home))
     return fail(Error{EACCES, spec.name + ".d/root: " + spec.root +
                                   ": EACCES: lies in the CTX tree outside the agent's own home (" + own_home +
