@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_map>
 
 #include "agentdir/load.hpp"
@@ -28,15 +29,44 @@ constexpr int kOpenForExec = 0x20;
 
 constexpr fuse_ino_t kRootIno = FUSE_ROOT_ID;
 
+// What identifies the contents of a host file for the page cache: a file
+// replaced by rename has a new inode; one written in place a new ctime
+// (which no one but root can set back) and mtime, and likely a new size.
+struct FileKey {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
+  bool operator==(const FileKey&) const = default;
+};
+
 struct Node {
   std::string rel;  ///< path in the view below the CTX root ("" the root)
   std::uint64_t lookups = 0;
+  // The kernel's page cache of this node holds what was read through the
+  // handles opened since the last open that dropped it. It is kept at an
+  // open only if every such handle served the file the open finds (`key`):
+  // a handle opened on an older file (`stale_open`) could read the old
+  // contents into the cache at any time, and `dirty` says one may have.
+  std::optional<FileKey> key;
+  std::uint64_t era = 0;  ///< counts changes of key
+  std::uint32_t open = 0;
+  std::uint32_t stale_open = 0;
+  bool dirty = false;
+};
+
+// An open file of the view: the host file and the era of its node it was
+// opened in.
+struct Handle {
+  UniqueFd fd;
+  std::uint64_t era = 0;
 };
 
 class Server {
  public:
   Server(const ServeOptions& o, UniqueFd root) : o_(o), root_(std::move(root)), tree_(root_.get()) {
-    nodes_[kRootIno] = Node{"", 1};
+    nodes_[kRootIno].lookups = 1;
     by_rel_[""] = kRootIno;
   }
 
@@ -45,6 +75,7 @@ class Server {
   void getattr(fuse_req_t req, fuse_ino_t ino);
   void open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void read(fuse_req_t req, std::size_t size, off_t off, fuse_file_info* fi);
+  void release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void readdir(fuse_req_t req, std::size_t size, off_t off, fuse_file_info* fi);
 
@@ -54,6 +85,7 @@ class Server {
   struct stat attrs(fuse_ino_t ino, const HostEntry& e) const;
   fuse_ino_t ino_of(const std::string& rel);
   const Node* node(fuse_ino_t ino) const;
+  bool keep_cache(Node& n, const FileKey& key);
   void record_exec(const std::string& tool, pid_t pid);
 
   const ServeOptions& o_;
@@ -123,7 +155,7 @@ fuse_ino_t Server::ino_of(const std::string& rel) {
   auto it = by_rel_.find(rel);
   if (it != by_rel_.end()) return it->second;
   fuse_ino_t ino = next_++;
-  nodes_[ino] = Node{rel, 0};
+  nodes_[ino].rel = rel;
   by_rel_[rel] = ino;
   return ino;
 }
@@ -171,29 +203,71 @@ void Server::getattr(fuse_req_t req, fuse_ino_t ino) {
   fuse_reply_attr(req, &st, kCacheSeconds);
 }
 
+// Whether an open of n that found the host file `key` may keep the page
+// cache, and the bookkeeping of the open; one that may not makes the kernel
+// drop the cache (no FOPEN_KEEP_CACHE), so a file replaced since is read
+// anew.
+bool Server::keep_cache(Node& n, const FileKey& key) {
+  bool changed = n.key != key;
+  if (changed) {
+    n.key = key;
+    ++n.era;
+    n.stale_open = n.open;
+  }
+  bool keep = !changed && n.stale_open == 0 && !n.dirty;
+  // Dropped now, a stale handle still open may fill it again.
+  if (!keep) n.dirty = n.stale_open > 0;
+  ++n.open;
+  return keep;
+}
+
 void Server::open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC) != 0) return (void)fuse_reply_err(req, EROFS);
-  const Node* n = node(ino);
-  if (n == nullptr) return (void)fuse_reply_err(req, ESTALE);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return (void)fuse_reply_err(req, ESTALE);
+  Node& n = it->second;
   // Decided again at every open: a grant revoked since the lookup counts.
-  auto s = shown(n->rel);
+  auto s = shown(n.rel);
   if (!s) return (void)fuse_reply_err(req, ENOENT);
   if (s->entry.type != HostEntry::Type::regular) return (void)fuse_reply_err(req, EISDIR);
   auto f = sys::open_file_beneath(root_.get(), s->host_rel);
   if (!f) return (void)fuse_reply_err(req, f.error().code);
+  auto st = sys::stat_fd(f->get());
+  if (!st) return (void)fuse_reply_err(req, st.error().code);
   if ((fi->flags & kOpenForExec) != 0)
-    if (std::string tool = tool_at(viewer(), n->rel); !tool.empty()) record_exec(tool, fuse_req_ctx(req)->pid);
-  // The page cache is dropped at each open (no keep_cache): a status file
-  // replaced since is read anew.
-  fi->fh = static_cast<std::uint64_t>(f->release());
-  if (fuse_reply_open(req, fi) != 0) sys::close_fd(static_cast<int>(fi->fh));
+    if (std::string tool = tool_at(viewer(), n.rel); !tool.empty()) record_exec(tool, fuse_req_ctx(req)->pid);
+  fi->keep_cache = keep_cache(n, FileKey{st->dev, st->ino, st->size, st->mtime_ns, st->ctime_ns}) ? 1 : 0;
+  // Read-only: nothing to flush at close (FOPEN_NOFLUSH: no FLUSH request,
+  // no write-back of the inode).
+  fi->noflush = 1;
+  auto* h = new Handle{std::move(*f), n.era};
+  fi->fh = reinterpret_cast<std::uint64_t>(h);
+  if (fuse_reply_open(req, fi) != 0) {
+    // The kernel took no answer, so it dropped nothing: the next open must.
+    --n.open;
+    n.dirty = true;
+    delete h;
+  }
 }
 
 void Server::read(fuse_req_t req, std::size_t size, off_t off, fuse_file_info* fi) {
+  const auto* h = reinterpret_cast<const Handle*>(fi->fh);
   std::vector<char> buf(std::min<std::size_t>(size, 1 << 20));
-  auto n = sys::read_at(static_cast<int>(fi->fh), buf.data(), buf.size(), static_cast<std::uint64_t>(off));
+  auto n = sys::read_at(h->fd.get(), buf.data(), buf.size(), static_cast<std::uint64_t>(off));
   if (!n) return (void)fuse_reply_err(req, n.error().code);
   fuse_reply_buf(req, buf.data(), *n);
+}
+
+void Server::release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto* h = reinterpret_cast<Handle*>(fi->fh);
+  // The kernel holds the node while a file of it is open: it is here.
+  if (auto it = nodes_.find(ino); it != nodes_.end()) {
+    Node& n = it->second;
+    --n.open;
+    if (h->era != n.era) --n.stale_open;
+  }
+  delete h;
+  fuse_reply_err(req, 0);
 }
 
 // A directory's listing is taken at opendir and kept with the handle, so
@@ -256,10 +330,7 @@ fuse_lowlevel_ops make_ops() {
   ops.read = [](fuse_req_t req, fuse_ino_t, std::size_t size, off_t off, fuse_file_info* fi) {
     self(req)->read(req, size, off, fi);
   };
-  ops.release = [](fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-    sys::close_fd(static_cast<int>(fi->fh));
-    fuse_reply_err(req, 0);
-  };
+  ops.release = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) { self(req)->release(req, ino, fi); };
   ops.opendir = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) { self(req)->opendir(req, ino, fi); };
   ops.readdir = [](fuse_req_t req, fuse_ino_t, std::size_t size, off_t off, fuse_file_info* fi) {
     self(req)->readdir(req, size, off, fi);
