@@ -5,7 +5,9 @@
 // while the agent runs, and that a dead view stops the agent.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -186,6 +188,41 @@ TEST_CASE("a revoked grant leaves the running agent's view", "[root][userns]") {
   // Gone within the 10 s the runtime waits (docs/view.md: under a second);
   // a model granted meanwhile appears.
   CHECK(r.out == "gone\ndebug\nmain\nopenai\n");
+}
+
+TEST_CASE("a status file replaced or rewritten while the agent runs is read as it is now", "[root][userns]") {
+  ViewTree v = make_tree();
+  std::string home = "/ctx/home/" + v.uid + "/agent/coder/";
+  std::string host_home = v.t.root() + "/home/" + v.uid + "/agent/coder/";
+  // Read twice (the second open may keep the page cache), then once after
+  // each change; the host changes the file only while the runtime waits.
+  auto wait = [&](const std::string& f) { return "while [ ! -e " + home + f + " ]; do sleep 0.02; done; "; };
+  auto sp = v.t.spawn({"coder", "--", "/bin/sh", "-c",
+                       "cat /ctx/status; cat /ctx/status; touch " + home + "a; " + wait("b") + "cat /ctx/status; touch " +
+                           home + "c; " + wait("d") + "cat /ctx/status"},
+                      v.as);
+  REQUIRE(ctx::test::wait_for_file(host_home + "a", ""));
+  // Replaced by rename with the same size and the same mtime: only the
+  // inode (and ctime) says it is another file.
+  std::string status = v.t.root() + "/status";
+  struct stat old {};
+  REQUIRE(::stat(status.c_str(), &old) == 0);
+  v.t.write("ctx/status.new", "fresh\n");
+  const struct timespec times[2] = {old.st_atim, old.st_mtim};
+  REQUIRE(::utimensat(AT_FDCWD, (status + ".new").c_str(), times, 0) == 0);
+  REQUIRE(::rename((status + ".new").c_str(), status.c_str()) == 0);
+  v.t.write("ctx/home/" + v.uid + "/agent/coder/b", "");
+  REQUIRE(ctx::test::wait_for_file(host_home + "c", ""));
+  // Written in place, the same size.
+  {
+    std::fstream f(status, std::ios::in | std::ios::out | std::ios::binary);
+    f.write("again\n", 6);
+  }
+  v.t.write("ctx/home/" + v.uid + "/agent/coder/d", "");
+  RunResult r = ctx::test::wait_command(sp, 30);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "ready\nready\nfresh\nagain\n");
 }
 
 TEST_CASE("a dead view server stops the agent; the sandbox sees ENOTCONN", "[root][userns]") {
