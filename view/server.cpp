@@ -65,6 +65,9 @@ struct Handle {
 
 class Server {
  public:
+  /// The session the server answers on (for notifications to the kernel).
+  fuse_session* session = nullptr;
+
   Server(const ServeOptions& o, UniqueFd root) : o_(o), root_(std::move(root)), tree_(root_.get()) {
     nodes_[kRootIno].lookups = 1;
     by_rel_[""] = kRootIno;
@@ -85,7 +88,7 @@ class Server {
   struct stat attrs(fuse_ino_t ino, const HostEntry& e) const;
   fuse_ino_t ino_of(const std::string& rel);
   const Node* node(fuse_ino_t ino) const;
-  bool keep_cache(Node& n, const FileKey& key);
+  bool keep_cache(fuse_ino_t ino, Node& n, const FileKey& key);
   void record_exec(const std::string& tool, pid_t pid);
 
   const ServeOptions& o_;
@@ -207,12 +210,19 @@ void Server::getattr(fuse_req_t req, fuse_ino_t ino) {
 // cache, and the bookkeeping of the open; one that may not makes the kernel
 // drop the cache (no FOPEN_KEEP_CACHE), so a file replaced since is read
 // anew.
-bool Server::keep_cache(Node& n, const FileKey& key) {
+bool Server::keep_cache(fuse_ino_t ino, Node& n, const FileKey& key) {
   bool changed = n.key != key;
   if (changed) {
     n.key = key;
     ++n.era;
     n.stale_open = n.open;
+    // The kernel reads a cached file only up to the size it holds (from a
+    // lookup or getattr up to kCacheSeconds old): a file replaced by a
+    // longer one would be cut at the old size. Its attributes are dropped
+    // (not its pages: that takes no lock an open could hold), so the read
+    // asks for them. Sent before the answer to the open, so no read of
+    // this open comes first.
+    (void)fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
   }
   bool keep = !changed && n.stale_open == 0 && !n.dirty;
   // Dropped now, a stale handle still open may fill it again.
@@ -236,7 +246,7 @@ void Server::open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!st) return (void)fuse_reply_err(req, st.error().code);
   if ((fi->flags & kOpenForExec) != 0)
     if (std::string tool = tool_at(viewer(), n.rel); !tool.empty()) record_exec(tool, fuse_req_ctx(req)->pid);
-  fi->keep_cache = keep_cache(n, FileKey{st->dev, st->ino, st->size, st->mtime_ns, st->ctime_ns}) ? 1 : 0;
+  fi->keep_cache = keep_cache(ino, n, FileKey{st->dev, st->ino, st->size, st->mtime_ns, st->ctime_ns}) ? 1 : 0;
   // Read-only: nothing to flush at close (FOPEN_NOFLUSH: no FLUSH request,
   // no write-back of the inode).
   fi->noflush = 1;
@@ -365,6 +375,7 @@ Result<void> serve(const ServeOptions& opts) {
   fuse_args args = FUSE_ARGS_INIT(1, const_cast<char**>(argv));
   fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, &server);
   if (se == nullptr) return fail(Error{EIO, "ctx-view: fuse_session_new failed"});
+  server.session = se;
   // "/dev/fd/N": libfuse takes the descriptor the sandbox mounted, and
   // mounts nothing itself.
   std::string dev = "/dev/fd/" + std::to_string(opts.fuse_fd);
