@@ -199,7 +199,8 @@ TEST_CASE("a status file replaced or rewritten while the agent runs is read as i
   auto wait = [&](const std::string& f) { return "while [ ! -e " + home + f + " ]; do sleep 0.02; done; "; };
   auto sp = v.t.spawn({"coder", "--", "/bin/sh", "-c",
                        "cat /ctx/status; cat /ctx/status; touch " + home + "a; " + wait("b") + "cat /ctx/status; touch " +
-                           home + "c; " + wait("d") + "cat /ctx/status"},
+                           home + "c; " + wait("d") + "cat /ctx/status; touch " + home + "e; " + wait("f") +
+                           "cat /ctx/status"},
                       v.as);
   REQUIRE(ctx::test::wait_for_file(host_home + "a", ""));
   // Replaced by rename with the same size and the same mtime: only the
@@ -219,10 +220,16 @@ TEST_CASE("a status file replaced or rewritten while the agent runs is read as i
     f.write("again\n", 6);
   }
   v.t.write("ctx/home/" + v.uid + "/agent/coder/d", "");
+  REQUIRE(ctx::test::wait_for_file(host_home + "e", ""));
+  // Replaced by a longer file while the kernel still holds the old size
+  // (attributes are cached for 0.5 s): read whole all the same.
+  v.t.write("ctx/status.new", "fresh, and longer\n");
+  REQUIRE(::rename((status + ".new").c_str(), status.c_str()) == 0);
+  v.t.write("ctx/home/" + v.uid + "/agent/coder/f", "");
   RunResult r = ctx::test::wait_command(sp, 30);
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  CHECK(r.out == "ready\nready\nfresh\nagain\n");
+  CHECK(r.out == "ready\nready\nfresh\nagain\nfresh, and longer\n");
 }
 
 TEST_CASE("a dead view server stops the agent; the sandbox sees ENOTCONN", "[root][userns]") {
