@@ -190,7 +190,7 @@ TEST_CASE("a revoked grant leaves the running agent's view", "[root][userns]") {
   CHECK(r.out == "gone\ndebug\nmain\nopenai\n");
 }
 
-TEST_CASE("a status file replaced or rewritten while the agent runs is read as it is now", "[root][userns]") {
+TEST_CASE("a status file replaced or rewritten while the agent runs is read through the view as it is now", "[root][userns]") {
   ViewTree v = make_tree();
   std::string home = "/ctx/home/" + v.uid + "/agent/coder/";
   std::string host_home = v.t.root() + "/home/" + v.uid + "/agent/coder/";
