@@ -218,10 +218,11 @@ bool Server::keep_cache(fuse_ino_t ino, Node& n, const FileKey& key) {
     n.stale_open = n.open;
     // The kernel reads a cached file only up to the size it holds (from a
     // lookup or getattr up to kCacheSeconds old): a file replaced by a
-    // longer one would be cut at the old size. Its attributes are dropped
-    // (not its pages: that takes no lock an open could hold), so the read
-    // asks for them. Sent before the answer to the open, so no read of
-    // this open comes first.
+    // longer one would be cut at the old size. Its attributes alone are
+    // dropped, so the read asks for them again; dropping pages from here
+    // could wait on a page lock held by a read that waits for this
+    // server. Sent before the answer to the open, so no read of this open
+    // comes first.
     (void)fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
   }
   bool keep = !changed && n.stale_open == 0 && !n.dirty;
