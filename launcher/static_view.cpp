@@ -137,7 +137,9 @@ Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec
       }
       continue;
     }
-    CTX_TRY(bind_file(dirfd, name, s->host_rel, ro));
+    mountspec::Attrs file = ro;
+    file.noexec = file.noexec || s->no_exec;
+    CTX_TRY(bind_file(dirfd, name, s->host_rel, file));
   }
   return {};
 }

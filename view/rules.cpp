@@ -104,6 +104,15 @@ std::optional<Shown> alias(const Viewer& v, const HostTree& t, const std::string
   return e && e->type == Type::regular ? Shown{trel, *e} : std::optional<Shown>();
 }
 
+// A model tier's files are shown, never runnable from the view.
+std::optional<Shown> not_runnable(std::optional<Shown> s) {
+  if (s && s->entry.type == Type::regular) {
+    s->entry.mode &= ~0111u;
+    s->no_exec = true;
+  }
+  return s;
+}
+
 // An entry of a model tier; segs are the components below the tier.
 std::optional<Shown> model_entry(const Viewer& v, const HostTree& t, const std::string& rel, const HostEntry& e,
                                  const std::vector<std::string>& c, std::size_t first) {
@@ -178,7 +187,7 @@ std::optional<Shown> home_entry(const Viewer& v, const HostTree& t, const std::s
   if (c.size() == 3)
     return tier == "tool" || tier == "model" || tier == "agent" ? if_type(rel, e, Type::directory) : std::nullopt;
   if (tier == "tool") return tool_entry(v, t, join(c, 0, 3), rel, e, c, 3);
-  if (tier == "model") return model_entry(v, t, rel, e, c, 3);
+  if (tier == "model") return not_runnable(model_entry(v, t, rel, e, c, 3));
   if (tier == "agent" && c[3] == v.agent) return c.size() == 4 ? if_type(rel, e, Type::directory) : if_plain(rel, e);
   return std::nullopt;
 }
@@ -263,7 +272,7 @@ std::optional<Shown> decide(const Viewer& v, const HostTree& t, const std::strin
   }
   if (top == "bin") return if_plain(rel, *e);
   if (top == "tool") return tool_entry(v, t, "tool", rel, *e, c, 1);
-  if (top == "model") return model_entry(v, t, rel, *e, c, 1);
+  if (top == "model") return not_runnable(model_entry(v, t, rel, *e, c, 1));
   if (top == "agent") return agent_entry(v, t, rel, *e, c);
   if (top == "home") return home_entry(v, t, rel, *e, c);
   if (top == "shared") return shared_entry(v, t, rel, *e, c);

@@ -70,6 +70,10 @@ Viewer viewer_for(const agentdir::AgentSpec& spec);
 struct Shown {
   std::string host_rel;
   HostEntry entry;
+  /// Not to be run from the view: a model entry (seed 000: a model is an
+  /// inference endpoint that runs in a sandbox of its own, never with the
+  /// agent's rights). Its entry's execute bits are cleared too.
+  bool no_exec = false;
 };
 
 /// The ABI path of the CTX root inside every sandbox: model aliases point
@@ -94,7 +98,8 @@ inline constexpr std::string_view kModelMetaFiles[] = {"id", "driver", "cap", "d
 ///     kToolMetaFiles;
 ///   model tiers (model, home/<owner>/model): models with
 ///     `model:<name> use`, their .d/ with kModelMetaFiles, provider
-///     directories that hold one, aliases to a shown model;
+///     directories that hold one, aliases to a shown model; files there
+///     are never executable from the view (no_exec);
 ///   agent/: the agent and its .d/, agents whose parent file names it and
 ///     agents with `agent:<x> read`, with their .d/;
 ///   home/<owner>/{agent/<agent>/..., tool, model}: its own home whole;

@@ -125,7 +125,7 @@ TEST_CASE("a mount of the CTX root shows the agent view, never the durable tree"
   RunResult cv = ctx::test::run_command({ctx::test::built("ctx/ctx"), "view", "--ctx-root", v.t.root(), "coder"});
   CHECK(cv.exit_code == 0);
   CHECK(cv.out.find("tool/\n  fs.read  (executable)\n  fs.read.d/\n    schema\n") != std::string::npos);
-  CHECK(cv.out.find("  main  (executable)  = model/debug/echo\n") != std::string::npos);
+  CHECK(cv.out.find("  main  = model/debug/echo\n") != std::string::npos);  // a model is never run from the view
   CHECK(cv.out.find("fs.write") == std::string::npos);
   CHECK(cv.out.find("secret") == std::string::npos);
 }
@@ -144,10 +144,14 @@ TEST_CASE("the ways around the tool gate that the durable tree offered are close
   CHECK(r.out.find("project-test-ran") == std::string::npos);
   CHECK(r.err.find("/shared/project-a/tool/project.test: not found") != std::string::npos);
   CHECK(r.err.find("/ctx/model/openai/gpt-4o: not found") != std::string::npos);
-  // Granted, the space's tool runs, and is recorded.
+  // Granted, the space's tool runs, and is recorded. A model the agent
+  // may use is shown but never runs with the agent's rights (seed 000: a
+  // model is an inference endpoint in a sandbox of its own).
   v.t.write("ctx/agent/coder.d/policy", std::string(kPolicy) + "allow coder_t tool:project.test execute\n");
-  RunResult ok = v.sh("/shared/project-a/tool/project.test");
-  CHECK(ok.out == "project-test-ran\n");
+  RunResult ok = v.sh("/shared/project-a/tool/project.test; /ctx/model/debug/echo </dev/null; echo rc=$?; "
+                      "/ctx/model/main </dev/null; echo rc=$?; cat /ctx/model/main");
+  INFO(ok.err);
+  CHECK(ok.out == "project-test-ran\nrc=126\nrc=126\n#!/bin/sh\ncat\n");
   CHECK(v.events().find("\"object\":\"tool/project.test\"") != std::string::npos);
 }
 
