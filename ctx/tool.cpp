@@ -60,8 +60,10 @@ int call_tool(const std::string& name, const std::vector<std::string>& args, con
 
 std::optional<std::pair<std::string, std::string>> direct_call(const char* run_as) {
   std::string a = run_as == nullptr ? "" : run_as;
-  // Run by a relative name (cd /ctx/tool && ./fs.read): from the cwd.
-  if (!a.empty() && a[0] != '/') a = sys::absolute_path(a.rfind("./", 0) == 0 ? a.substr(2) : a);
+  // The path as the sandbox resolves it: a relative name (./fs.read,
+  // ../tool/fs.read), a link to the tool, "." and ".." all name the tier
+  // the tool is in. (The name in a tier is a mount, which realpath keeps.)
+  if (auto real = sys::real_path(a)) a = *real;
   auto slash = a.rfind('/');
   if (slash == std::string::npos) return std::nullopt;
   std::string dir = slash == 0 ? "/" : a.substr(0, slash);

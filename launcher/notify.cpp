@@ -26,7 +26,7 @@ NotifyEffect apply_notify(std::string_view message, std::string_view current) {
   return e;
 }
 
-bool NotifyLimiter::take(std::uint64_t now_us) {
+bool RateLimiter::take(std::uint64_t now_us) {
   if (last_us_ != 0 && now_us > last_us_)
     tokens_ = std::min<double>(burst_, tokens_ + static_cast<double>(now_us - last_us_) * rate_ / 1e6);
   last_us_ = now_us;
@@ -38,7 +38,7 @@ bool NotifyLimiter::take(std::uint64_t now_us) {
   return false;
 }
 
-std::uint64_t NotifyLimiter::dropped_since_last() {
+std::uint64_t RateLimiter::dropped_since_last() {
   std::uint64_t d = dropped_;
   dropped_ = 0;
   return d;

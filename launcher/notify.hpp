@@ -21,13 +21,13 @@ struct NotifyEffect {
 /// last such line wins; anything else is ignored.
 NotifyEffect apply_notify(std::string_view message, std::string_view current);
 
-/// A token bucket: a runtime may send `burst` messages at once and
-/// `per_second` on average; the rest are dropped, and counted, so that a
-/// flood cannot grow the agent's log or the status file's churn without
-/// bound.
-class NotifyLimiter {
+/// A token bucket: a runtime may send `burst` messages (notifications,
+/// tool calls) at once and `per_second` on average; the rest are dropped,
+/// and counted, so that a flood cannot grow the agent's log, its events or
+/// the status file's churn without bound, nor keep the supervisor busy.
+class RateLimiter {
  public:
-  NotifyLimiter(unsigned burst, unsigned per_second) : burst_(burst), rate_(per_second), tokens_(burst) {}
+  RateLimiter(unsigned burst, unsigned per_second) : burst_(burst), rate_(per_second), tokens_(burst) {}
   /// Whether a message arriving at now_us is taken.
   bool take(std::uint64_t now_us);
   /// Messages dropped since the last call; resets the count.

@@ -18,9 +18,14 @@ using Type = view::HostEntry::Type;
 
 std::string child_of(const std::string& rel, const std::string& name) { return rel.empty() ? name : rel + "/" + name; }
 
-// A directory shown whole: the agent's own home, a readable shared space
-// (shared/ itself is listed: only the readable spaces are in it).
-bool whole(const view::Viewer& v, const std::string& rel) { return rel != "shared" && view::plain(v, rel); }
+// A directory shown whole: the agent's own home, and each entry of a
+// readable shared space but its tool tier. shared/ and each space are
+// built name by name like the rest, so that a space's tool/ is always the
+// view's: one made (or swapped in by a rename) after launch is not there.
+bool whole(const view::Viewer& v, const std::string& rel) {
+  const bool space = rel.rfind("shared/", 0) == 0 && rel.find('/', 7) == std::string::npos;
+  return rel != "shared" && !space && view::plain(v, rel);
+}
 
 // The tmpfs of a view: small (it holds only names), no devices, no set-id,
 // nothing executable of its own; read-only once built.
@@ -98,24 +103,23 @@ Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec
     auto s = view::decide(v_, tree_, at);
     if (!s) continue;  // gone since the listing
     if (s->entry.type == Type::directory && whole(v_, at)) {
-      // Bound whole, recursively (in a user namespace the mounts below
-      // are locked to it anyway); a shared space's tool tier is built
-      // over it, so that only allowed tools show there too.
+      // Bound whole, read-only. Without what is mounted below it where the
+      // kernel allows (the agent's root lies in its home, and this view is
+      // being built inside that root); with it where it must (mounts a user
+      // namespace locks to their parent).
       CTX_TRY_ASSIGN(UniqueFd src, sys::open_path_beneath(root_.get(), s->host_rel, false));
-      CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(src.get(), "", true));
-      CTX_TRY(sys::set_mount_attrs(tree.get(), ro, true));
+      bool recursive = false;
+      auto tree = sys::clone_tree(src.get(), "", false);
+      if (!tree && tree.error().code == EINVAL) {
+        recursive = true;
+        tree = sys::clone_tree(src.get(), "", true);
+      }
+      if (!tree) return fail(tree.error().with_context(s->host_rel));
+      CTX_TRY(sys::set_mount_attrs(tree->get(), ro, recursive));
       CTX_TRY(sys::make_dir_at(dirfd, name, 0555));
       CTX_TRY_ASSIGN(UniqueFd point, sys::open_path_beneath(dirfd, name, true));
       CTX_TRY(count_mount());
-      CTX_TRY(sys::attach_tree(tree.get(), point.get()));
-      for (const auto& tier : view::tool_tiers_under(at, {})) {
-        if (!shows(tier)) continue;
-        CTX_TRY_ASSIGN(UniqueFd bound, sys::open_dir_beneath(dirfd, name));
-        UniqueFd t;
-        CTX_TRY(tmpfs_on(bound.get(), tier.substr(at.size() + 1), t));
-        CTX_TRY(fill(t.get(), tier, attrs));
-        CTX_TRY(sys::set_mount_attrs(t.get(), {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true}, false));
-      }
+      CTX_TRY(sys::attach_tree(tree->get(), point.get()));
       continue;
     }
     if (s->entry.type == Type::directory) {

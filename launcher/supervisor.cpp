@@ -241,7 +241,7 @@ class Supervisor {
   json namespaces_ = json::object();
   SetupReport setup_;
   std::optional<Children> children_;
-  NotifyLimiter limiter_{kNotifyBurst, kNotifyPerSecond};
+  RateLimiter limiter_{kNotifyBurst, kNotifyPerSecond};
   std::optional<PtyRelay> relay_;
   std::optional<ViewProcess> view_;
   std::optional<ToolGate> tools_;  ///< decides `ctx tool` calls
@@ -466,7 +466,8 @@ void Supervisor::start_children() {
   };
   cc.peer_allowed = [this](int conn) { return in_sandbox(sandbox_pidns_, sys::peer_pid(conn)); };
   if (setup_.tools.valid()) {
-    tools_.emplace(plan_, std::move(setup_.tools), [this](json j) { files_->event(j); });
+    tools_.emplace(
+        plan_, std::move(setup_.tools), [this](json j) { files_->event(j); }, [this](json j) { files_->log(j); });
     cc.tool = [this](const json& req) { return tools_->call(req); };
   }
   children_.emplace(std::move(cc), std::move(setup_.control));

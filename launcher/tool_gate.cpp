@@ -3,15 +3,19 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
+#include "sys/identity.hpp"
+#include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "view/fs_tree.hpp"
 #include "view/rules.hpp"
+#include "view/server.hpp"
 
 namespace ctx::launcher {
 
@@ -42,6 +46,31 @@ std::string rel_join(std::string_view a, std::string_view b) {
   return std::string(a) + "/" + std::string(b);
 }
 
+// A root supervisor's file-system ids set to the owner's for a scope, as
+// the sandbox and the view read the tree; back to root's at its end (the
+// supervisor is single-threaded: the ids are the process's).
+class AsOwner {
+ public:
+  static Result<AsOwner> enter(const IdPlan& ids) {
+    if (!ids.privileged) return AsOwner(std::nullopt);
+    CTX_TRY_ASSIGN(sys::Creds saved, sys::current_creds());
+    CTX_TRY(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups));
+    return AsOwner(std::move(saved));
+  }
+  AsOwner(AsOwner&& o) noexcept : saved_(std::move(o.saved_)) { o.saved_.reset(); }
+  AsOwner& operator=(AsOwner&&) = delete;
+  ~AsOwner() {
+    if (!saved_) return;
+    // Failing to become root again would leave the supervisor unable to
+    // do its work (cgroups, files of other owners): stop rather than go on.
+    if (!sys::set_fs_ids(saved_->uid, saved_->gid, saved_->groups)) std::abort();
+  }
+
+ private:
+  explicit AsOwner(std::optional<sys::Creds> saved) : saved_(std::move(saved)) {}
+  std::optional<sys::Creds> saved_;
+};
+
 Error refusal(int code, std::string reason, std::string msg) {
   Error e{code, std::move(msg)};
   e.reason = std::move(reason);
@@ -70,19 +99,63 @@ std::vector<ToolTier> tool_tiers(const LaunchPlan& plan) {
   return out;
 }
 
-ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(json)> event)
-    : plan_(plan), tree_(std::move(tree)), tiers_(tool_tiers(plan)), event_(std::move(event)) {}
+ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(json)> event,
+                   std::function<void(json)> log)
+    : plan_(plan), tree_(std::move(tree)), tiers_(tool_tiers(plan)), event_(std::move(event)), log_(std::move(log)) {}
+
+// The events.jsonl record is the seed's; the agent can write its home, so
+// the same facts go to <name>.d/log too, which it cannot.
+void ToolGate::record(json ev) {
+  event_(ev);
+  ev.erase("type");
+  ev["event"] = "tool.call";
+  log_(ev);
+}
+
+// The agent's label and policy as they are now, read again at most every
+// view::kPolicyRecheckMs (as the view does): an edit during the run counts,
+// and a policy that no longer parses grants nothing.
+const view::Viewer& ToolGate::viewer() {
+  std::uint64_t now = sys::now_us();
+  if (loaded_ && now - loaded_us_ < static_cast<std::uint64_t>(view::kPolicyRecheckMs) * 1000) return v_;
+  loaded_ = true;
+  loaded_us_ = now;
+  v_.agent = plan_.name;
+  v_.owner = plan_.owner;
+  v_.uid = plan_.ids.host_uid;
+  v_.gid = plan_.ids.host_gid;
+  v_.groups = plan_.ids.host_groups;
+  v_.subject.clear();
+  v_.policy = policy::Policy();
+  if (auto spec = agentdir::load_subject_policy(plan_.ctx_root, plan_.name)) {
+    v_.subject = spec->subject();
+    v_.policy = std::move(spec->policy);
+  }
+  return v_;
+}
 
 ToolAnswer ToolGate::refuse(const std::string& name, const Error& e, const char* status, bool direct) {
   json ev{{"type", "tool.call"}, {"object", "tool/" + name}, {"status", status}, {"via", direct ? "exec" : "ctx tool"}};
   if (!e.reason.empty()) ev["reason"] = e.reason;
-  event_(ev);
+  record(ev);
   json a{{"ok", false}, {"op", "tool"}, {"name", name}, {"code", errno_name(e.code)}, {"message", e.msg}};
   if (!e.reason.empty()) a["reason"] = e.reason;
   return ToolAnswer{a, UniqueFd()};
 }
 
 ToolAnswer ToolGate::call(const json& req) {
+  // A flood is answered, not recorded: it could otherwise grow the
+  // agent's events and log and keep the supervisor busy without bound.
+  if (!limiter_.take(sys::now_us())) {
+    json a{{"ok", false},
+           {"op", "tool"},
+           {"code", errno_name(EAGAIN)},
+           {"reason", "rate_limited"},
+           {"message", "more than " + std::to_string(kToolCallsPerSecond) + " tool calls a second; try again"}};
+    return ToolAnswer{a, UniqueFd()};
+  }
+  if (auto n = limiter_.dropped_since_last(); n > 0)
+    log_({{"event", "tool.call"}, {"status", "dropped"}, {"dropped", n}});
   for (const auto& [k, v] : req.items())
     if (k != "op" && k != "name" && k != "dir")
       return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in tool"), "error");
@@ -106,18 +179,7 @@ ToolAnswer ToolGate::call(const json& req) {
     tiers = {std::move(*t)};
   }
 
-  // The agent's label and policy as they are now: an edit during the run
-  // counts, and a policy that no longer parses grants nothing.
-  view::Viewer v;
-  v.agent = plan_.name;
-  v.owner = plan_.owner;
-  v.uid = plan_.ids.host_uid;
-  v.gid = plan_.ids.host_gid;
-  v.groups = plan_.ids.host_groups;
-  if (auto spec = agentdir::load_subject_policy(plan_.ctx_root, plan_.name)) {
-    v.subject = spec->subject();
-    v.policy = std::move(spec->policy);
-  }
+  const view::Viewer& v = viewer();
   // 3 first: without 'allow <type> tool:<name> execute' the answer is
   // EACCES whether or not such a tool exists (seed 000).
   if (v.subject.empty())
@@ -132,38 +194,50 @@ ToolAnswer ToolGate::call(const json& req) {
 
   // The first tier, in CTX_PATH order, whose view shows a regular file of
   // that name with an execute bit (seed 000: CTX_PATH strictly left to
-  // right). Opened first and decided on what was opened.
-  view::FsTree tree(tree_.get());
-  for (const auto& t : tiers) {
-    const std::string rel = t.rel.empty() ? name : t.rel + "/" + name;
-    if (view::tool_at(v, rel) != name || !view::reachable(v, tree, t.rel)) continue;
-    auto fd = sys::open_path_beneath(tree_.get(), rel, false);
-    if (!fd) continue;
-    auto st = sys::stat_fd(fd->get());
-    if (!st || !S_ISREG(st->mode) || (st->mode & 0111) == 0) continue;
-    const std::string path = t.inner + "/" + name;
-    // 1-2: a mount that allows exec, and the mode bits for the runtime's
-    // ids; 4: the tool's own policy.
-    if (t.noexec)
-      return refuse(name, refusal(EACCES, "noexec_mount", t.inner + " is on a noexec mount in this sandbox"), "denied",
-                    direct);
-    switch (view::tool_verdict(v, tree, t.rel, name, view::entry_of(*st))) {
-      case view::ToolVerdict::allowed: break;
-      case view::ToolVerdict::mode:
-        return refuse(name, refusal(EACCES, "mode", path + " is not executable for uid " + std::to_string(v.uid)),
-                      "denied", direct);
-      case view::ToolVerdict::tool_policy:
-        return refuse(name,
-                      refusal(EACCES, "tool_policy",
-                              "the tool's own policy (" + name + ".d/policy) has no " +
-                                  policy::missing_rule(v.subject, policy::Class::tool, name, "execute")),
-                      "denied", direct);
-      case view::ToolVerdict::agent_policy:
-      case view::ToolVerdict::not_a_tool: continue;
+  // right). Opened first and decided on what was opened. In a root launch
+  // the tree is read with the owner's file-system ids, as the view reads
+  // it: nothing the owner could not reach is decided on or handed over.
+  std::optional<Error> refused;
+  std::optional<ToolAnswer> allowed;
+  {
+    auto as_owner = AsOwner::enter(plan_.ids);
+    if (!as_owner) return refuse(name, refusal(as_owner.error().code, "error", as_owner.error().msg), "error", direct);
+    view::FsTree tree(tree_.get());
+    for (const auto& t : tiers) {
+      const std::string rel = t.rel.empty() ? name : t.rel + "/" + name;
+      if (view::tool_at(v, rel) != name || !view::reachable(v, tree, t.rel)) continue;
+      auto fd = sys::open_path_beneath(tree_.get(), rel, false);
+      if (!fd) continue;
+      auto st = sys::stat_fd(fd->get());
+      if (!st || !S_ISREG(st->mode) || (st->mode & 0111) == 0) continue;
+      const std::string path = t.inner + "/" + name;
+      // 1-2: a mount that allows exec, and the mode bits for the runtime's
+      // ids; 4: the tool's own policy.
+      if (t.noexec) {
+        refused = refusal(EACCES, "noexec_mount", t.inner + " is on a noexec mount in this sandbox");
+        break;
+      }
+      auto verdict = view::tool_verdict(v, tree, t.rel, name, view::entry_of(*st));
+      if (verdict == view::ToolVerdict::mode) {
+        refused = refusal(EACCES, "mode", path + " is not executable for uid " + std::to_string(v.uid));
+        break;
+      }
+      if (verdict == view::ToolVerdict::tool_policy) {
+        refused = refusal(EACCES, "tool_policy",
+                          "the tool's own policy (" + name + ".d/policy) has no " +
+                              policy::missing_rule(v.subject, policy::Class::tool, name, "execute"));
+        break;
+      }
+      if (verdict != view::ToolVerdict::allowed) continue;
+      allowed = ToolAnswer{{{"ok", true}, {"op", "tool"}, {"name", name}, {"path", path}}, std::move(*fd)};
+      break;
     }
-    event_(
+  }
+  if (refused) return refuse(name, *refused, "denied", direct);
+  if (allowed) {
+    record(
         {{"type", "tool.call"}, {"object", "tool/" + name}, {"status", "ok"}, {"via", direct ? "exec" : "ctx tool"}});
-    return ToolAnswer{{{"ok", true}, {"op", "tool"}, {"name", name}, {"path", path}}, std::move(*fd)};
+    return std::move(*allowed);
   }
   std::string dirs;
   for (const auto& t : tiers) dirs += (dirs.empty() ? "" : ":") + t.inner;

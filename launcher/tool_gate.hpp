@@ -27,7 +27,9 @@
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
+#include "launcher/notify.hpp"
 #include "launcher/plan.hpp"
+#include "view/rules.hpp"
 
 namespace ctx::launcher {
 
@@ -55,21 +57,36 @@ struct ToolAnswer {
   UniqueFd tool;
 };
 
+/// At most this many calls at once, and per second on average; beyond,
+/// EAGAIN (reason rate_limited), counted in one log line.
+inline constexpr unsigned kToolCallBurst = 128;
+inline constexpr unsigned kToolCallsPerSecond = 64;
+
 class ToolGate {
  public:
   /// tree: the sandbox's read-only clone of the CTX root. event appends
-  /// to the agent's session events.jsonl.
-  ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(nlohmann::json)> event);
+  /// to the agent's session events.jsonl (in its home, which it can
+  /// write); log to <name>.d/log, which the sandbox sees read-only at most:
+  /// every call goes to both.
+  ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(nlohmann::json)> event,
+           std::function<void(nlohmann::json)> log);
 
   ToolAnswer call(const nlohmann::json& request);
 
  private:
   ToolAnswer refuse(const std::string& name, const Error& e, const char* status, bool direct = false);
+  void record(nlohmann::json ev);
+  const view::Viewer& viewer();
 
   const LaunchPlan& plan_;
   UniqueFd tree_;
   std::vector<ToolTier> tiers_;
   std::function<void(nlohmann::json)> event_;
+  std::function<void(nlohmann::json)> log_;
+  RateLimiter limiter_{kToolCallBurst, kToolCallsPerSecond};
+  view::Viewer v_;
+  std::uint64_t loaded_us_ = 0;
+  bool loaded_ = false;
 };
 
 }  // namespace ctx::launcher

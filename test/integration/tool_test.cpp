@@ -271,10 +271,11 @@ TEST_CASE("the example tree's tools work through the helper inside a sandbox", "
       run("coder",
           "ctx tool fs.write '{\"path\":\"/work/note.txt\",\"content\":\"from coder\"}' && "
           "ctx tool fs.read '{\"path\":\"/work/note.txt\"}' && echo '{\"cmd\":\"pwd\"}' | ctx tool shell.exec && "
-          "echo hi | /ctx/model/debug/echo");
+          "{ echo hi | /ctx/model/debug/echo; echo model=$?; }");
   INFO(w.err);
   CHECK(w.exit_code == 0);
-  CHECK(w.out == "from coder\n/work\n{\"model\":\"debug/echo\",\"output\":\"hi\"}\n");
+  // A model is never run from the agent's view with the agent's rights.
+  CHECK(w.out == "from coder\n/work\nmodel=126\n");
   // The reviewer may read, not write or run shell commands.
   RunResult r = run("reviewer",
                     "ctx tool fs.read '{\"path\":\"/shared/project-a/data/note.txt\"}'; "
@@ -359,4 +360,56 @@ TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only wha
   CHECK(ctx::test::names_in(tt.t.root() + "/tool") == std::vector<std::string>{"README", "echo.args", "extra", "fenced",
                                                                                "fenced.d", "link", "shell.exec",
                                                                                "shell.exec.d"});
+}
+
+// A flood of tool requests (refused ones need no grant) is answered with
+// EAGAIN past a burst, not recorded: the events, the log and the
+// supervisor's time stay bounded. Every recorded call is in <name>.d/log
+// too, which the agent cannot write.
+TEST_CASE("tool calls are rate-limited and recorded where the agent cannot write", "[root][userns]") {
+  ToolTree tt = make_tree();
+  RunResult r = tt.sh(
+      "exec python3 -c '\n"
+      "import socket, time\n"
+      "s = socket.socket(socket.AF_UNIX); s.connect(\"/run/ctx/supervisor\"); f = s.makefile()\n"
+      "t = time.time(); limited = 0\n"
+      "for i in range(600):\n"
+      "    s.sendall(b\"{\\\"op\\\":\\\"tool\\\",\\\"name\\\":\\\"nosuch\\\"}\\n\")\n"
+      "    limited += \"rate_limited\" in f.readline()\n"
+      "print(limited, time.time() - t)\n'");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream in(r.out);
+  int limited = 0;
+  double seconds = 0;
+  in >> limited >> seconds;
+  std::string added = tt.events();
+  std::size_t recorded = 0;
+  for (auto p = added.find("\"type\":\"tool.call\""); p != std::string::npos; p = added.find("\"type\":\"tool.call\"", p + 1))
+    ++recorded;
+  // The burst, then the rate for the time the flood took, and no more.
+  CHECK(recorded <= 128 + static_cast<std::size_t>(64 * (seconds + 1)));
+  CHECK(recorded + static_cast<std::size_t>(limited) == 600);
+  if (seconds < 5) CHECK(limited > 0);
+  std::string log = tt.t.dir().read("ctx/agent/coder.d/log");
+  CHECK(log.find("\"event\":\"tool.call\",\"object\":\"tool/nosuch\"") != std::string::npos);
+}
+
+// In a root launch the supervisor is root; it reads the tree as the owner,
+// as the view does: a tool whose .d/ only root may read is not decided on
+// what the owner cannot see (it is refused, as the view hides it).
+TEST_CASE("a root supervisor decides ctx tool with the owner's rights to the tree", "[root]") {
+  ToolTree tt = make_tree();
+  tt.t.write("ctx/agent/coder.d/policy", "allow coder_t tool:locked execute\n");
+  tt.tool("ctx/tool/locked", "#!/bin/sh\necho locked-ran\n");
+  tt.t.write("ctx/tool/locked.d/policy", "allow coder_t tool:locked execute\n");
+  REQUIRE(::chown((tt.t.root() + "/tool/locked.d/policy").c_str(), 0, 0) == 0);
+  REQUIRE(::chown((tt.t.root() + "/tool/locked.d").c_str(), 0, 0) == 0);
+  REQUIRE(::chmod((tt.t.root() + "/tool/locked.d").c_str(), 0700) == 0);
+  RunResult r = tt.sh("/ctx/bin/ctx tool locked; echo rc=$?");
+  INFO(r.out << r.err);
+  CHECK(r.out.find("locked-ran") == std::string::npos);
+  CHECK(r.out.find("rc=13") != std::string::npos);
+  CHECK(first_json_line(r.err)["reason"] == "tool_policy");
+  REQUIRE(::chmod((tt.t.root() + "/tool/locked.d").c_str(), 0755) == 0);  // for the tree's removal
 }

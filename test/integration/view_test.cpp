@@ -337,3 +337,27 @@ TEST_CASE("where /dev/fuse cannot be used, the view is built at launch, with a w
   CHECK(refused.err.find("--require-view: /dev/fuse cannot be used") != std::string::npos);
   CHECK(refused.out.empty());
 }
+
+// A writer of a shared space (another agent of the same uid, say) swaps
+// the space's tool/ for one of its own while the agent runs: through the
+// view, its tools are still only the ones the agent may run, in both
+// backends (the static view built the space name by name at launch).
+TEST_CASE("a space's tool tier swapped in after launch is still the view's", "[root][userns]") {
+  const std::string backend = GENERATE(as<std::string>{}, "fuse", "static");
+  INFO("backend " << backend);
+  ViewTree v = make_tree(backend);
+  auto sp = v.t.spawn(v.args({"coder", "--", "/bin/sh", "-c",
+                              "touch /ctx/home/" + v.uid + "/agent/coder/up; i=0; while [ ! -e /ctx/home/" + v.uid +
+                                  "/agent/coder/go ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; sleep 1; "
+                                  "ls /ctx/shared/project-a/tool; /ctx/shared/project-a/tool/evil; echo rc=$?"}),
+                      v.as);
+  REQUIRE(ctx::test::wait_for_file(v.t.root() + "/home/" + v.uid + "/agent/coder/up", ""));
+  const std::string space = v.t.root() + "/shared/project-a";
+  REQUIRE(::rename((space + "/tool").c_str(), (space + "/tool.old").c_str()) == 0);
+  v.t.write("ctx/shared/project-a/tool/evil", "#!/bin/sh\necho evil-ran\n", 0755);
+  v.t.write("ctx/home/" + v.uid + "/agent/coder/go", "");
+  RunResult r = ctx::test::wait_command(sp, 60);
+  INFO(r.out << r.err);
+  CHECK(r.out.find("evil") == std::string::npos);
+  CHECK(r.out.find("rc=127") != std::string::npos);
+}
