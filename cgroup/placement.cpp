@@ -174,6 +174,8 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
   }
   CTX_TRY_CTX(sys::make_dir_at(p.agent_.get(), "runtime", 0755), "creating " + p.agent_path_ + "/runtime");
   CTX_TRY_ASSIGN(p.runtime_, sys::open_dir_at(p.agent_.get(), "runtime"));
+  CTX_TRY_CTX(sys::make_dir_at(p.agent_.get(), "view", 0755), "creating " + p.agent_path_ + "/view");
+  CTX_TRY_ASSIGN(p.view_, sys::open_dir_at(p.agent_.get(), "view"));
   return std::optional<Placement>(std::move(p));
 }
 
@@ -181,6 +183,7 @@ Result<void> Placement::remove() {
   if (!agent_.valid()) return {};
   Result<void> r = kill_and_wait(agent_.get(), agent_path_);
   runtime_.reset();
+  view_.reset();
   agent_.reset();
   if (r) r = remove_tree(base_.get(), agent_name_);
   base_.reset();

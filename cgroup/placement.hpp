@@ -76,6 +76,9 @@ class Placement {
 
   /// The directory fd for CLONE_INTO_CGROUP.
   int runtime_fd() const { return runtime_.get(); }
+  /// <agent>/view: the agent view's server, under the agent's limits but
+  /// apart from runtime/ (which is killed at the end of a grace period).
+  int view_fd() const { return view_.get(); }
   /// Host path of agent-<name>.
   const std::string& agent_dir() const { return agent_path_; }
 
@@ -96,12 +99,13 @@ class Placement {
 
   /// Every descriptor the placement holds (for a process that forks and
   /// closes the rest).
-  std::vector<int> fds() const { return {base_.get(), agent_.get(), runtime_.get()}; }
+  std::vector<int> fds() const { return {base_.get(), agent_.get(), runtime_.get(), view_.get()}; }
 
  private:
   UniqueFd base_;
   UniqueFd agent_;
   UniqueFd runtime_;
+  UniqueFd view_;
   std::string agent_name_;
   std::string agent_path_;
 };

@@ -385,7 +385,9 @@ std::optional<int> Supervisor::finish_setup() {
   files_->log({{"event", "agent.start"}, {"session", plan_.session}, {"argv", plan_.argv}});
   files_->event({{"type", "agent.start"}, {"object", "agent/" + plan_.name}, {"status", "ok"}});
   setup_ = read_setup(channel_.get(), [this](UniqueFd fuse) -> Result<void> {
-    CTX_TRY_ASSIGN(ViewProcess v, ViewProcess::start(plan_, std::move(fuse)));
+    // In the agent's cgroup (its own leaf): what an agent makes the view
+    // hold counts against the agent's limits.
+    CTX_TRY_ASSIGN(ViewProcess v, ViewProcess::start(plan_, std::move(fuse), placement_ ? placement_->view_fd() : -1));
     view_.emplace(std::move(v));
     return {};
   });

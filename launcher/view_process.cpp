@@ -45,8 +45,8 @@ namespace {
 
 }  // namespace
 
-Result<ViewProcess> ViewProcess::start(const LaunchPlan& plan, UniqueFd fuse) {
-  CTX_TRY_ASSIGN(sys::Child c, sys::fork_owned(SIGKILL));
+Result<ViewProcess> ViewProcess::start(const LaunchPlan& plan, UniqueFd fuse, int cgroup_fd) {
+  CTX_TRY_ASSIGN(sys::Child c, sys::fork_owned(SIGKILL, cgroup_fd));
   if (c.pid == 0) run_server(plan, fuse.get());
   return ViewProcess(std::move(c));
 }

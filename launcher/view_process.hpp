@@ -17,8 +17,9 @@ namespace ctx::launcher {
 
 class ViewProcess {
  public:
-  /// Forks the server on `fuse` for the plan's agent.
-  static Result<ViewProcess> start(const LaunchPlan& plan, UniqueFd fuse);
+  /// Forks the server on `fuse` for the plan's agent, into the cgroup
+  /// cgroup_fd when it is one (-1: the supervisor's).
+  static Result<ViewProcess> start(const LaunchPlan& plan, UniqueFd fuse, int cgroup_fd);
 
   ViewProcess(ViewProcess&&) = default;
   ViewProcess& operator=(ViewProcess&&) = default;

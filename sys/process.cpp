@@ -64,9 +64,9 @@ Result<Child> spawn_owned(const std::string& path, const std::vector<std::string
   _exit(127);
 }
 
-Result<Child> fork_owned(int death_signal) {
+Result<Child> fork_owned(int death_signal, int cgroup_fd) {
   pid_t parent = ::getpid();
-  CTX_TRY_ASSIGN(Child c, clone_child({0, -1}));
+  CTX_TRY_ASSIGN(Child c, clone_child({0, cgroup_fd}));
   if (c.pid != 0) return c;
   if (::prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0) < 0 || ::getppid() != parent) _exit(125);
   return c;

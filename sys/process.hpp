@@ -47,7 +47,7 @@ Result<Child> spawn_owned(const std::string& path, const std::vector<std::string
 /// `death_signal` is armed with PR_SET_PDEATHSIG, and the child exits 125
 /// at once if the caller already died. pid 0 in the child, which must
 /// _exit and never return up the stack.
-Result<Child> fork_owned(int death_signal);
+Result<Child> fork_owned(int death_signal, int cgroup_fd = -1);
 
 /// prctl(PR_SET_NAME): the calling thread's name as ps shows it.
 void set_process_name(const char* name);

@@ -202,3 +202,30 @@ TEST_CASE("limits are applied to the agent's subtree and hold for its runtime an
   ctx::test::wait_command(sp, 30);
   CHECK_FALSE(exists(dir));
 }
+
+// The agent view's server is in the agent's subtree (its limits cover what
+// an agent makes the view hold), in a leaf of its own beside runtime/.
+TEST_CASE("the agent view's server runs in <agent>/view, under the agent's limits", "[cgroup]") {
+  auto owner = ctx::test::test_user();
+  REQUIRE(owner);
+  CtxTree t(*owner);
+  t.agent("cgview", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n"}});
+  std::string agent_dir = cgroup2() + "/cortexfs/user-" + std::to_string(owner->uid) + "/" +
+                          ctx::cgroup::agent_cgroup_name("cgview", t.root());
+  auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "cgview",
+                                      "--", "/probe", "notify:READY=1", "sleep:30"},
+                                     TestUser{0, 0, "root"});
+  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/cgview.d/status", "ready\n"));
+  std::istringstream in(slurp(agent_dir + "/view/cgroup.procs"));
+  std::vector<std::string> pids;
+  for (std::string pid; in >> pid;) pids.push_back(pid);
+  REQUIRE(pids.size() == 1);
+  std::string comm = slurp("/proc/" + pids[0] + "/comm");
+  CHECK(comm == "ctx-view\n");
+  REQUIRE(::kill(sp.pid, SIGTERM) == 0);
+  RunResult r = ctx::test::wait_command(sp, 30);
+  INFO(r.err);
+  CHECK(r.exit_code == 143);
+  CHECK(r.err.find("view") == std::string::npos);  // the view ended with its mount, not as a death
+  CHECK_FALSE(exists(agent_dir));
+}
