@@ -6,13 +6,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <unordered_map>
 
 #include "agentdir/load.hpp"
-#include "base/names.hpp"
-#include "base/timestamp.hpp"
 #include "sys/file.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
@@ -22,19 +19,16 @@ namespace ctx::view {
 
 namespace {
 
-// __FMODE_EXEC (include/linux/fs.h): execve opens the program with this
-// bit in f_flags, and FUSE hands f_flags to the server in an open request;
-// it is how the view tells running a tool from reading it.
-constexpr int kOpenForExec = 0x20;
-
 constexpr fuse_ino_t kRootIno = FUSE_ROOT_ID;
 
-// What identifies the contents of a host file for the page cache: a file
-// replaced by rename has a new inode; one written in place a new ctime
-// (which no one but root can set back) and mtime, and likely a new size.
+// Where the `ctx` helper lives below the CTX root: shown at each allowed
+// tool's name, as in the static view.
+constexpr const char* kHelper = "bin/ctx";
+
+// What identifies the contents of a host file a node served: a file
+// replaced by rename has a new ctime (rename sets it; no one but root can
+// set it back), one written in place a new ctime and mtime.
 struct FileKey {
-  dev_t dev = 0;
-  ino_t ino = 0;
   std::uint64_t size = 0;
   std::int64_t mtime_ns = 0;
   std::int64_t ctime_ns = 0;
@@ -44,30 +38,21 @@ struct FileKey {
 struct Node {
   std::string rel;  ///< path in the view below the CTX root ("" the root)
   std::uint64_t lookups = 0;
-  // The kernel's page cache of this node holds what was read through the
-  // handles opened since the last open that dropped it. It is kept at an
-  // open only if every such handle served the file the open finds (`key`):
-  // a handle opened on an older file (`stale_open`) could read the old
-  // contents into the cache at any time, and `dirty` says one may have.
+  /// The file a regular node served when the kernel learnt of it: the
+  /// kernel keeps its pages (no OPEN is sent, every open keeps the page
+  /// cache), so another file at rel gets another node.
   std::optional<FileKey> key;
-  std::uint64_t era = 0;  ///< counts changes of key
-  std::uint32_t open = 0;
-  std::uint32_t stale_open = 0;
-  bool dirty = false;
 };
 
-// An open file of the view: the host file and the era of its node it was
-// opened in.
-struct Handle {
-  UniqueFd fd;
-  std::uint64_t era = 0;
+// What a name serves: the shown entry, and for an allowed tool the helper
+// (its content and size, the tool's mode).
+struct Served {
+  std::string host_rel;
+  HostEntry entry;
 };
 
 class Server {
  public:
-  /// The session the server answers on (for notifications to the kernel).
-  fuse_session* session = nullptr;
-
   Server(const ServeOptions& o, UniqueFd root) : o_(o), root_(std::move(root)), tree_(root_.get()) {
     nodes_[kRootIno].lookups = 1;
     by_rel_[""] = kRootIno;
@@ -76,20 +61,16 @@ class Server {
   void lookup(fuse_req_t req, fuse_ino_t parent, const char* name);
   void forget(fuse_ino_t ino, std::uint64_t n);
   void getattr(fuse_req_t req, fuse_ino_t ino);
-  void open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
-  void read(fuse_req_t req, std::size_t size, off_t off, fuse_file_info* fi);
-  void release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void read(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off);
   void opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void readdir(fuse_req_t req, std::size_t size, off_t off, fuse_file_info* fi);
 
  private:
   const Viewer& viewer();
-  std::optional<Shown> shown(const std::string& rel);
+  std::optional<Served> served(const std::string& rel);
   struct stat attrs(fuse_ino_t ino, const HostEntry& e) const;
-  fuse_ino_t ino_of(const std::string& rel);
+  fuse_ino_t ino_of(const std::string& rel, const HostEntry& e);
   const Node* node(fuse_ino_t ino) const;
-  bool keep_cache(fuse_ino_t ino, Node& n, const FileKey& key);
-  void record_exec(const std::string& tool, pid_t pid);
 
   const ServeOptions& o_;
   UniqueFd root_;
@@ -126,12 +107,30 @@ const Viewer& Server::viewer() {
   return v_;
 }
 
-std::optional<Shown> Server::shown(const std::string& rel) {
+// Decided by the rules; an allowed tool (a regular file directly in a tool
+// tier) serves the helper with the tool's mode bits, so that running it
+// asks the supervisor, which decides, records and hands over the tool
+// (docs/abi.md, "Direct calls"). Without a helper, the tool's bytes with
+// no execute bit: not runnable from here.
+std::optional<Served> Server::served(const std::string& rel) {
   if (rel.empty()) {
     auto e = tree_.stat("");
-    return e ? std::optional<Shown>(Shown{"", *e}) : std::nullopt;
+    return e ? std::optional<Served>(Served{"", *e}) : std::nullopt;
   }
-  return decide(viewer(), tree_, rel);
+  auto s = decide(viewer(), tree_, rel);
+  if (!s) return std::nullopt;
+  Served out{std::move(s->host_rel), s->entry};
+  if (out.entry.type != HostEntry::Type::regular || tool_at(viewer(), rel).empty()) return out;
+  auto h = tree_.stat(kHelper);
+  if (h && h->type == HostEntry::Type::regular && (h->mode & 0111) != 0) {
+    out.host_rel = kHelper;
+    out.entry.size = h->size;
+    out.entry.mtime_ns = h->mtime_ns;
+    out.entry.ctime_ns = h->ctime_ns;
+  } else {
+    out.entry.mode &= ~0111U;
+  }
+  return out;
 }
 
 struct stat Server::attrs(fuse_ino_t ino, const HostEntry& e) const {
@@ -154,11 +153,19 @@ struct stat Server::attrs(fuse_ino_t ino, const HostEntry& e) const {
   return st;
 }
 
-fuse_ino_t Server::ino_of(const std::string& rel) {
+// The node of rel serving e. A regular file other than the one its node
+// served gets a new node: the kernel, finding another node id at a
+// lookup, drops its entry and starts a new inode with an empty page cache
+// (the old one's pages can never be read at rel again).
+fuse_ino_t Server::ino_of(const std::string& rel, const HostEntry& e) {
+  std::optional<FileKey> key;
+  if (e.type == HostEntry::Type::regular) key = FileKey{e.size, e.mtime_ns, e.ctime_ns};
   auto it = by_rel_.find(rel);
-  if (it != by_rel_.end()) return it->second;
+  if (it != by_rel_.end() && nodes_[it->second].key == key) return it->second;
   fuse_ino_t ino = next_++;
-  nodes_[ino].rel = rel;
+  Node& n = nodes_[ino];
+  n.rel = rel;
+  n.key = key;
   by_rel_[rel] = ino;
   return ino;
 }
@@ -175,12 +182,12 @@ void Server::lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   if (n.empty() || n == "." || n == ".." || n.find('/') != std::string::npos || n.size() > 255)
     return (void)fuse_reply_err(req, ENOENT);
   std::string rel = p->rel.empty() ? n : p->rel + "/" + n;
-  auto s = shown(rel);
+  auto s = served(rel);
   // Not cached as a negative entry: a tool installed or granted later
   // appears at the next lookup.
   if (!s) return (void)fuse_reply_err(req, ENOENT);
   fuse_entry_param e{};
-  e.ino = ino_of(rel);
+  e.ino = ino_of(rel, s->entry);
   e.attr = attrs(e.ino, s->entry);
   e.attr_timeout = kCacheSeconds;
   e.entry_timeout = kCacheSeconds;
@@ -192,7 +199,8 @@ void Server::forget(fuse_ino_t ino, std::uint64_t n) {
   if (it == nodes_.end() || ino == kRootIno) return;
   it->second.lookups -= std::min(n, it->second.lookups);
   if (it->second.lookups == 0) {
-    by_rel_.erase(it->second.rel);
+    // rel may have a newer node already.
+    if (auto r = by_rel_.find(it->second.rel); r != by_rel_.end() && r->second == ino) by_rel_.erase(r);
     nodes_.erase(it);
   }
 }
@@ -200,85 +208,29 @@ void Server::forget(fuse_ino_t ino, std::uint64_t n) {
 void Server::getattr(fuse_req_t req, fuse_ino_t ino) {
   const Node* n = node(ino);
   if (n == nullptr) return (void)fuse_reply_err(req, ESTALE);
-  auto s = shown(n->rel);
+  auto s = served(n->rel);
   if (!s) return (void)fuse_reply_err(req, ENOENT);
+  // The file at rel now: a changed size or mtime makes the kernel drop
+  // this inode's pages (auto_inval_data), in the caller's context.
   struct stat st = attrs(ino, s->entry);
   fuse_reply_attr(req, &st, kCacheSeconds);
 }
 
-// Whether an open of n that found the host file `key` may keep the page
-// cache, and the bookkeeping of the open; one that may not makes the kernel
-// drop the cache (no FOPEN_KEEP_CACHE), so a file replaced since is read
-// anew.
-bool Server::keep_cache(fuse_ino_t ino, Node& n, const FileKey& key) {
-  bool changed = n.key != key;
-  if (changed) {
-    n.key = key;
-    ++n.era;
-    n.stale_open = n.open;
-    // The kernel reads a cached file only up to the size it holds (from a
-    // lookup or getattr up to kCacheSeconds old): a file replaced by a
-    // longer one would be cut at the old size. Its attributes alone are
-    // dropped, so the read asks for them again; dropping pages from here
-    // could wait on a page lock held by a read that waits for this
-    // server. Sent before the answer to the open, so no read of this open
-    // comes first.
-    (void)fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
-  }
-  bool keep = !changed && n.stale_open == 0 && !n.dirty;
-  // Dropped now, a stale handle still open may fill it again.
-  if (!keep) n.dirty = n.stale_open > 0;
-  ++n.open;
-  return keep;
-}
-
-void Server::open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC) != 0) return (void)fuse_reply_err(req, EROFS);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return (void)fuse_reply_err(req, ESTALE);
-  Node& n = it->second;
-  // Decided again at every open: a grant revoked since the lookup counts.
-  auto s = shown(n.rel);
+// No OPEN reaches the server (it answers ENOSYS once; the kernel then
+// opens alone, keeping the page cache): a READ is a miss of that cache,
+// and is served from the file at the node's path now, decided again.
+void Server::read(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off) {
+  const Node* n = node(ino);
+  if (n == nullptr) return (void)fuse_reply_err(req, ESTALE);
+  auto s = served(n->rel);
   if (!s) return (void)fuse_reply_err(req, ENOENT);
   if (s->entry.type != HostEntry::Type::regular) return (void)fuse_reply_err(req, EISDIR);
   auto f = sys::open_file_beneath(root_.get(), s->host_rel);
   if (!f) return (void)fuse_reply_err(req, f.error().code);
-  auto st = sys::stat_fd(f->get());
-  if (!st) return (void)fuse_reply_err(req, st.error().code);
-  if ((fi->flags & kOpenForExec) != 0)
-    if (std::string tool = tool_at(viewer(), n.rel); !tool.empty()) record_exec(tool, fuse_req_ctx(req)->pid);
-  fi->keep_cache = keep_cache(ino, n, FileKey{st->dev, st->ino, st->size, st->mtime_ns, st->ctime_ns}) ? 1 : 0;
-  // Read-only: nothing to flush at close (FOPEN_NOFLUSH: no FLUSH request,
-  // no write-back of the inode).
-  fi->noflush = 1;
-  auto* h = new Handle{std::move(*f), n.era};
-  fi->fh = reinterpret_cast<std::uint64_t>(h);
-  if (fuse_reply_open(req, fi) != 0) {
-    // The kernel took no answer, so it dropped nothing: the next open must.
-    --n.open;
-    n.dirty = true;
-    delete h;
-  }
-}
-
-void Server::read(fuse_req_t req, std::size_t size, off_t off, fuse_file_info* fi) {
-  const auto* h = reinterpret_cast<const Handle*>(fi->fh);
   std::vector<char> buf(std::min<std::size_t>(size, 1 << 20));
-  auto n = sys::read_at(h->fd.get(), buf.data(), buf.size(), static_cast<std::uint64_t>(off));
-  if (!n) return (void)fuse_reply_err(req, n.error().code);
-  fuse_reply_buf(req, buf.data(), *n);
-}
-
-void Server::release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  auto* h = reinterpret_cast<Handle*>(fi->fh);
-  // The kernel holds the node while a file of it is open: it is here.
-  if (auto it = nodes_.find(ino); it != nodes_.end()) {
-    Node& n = it->second;
-    --n.open;
-    if (h->era != n.era) --n.stale_open;
-  }
-  delete h;
-  fuse_reply_err(req, 0);
+  auto got = sys::read_at(f->get(), buf.data(), buf.size(), static_cast<std::uint64_t>(off));
+  if (!got) return (void)fuse_reply_err(req, got.error().code);
+  fuse_reply_buf(req, buf.data(), *got);
 }
 
 // A directory's listing is taken at opendir and kept with the handle, so
@@ -286,7 +238,7 @@ void Server::release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void Server::opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   const Node* n = node(ino);
   if (n == nullptr) return (void)fuse_reply_err(req, ESTALE);
-  auto s = shown(n->rel);
+  auto s = served(n->rel);
   if (!s) return (void)fuse_reply_err(req, ENOENT);
   if (s->entry.type != HostEntry::Type::directory) return (void)fuse_reply_err(req, ENOTDIR);
   auto* names = new std::vector<std::string>{".", ".."};
@@ -312,17 +264,6 @@ void Server::readdir(fuse_req_t req, std::size_t size, off_t off, fuse_file_info
   fuse_reply_buf(req, buf.data(), used);
 }
 
-// A tool run through the view is a tool call: recorded as `ctx tool`
-// records it (facts only), in the agent's session events.
-void Server::record_exec(const std::string& tool, pid_t pid) {
-  nlohmann::json e{{"ts", timestamp_now()},    {"type", "tool.call"}, {"agent", o_.agent}, {"session", o_.session},
-                   {"object", "tool/" + tool}, {"status", "ok"},      {"via", "exec"},     {"pid", pid}};
-  std::string rel = "home/" + session_rel(viewer().owner, o_.agent, o_.session);
-  auto dir = sys::open_dir_beneath(root_.get(), rel);
-  if (!dir) dir = sys::open_or_make_dirs(root_.get(), rel, 0755);
-  if (dir) (void)sys::append_file(dir->get(), "events.jsonl", e.dump(-1, ' ', true) + "\n", 0644);
-}
-
 Server* self(fuse_req_t req) { return static_cast<Server*>(fuse_req_userdata(req)); }
 
 fuse_lowlevel_ops make_ops() {
@@ -337,11 +278,21 @@ fuse_lowlevel_ops make_ops() {
     fuse_reply_none(req);
   };
   ops.getattr = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info*) { self(req)->getattr(req, ino); };
-  ops.open = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) { self(req)->open(req, ino, fi); };
-  ops.read = [](fuse_req_t req, fuse_ino_t, std::size_t size, off_t off, fuse_file_info* fi) {
-    self(req)->read(req, size, off, fi);
+  // OPEN answered ENOSYS once: the kernel sends no OPEN, RELEASE or FLUSH
+  // again and opens alone, keeping the page cache (fs/fuse/file.c,
+  // fuse_file_open: no_open, FOPEN_KEEP_CACHE). (libfuse answers an unset
+  // open with success, not ENOSYS.) A write open never gets here: the
+  // mount is read-only. Freshness comes from the attributes (init below)
+  // and from a new node for another file (ino_of).
+  ops.open = [](fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, ENOSYS); };
+  ops.init = [](void*, fuse_conn_info* c) {
+    // A changed size or mtime seen at a getattr or lookup drops the
+    // inode's pages.
+    if ((c->capable & FUSE_CAP_AUTO_INVAL_DATA) != 0) c->want |= FUSE_CAP_AUTO_INVAL_DATA;
   };
-  ops.release = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) { self(req)->release(req, ino, fi); };
+  ops.read = [](fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off, fuse_file_info*) {
+    self(req)->read(req, ino, size, off);
+  };
   ops.opendir = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) { self(req)->opendir(req, ino, fi); };
   ops.readdir = [](fuse_req_t req, fuse_ino_t, std::size_t size, off_t off, fuse_file_info* fi) {
     self(req)->readdir(req, size, off, fi);
@@ -376,7 +327,6 @@ Result<void> serve(const ServeOptions& opts) {
   fuse_args args = FUSE_ARGS_INIT(1, const_cast<char**>(argv));
   fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, &server);
   if (se == nullptr) return fail(Error{EIO, "ctx-view: fuse_session_new failed"});
-  server.session = se;
   // "/dev/fd/N": libfuse takes the descriptor the sandbox mounted, and
   // mounts nothing itself.
   std::string dev = "/dev/fd/" + std::to_string(opts.fuse_fd);

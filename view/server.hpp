@@ -4,7 +4,9 @@
 // mounted in its own mount namespace (so the mount is never in the host's
 // table). Every request is decided by view/rules.hpp against the current
 // tree and the agent's current policy; files are opened beneath the CTX
-// root without following a symbolic link; the mount is read-only.
+// root without following a symbolic link; the mount is read-only. No OPEN
+// reaches the server: the kernel keeps a file's pages until its
+// attributes (size, mtime) or its node change.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +42,9 @@ inline constexpr double kCacheSeconds = 0.5;
 inline constexpr std::int64_t kPolicyRecheckMs = 250;
 
 /// Serves until the mount is gone (the sandbox's mount namespace ended)
-/// or the descriptor fails. Every `tool.call` through an exec of a tool in
-/// the view is recorded in the session's events.jsonl, like `ctx tool`.
+/// or the descriptor fails. An allowed tool is served as the `ctx` helper
+/// (bin/ctx) with the tool's mode bits: running it asks the supervisor,
+/// which decides and records the call (docs/abi.md, "Direct calls").
 Result<void> serve(const ServeOptions& opts);
 
 /// An id as the namespace of `map` sees the host id `id`; 65534 (the
