@@ -166,8 +166,8 @@ TEST_CASE("a tool run through the view is recorded once, as through ctx tool", "
   std::string added = v.events().substr(before.size());
   CHECK(count(added, "\"type\":\"tool.call\"") == 2);  // two runs; reading it is not a call
   CHECK(count(added, "\"object\":\"tool/fs.read\"") == 2);
-  // The exec through the view is recorded by the view; ctx tool's call by
-  // the supervisor, which hands it the tool itself (not through the view).
+  // Both recorded by the supervisor: the exec runs the helper shown at the
+  // tool's name, which asks it (a direct call); ctx tool asks it itself.
   CHECK(count(added, "\"via\":\"exec\"") == 1);
   CHECK(count(added, "\"via\":\"ctx tool\"") == 1);
 }
