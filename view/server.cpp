@@ -253,9 +253,12 @@ void Server::readdir(fuse_req_t req, std::size_t size, off_t off, fuse_file_info
   std::size_t used = 0;
   for (std::size_t i = static_cast<std::size_t>(off); i < names->size(); ++i) {
     struct stat st {};
-    // Only the type bits and a non-zero inode number are read from st.
+    // Only the type bits and a non-zero inode number are read from st. The
+    // type is left unknown (DT_UNKNOWN): a reader that needs it (find,
+    // os.walk) asks with a lookup, which the rules decide; a wrong type
+    // here made such readers skip every directory below the first level.
     st.st_ino = i + 1;
-    st.st_mode = S_IFREG;
+    st.st_mode = 0;
     std::size_t need =
         fuse_add_direntry(req, buf.data() + used, size - used, (*names)[i].c_str(), &st, static_cast<off_t>(i + 1));
     if (need > size - used) break;

@@ -194,17 +194,26 @@ TEST_CASE("a revoked grant leaves the running agent's view", "[root][userns]") {
   CHECK(r.out == "gone\ndebug\nmain\nopenai\n");
 }
 
-TEST_CASE("a status file replaced or rewritten while the agent runs is read through the view as it is now", "[root][userns]") {
+// The view keeps pages and names for up to 0.5 s (docs/view.md, "Live"):
+// a status file changed on the host is read as it is now within that, and
+// never cut or mixed meanwhile (a read is the old content or the new).
+TEST_CASE("a status file replaced or rewritten while the agent runs is read through the view as it is now",
+          "[root][userns]") {
   ViewTree v = make_tree();
   std::string home = "/ctx/home/" + v.uid + "/agent/coder/";
   std::string host_home = v.t.root() + "/home/" + v.uid + "/agent/coder/";
-  // Read twice (the second open may keep the page cache), then once after
-  // each change; the host changes the file only while the runtime waits.
+  // seen NEW OLD: reads until NEW (at most about 2 s: generous against a
+  // loaded machine; the bound the docs give is 0.5 s), saying any read
+  // that is neither.
+  const std::string seen =
+      "seen() { i=0; while [ $i -lt 100 ]; do c=$(cat /ctx/status); "
+      "if [ \"$c\" = \"$1\" ]; then echo \"$1\"; return; fi; "
+      "[ \"$c\" = \"$2\" ] || echo \"odd:$c\"; sleep 0.02; i=$((i+1)); done; echo \"stale:$1\"; }; ";
   auto wait = [&](const std::string& f) { return "while [ ! -e " + home + f + " ]; do sleep 0.02; done; "; };
   auto sp = v.t.spawn({"coder", "--", "/bin/sh", "-c",
-                       "cat /ctx/status; cat /ctx/status; touch " + home + "a; " + wait("b") + "cat /ctx/status; touch " +
-                           home + "c; " + wait("d") + "cat /ctx/status; touch " + home + "e; " + wait("f") +
-                           "cat /ctx/status"},
+                       seen + "cat /ctx/status; cat /ctx/status; touch " + home + "a; " + wait("b") +
+                           "seen fresh ready; touch " + home + "c; " + wait("d") + "seen again fresh; touch " + home +
+                           "e; " + wait("f") + "seen 'fresh, and longer' again"},
                       v.as);
   REQUIRE(ctx::test::wait_for_file(host_home + "a", ""));
   // Replaced by rename with the same size and the same mtime: only the
@@ -225,12 +234,12 @@ TEST_CASE("a status file replaced or rewritten while the agent runs is read thro
   }
   v.t.write("ctx/home/" + v.uid + "/agent/coder/d", "");
   REQUIRE(ctx::test::wait_for_file(host_home + "e", ""));
-  // Replaced by a longer file while the kernel still holds the old size
-  // (attributes are cached for 0.5 s): read whole all the same.
+  // Replaced by a longer file while the kernel may still hold the old
+  // size: read whole, never cut at the old size.
   v.t.write("ctx/status.new", "fresh, and longer\n");
   REQUIRE(::rename((status + ".new").c_str(), status.c_str()) == 0);
   v.t.write("ctx/home/" + v.uid + "/agent/coder/f", "");
-  RunResult r = ctx::test::wait_command(sp, 30);
+  RunResult r = ctx::test::wait_command(sp, 60);
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out == "ready\nready\nfresh\nagain\nfresh, and longer\n");
@@ -360,4 +369,18 @@ TEST_CASE("a space's tool tier swapped in after launch is still the view's", "[r
   INFO(r.out << r.err);
   CHECK(r.out.find("evil") == std::string::npos);
   CHECK(r.out.find("rc=127") != std::string::npos);
+}
+
+// Directory walkers (find, os.walk) read the entry type of a listing: the
+// view's must never say "file" for a directory, or they stop at the first
+// level.
+TEST_CASE("find walks the whole view", "[root][userns]") {
+  const std::string backend = GENERATE(as<std::string>{}, "fuse", "static");
+  INFO("backend " << backend);
+  ViewTree v = make_tree(backend);
+  RunResult r = v.sh("find /ctx/tool /ctx/model | sort");
+  INFO(r.err);
+  CHECK(r.out ==
+        "/ctx/model\n/ctx/model/debug\n/ctx/model/debug/echo\n/ctx/model/debug/echo.d\n/ctx/model/debug/echo.d/id\n"
+        "/ctx/model/main\n/ctx/tool\n/ctx/tool/fs.read\n/ctx/tool/fs.read.d\n/ctx/tool/fs.read.d/schema\n");
 }
