@@ -15,6 +15,8 @@
 #include "base/similar.hpp"
 #include "ctx/lint.hpp"
 #include "sys/file.hpp"
+#include "sys/process.hpp"
+#include "sys/resolve.hpp"
 
 namespace ctx::helper {
 
@@ -99,11 +101,35 @@ void lint_objects(const agentdir::AgentSpec& s, const std::function<void(const s
   }
 }
 
+// The root as a launch opens it: without following a symbolic link, in
+// the agent's own home or outside the CTX tree.
+void lint_root(const agentdir::AgentSpec& s, const std::function<void(const Error&)>& error) {
+  const std::string where = s.name + ".d/root: ";
+  const std::string own_home = path_join(s.ctx_root, "home/" + std::to_string(s.owner) + "/agent/" + s.name);
+  if (path_is_at_or_under(s.root, s.ctx_root) && !path_is_at_or_under(s.root, own_home))
+    error(Error{EACCES, where + s.root + ": EACCES: lies in the CTX tree outside the agent's own home (" + own_home +
+                            "), which a launch refuses; put the root in the agent's home or outside the CTX tree"});
+  auto r = sys::open_path_no_symlinks(s.root);
+  if (!r && r.error().code == ELOOP)
+    error(Error{ELOOP, where + s.root +
+                           ": ELOOP: reaches through a symbolic link, which a launch refuses; name the real path "
+                           "(realpath " +
+                           s.root + ")"});
+  else if (auto st = r ? sys::stat_fd(r->get()) : Result<sys::FileStat>(fail(r.error())); st && !S_ISDIR(st->mode))
+    error(Error{ENOTDIR, where + s.root + ": ENOTDIR: the root is not a directory"});
+}
+
 // Mounts that cannot work or that contradict each other.
-void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const std::string&)>& warn) {
+void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const std::string&)>& warn,
+                 const std::function<void(const Error&)>& error) {
   for (const auto& m : s.mounts) {
     std::string where = s.name + ".d/mount:" + std::to_string(m.line) + ": ";
-    if (auto st = sys::open_o_path(m.source); !st)
+    if (auto st = sys::open_path_no_symlinks(m.source); !st && st.error().code == ELOOP)
+      error(Error{ELOOP, where + "source " + m.source +
+                             ": ELOOP: reaches through a symbolic link, which a launch refuses; name the real path "
+                             "(realpath " +
+                             m.source + ")"});
+    else if (!st)
       warn(where + "source " + m.source + " does not exist (the launch will fail)");
     for (const auto& p : s.mounts) {
       if (&p == &m || !path_is_at_or_under(m.target, p.target) || m.target == p.target) continue;
@@ -117,8 +143,10 @@ void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const st
 
 }  // namespace
 
-std::vector<Finding> check_agent(const std::string& ctx_root, const std::string& name) {
+std::vector<Finding> check_agent(const std::string& given_root, const std::string& name) {
   std::vector<Finding> out;
+  // By its real path, as the launcher takes it.
+  const std::string ctx_root = sys::real_path(given_root).value_or(given_root);
   auto error = [&](const Error& e) { out.push_back({Finding::Level::error, e.msg}); };
   auto warn = [&](const std::string& s) { out.push_back({Finding::Level::warning, s}); };
   std::vector<Error> errors;
@@ -154,7 +182,8 @@ std::vector<Finding> check_agent(const std::string& ctx_root, const std::string&
     }
   }
   lint_objects(*spec, warn);
-  lint_mounts(*spec, warn);
+  lint_mounts(*spec, warn, error);
+  lint_root(*spec, error);
   // Every grant with its risk tier, highest first.
   for (const auto& g : grants_by_risk(*spec)) {
     char line[512];

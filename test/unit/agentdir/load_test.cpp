@@ -313,20 +313,20 @@ TEST_CASE("ctx check as a doctor: objects, suggestions, mounts, risk tiers", "[f
           "allow coder_t network:default connect\n"
           "allow coder_t tool:zzz execute\n");
   t.write("ctx/agent/coder.d/mount", t / "ro" + "\t/ro\tro\tbind\n" + t / "ctx" + "\t/ro/inner\trw\tbind\n" +
-                                         "/nonexistent\t/n\tro\tbind\n/var/run/docker.sock\t/docker.sock\tro\tbind\n");
+                                         "/nonexistent\t/n\tro\tbind\n/run/docker.sock\t/docker.sock\tro\tbind\n");
   auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t / "ctx", "coder"});
   CHECK(r.exit_code == 0);  // warnings only
   // The socket is flagged whether or not this machine runs a container engine.
   std::string docker_warning =
-      ::access("/var/run/docker.sock", F_OK) == 0
+      ::access("/run/docker.sock", F_OK) == 0
           ? ""
-          : "warning: coder.d/mount:4: source /var/run/docker.sock does not exist (the launch will fail)\n";
+          : "warning: coder.d/mount:4: source /run/docker.sock does not exist (the launch will fail)\n";
   char risk[4][200];
   std::snprintf(risk[0], sizeof risk[0], "risk %-6s %-44s %s", "high", "tool:shell.exec execute", "coder.d/policy:4");
   std::snprintf(risk[1], sizeof risk[1], "risk %-6s %-44s %s", "high", "network:default connect", "coder.d/policy:5");
   std::snprintf(risk[2], sizeof risk[2], "risk %-6s %-44s %s", "high",
                 ("rw mount " + t / "ctx" + " -> /ro/inner").c_str(), "coder.d/mount:2");
-  std::snprintf(risk[3], sizeof risk[3], "risk %-6s %-44s %s", "high", "ro mount /var/run/docker.sock -> /docker.sock",
+  std::snprintf(risk[3], sizeof risk[3], "risk %-6s %-44s %s", "high", "ro mount /run/docker.sock -> /docker.sock",
                 "coder.d/mount:4");
   CHECK(r.out ==
         "warning: coder.d/policy:1: tool:fs.raed: no such tool in the agent's CTX_PATH; did you mean fs.read?\n"
@@ -475,4 +475,29 @@ TEST_CASE("hostile control-file text is escaped in every message", "[fs]") {
   CHECK(launch.err.find("--session s\\u{202e}: ") != std::string::npos);
   auto dry = ctx::test::run_command({run, "--dry-run", "--ctx-root", t / "ctx", "coder"});
   CHECK_FALSE(raw(dry.out + dry.err));
+}
+
+// What a launch refuses since roots and sources are opened without
+// following links, and a root must not show another part of the CTX tree:
+// ctx check says it first, with the same fix.
+TEST_CASE("ctx check refuses a root or a source reached through a link, and a root in another agent's home", "[fs]") {
+  ctx::test::TempDir t;
+  for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
+  t.mkdir("real");
+  REQUIRE(::symlink((t / "real").c_str(), (t / "link").c_str()) == 0);
+  t.write("ctx/agent/coder.d/root", t / "link" + "\n");
+  t.write("ctx/agent/coder.d/mount", t / "link" + "\t/data\tro\tbind\n");
+  auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t / "ctx", "coder"});
+  INFO(r.out);
+  CHECK(r.exit_code != 0);
+  CHECK(r.out.find("coder.d/mount:1: source " + t / "link" + ": ELOOP: reaches through a symbolic link") !=
+        std::string::npos);
+  CHECK(r.out.find("coder.d/root: " + t / "link" + ": ELOOP: reaches through a symbolic link") != std::string::npos);
+  t.mkdir("ctx/home/1000/agent/other/root");
+  t.write("ctx/agent/coder.d/root", t / "ctx/home/1000/agent/other/root" + "\n");
+  t.write("ctx/agent/coder.d/mount", "/usr\t/usr\tro\trbind\n");
+  r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t / "ctx", "coder"});
+  INFO(r.out);
+  CHECK(r.exit_code != 0);
+  CHECK(r.out.find("lies in the CTX tree outside the agent's own home") != std::string::npos);
 }
