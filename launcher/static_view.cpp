@@ -33,6 +33,18 @@ constexpr const char* kTmpfsOptions = "mode=0755,size=1m,nr_inodes=16384";
 
 }  // namespace
 
+// Who looks: the agent, its owner and the runtime's host ids, as the
+// launch placed them (the label and policy are read live).
+view::Viewer runtime_viewer(const LaunchPlan& plan) {
+  view::Viewer v;
+  v.agent = plan.name;
+  v.owner = plan.owner;
+  v.uid = plan.ids.host_uid;
+  v.gid = plan.ids.host_gid;
+  v.groups = plan.ids.host_groups;
+  return v;
+}
+
 StaticView::StaticView(UniqueFd root, view::Viewer v) : root_(std::move(root)), tree_(root_.get()), v_(std::move(v)) {
   auto h = tree_.stat("bin/ctx");
   if (h && h->type == Type::regular && (h->mode & 0111) != 0) helper_ = "bin/ctx";
@@ -40,17 +52,9 @@ StaticView::StaticView(UniqueFd root, view::Viewer v) : root_(std::move(root)), 
 
 Result<StaticView> StaticView::open(const LaunchPlan& plan) {
   CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(plan.ctx_root, true));
-  view::Viewer v;
-  v.agent = plan.name;
-  v.owner = plan.owner;
-  v.uid = plan.ids.host_uid;
-  v.gid = plan.ids.host_gid;
-  v.groups = plan.ids.host_groups;
-  // A policy that does not parse grants nothing (as in the FUSE view).
-  if (auto spec = agentdir::load_subject_policy(plan.ctx_root, plan.name)) {
-    v.subject = spec->subject();
-    v.policy = std::move(spec->policy);
-  }
+  // Read once: the static view is what the tree and the policy were at
+  // launch.
+  view::Viewer v = view::load_viewer(plan.ctx_root, runtime_viewer(plan));
   return StaticView(std::move(root), std::move(v));
 }
 

@@ -20,6 +20,11 @@
 
 namespace ctx::launcher {
 
+/// Who looks, as the launch placed it: the agent, its owner and the
+/// runtime's host ids (the label and policy are the tree's to say:
+/// view::load_viewer, view::LiveViewer).
+view::Viewer runtime_viewer(const LaunchPlan& plan);
+
 /// Most mounts one static view makes; a larger view is refused (the FUSE
 /// view has no such bound).
 inline constexpr std::size_t kMaxStaticViewMounts = 4096;

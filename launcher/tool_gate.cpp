@@ -8,6 +8,7 @@
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
+#include "launcher/static_view.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
@@ -101,7 +102,12 @@ std::vector<ToolTier> tool_tiers(const LaunchPlan& plan) {
 
 ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(json)> event,
                    std::function<void(json)> log)
-    : plan_(plan), tree_(std::move(tree)), tiers_(tool_tiers(plan)), event_(std::move(event)), log_(std::move(log)) {}
+    : plan_(plan),
+      tree_(std::move(tree)),
+      tiers_(tool_tiers(plan)),
+      event_(std::move(event)),
+      log_(std::move(log)),
+      live_(plan.ctx_root, runtime_viewer(plan)) {}
 
 // The events.jsonl record is the seed's; the agent can write its home, so
 // the same facts go to <name>.d/log too, which it cannot.
@@ -110,28 +116,6 @@ void ToolGate::record(json ev) {
   ev.erase("type");
   ev["event"] = "tool.call";
   log_(ev);
-}
-
-// The agent's label and policy as they are now, read again at most every
-// view::kPolicyRecheckMs (as the view does): an edit during the run counts,
-// and a policy that no longer parses grants nothing.
-const view::Viewer& ToolGate::viewer() {
-  std::uint64_t now = sys::now_us();
-  if (loaded_ && now - loaded_us_ < static_cast<std::uint64_t>(view::kPolicyRecheckMs) * 1000) return v_;
-  loaded_ = true;
-  loaded_us_ = now;
-  v_.agent = plan_.name;
-  v_.owner = plan_.owner;
-  v_.uid = plan_.ids.host_uid;
-  v_.gid = plan_.ids.host_gid;
-  v_.groups = plan_.ids.host_groups;
-  v_.subject.clear();
-  v_.policy = policy::Policy();
-  if (auto spec = agentdir::load_subject_policy(plan_.ctx_root, plan_.name)) {
-    v_.subject = spec->subject();
-    v_.policy = std::move(spec->policy);
-  }
-  return v_;
 }
 
 ToolAnswer ToolGate::refuse(const std::string& name, const Error& e, const char* status, bool direct) {
@@ -179,7 +163,7 @@ ToolAnswer ToolGate::call(const json& req) {
     tiers = {std::move(*t)};
   }
 
-  const view::Viewer& v = viewer();
+  const view::Viewer& v = live_.get();
   // 3 first: without 'allow <type> tool:<name> execute' the answer is
   // EACCES whether or not such a tool exists (seed 000).
   if (v.subject.empty())

@@ -29,7 +29,7 @@
 #include "base/unique_fd.hpp"
 #include "launcher/notify.hpp"
 #include "launcher/plan.hpp"
-#include "view/rules.hpp"
+#include "view/fs_tree.hpp"
 
 namespace ctx::launcher {
 
@@ -76,7 +76,6 @@ class ToolGate {
  private:
   ToolAnswer refuse(const std::string& name, const Error& e, const char* status, bool direct = false);
   void record(nlohmann::json ev);
-  const view::Viewer& viewer();
 
   const LaunchPlan& plan_;
   UniqueFd tree_;
@@ -84,9 +83,7 @@ class ToolGate {
   std::function<void(nlohmann::json)> event_;
   std::function<void(nlohmann::json)> log_;
   RateLimiter limiter_{kToolCallBurst, kToolCallsPerSecond};
-  view::Viewer v_;
-  std::uint64_t loaded_us_ = 0;
-  bool loaded_ = false;
+  view::LiveViewer live_;
 };
 
 }  // namespace ctx::launcher

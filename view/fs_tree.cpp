@@ -2,8 +2,10 @@
 
 #include <sys/stat.h>
 
+#include "agentdir/load.hpp"
 #include "base/path.hpp"
 #include "sys/file.hpp"
+#include "sys/process.hpp"
 #include "sys/resolve.hpp"
 
 namespace ctx::view {
@@ -25,6 +27,25 @@ HostEntry::Type type_of(mode_t m) {
 }
 
 }  // namespace
+
+Viewer load_viewer(const std::string& ctx_root, Viewer who) {
+  who.subject.clear();
+  who.policy = policy::Policy();
+  if (auto spec = agentdir::load_subject_policy(ctx_root, who.agent)) {
+    who.subject = spec->subject();
+    who.policy = std::move(spec->policy);
+  }
+  return who;
+}
+
+const Viewer& LiveViewer::get() {
+  std::uint64_t now = sys::now_us();
+  if (loaded_ && now - loaded_us_ < static_cast<std::uint64_t>(kPolicyRecheckMs) * 1000) return v_;
+  loaded_ = true;
+  loaded_us_ = now;
+  v_ = load_viewer(ctx_root_, std::move(v_));
+  return v_;
+}
 
 HostEntry entry_of(const sys::FileStat& s) {
   return HostEntry{type_of(s.mode), static_cast<std::uint32_t>(s.mode & 07777), s.uid, s.gid, s.size, s.mtime_ns,

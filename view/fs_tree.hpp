@@ -4,6 +4,7 @@
 // the way is followed and nothing above the root is reached.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "base/unique_fd.hpp"
@@ -29,6 +30,30 @@ class FsTree final : public HostTree {
 
  private:
   int root_;
+};
+
+/// How often a live reader reads the agent's label and policy again
+/// (milliseconds): a revoked grant counts within this.
+inline constexpr std::int64_t kPolicyRecheckMs = 250;
+
+/// The viewer `who` (its agent, owner and runtime ids, as the launch
+/// placed them) with the agent's label and policy as its control files
+/// say now. A policy that cannot be read or no longer parses grants
+/// nothing (fail closed).
+Viewer load_viewer(const std::string& ctx_root, Viewer who);
+
+/// A viewer read again at most every kPolicyRecheckMs: the FUSE view and
+/// the supervisor's tool gate decide with it.
+class LiveViewer {
+ public:
+  LiveViewer(std::string ctx_root, Viewer who) : ctx_root_(std::move(ctx_root)), v_(std::move(who)) {}
+  const Viewer& get();
+
+ private:
+  std::string ctx_root_;
+  Viewer v_;
+  std::uint64_t loaded_us_ = 0;
+  bool loaded_ = false;
 };
 
 /// What fstat said, as the rules read it.

@@ -9,7 +9,6 @@
 #include <optional>
 #include <unordered_map>
 
-#include "agentdir/load.hpp"
 #include "sys/file.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
@@ -51,9 +50,21 @@ struct Served {
   HostEntry entry;
 };
 
+// Who looks: the agent, its owner and the runtime's host ids.
+Viewer who(const ServeOptions& o) {
+  Viewer v;
+  v.agent = o.agent;
+  v.owner = o.owner;
+  v.uid = o.uid;
+  v.gid = o.gid;
+  v.groups = o.groups;
+  return v;
+}
+
 class Server {
  public:
-  Server(const ServeOptions& o, UniqueFd root) : o_(o), root_(std::move(root)), tree_(root_.get()) {
+  Server(const ServeOptions& o, UniqueFd root)
+      : o_(o), root_(std::move(root)), tree_(root_.get()), live_(o.ctx_root, who(o)) {
     nodes_[kRootIno].lookups = 1;
     by_rel_[""] = kRootIno;
   }
@@ -75,37 +86,15 @@ class Server {
   const ServeOptions& o_;
   UniqueFd root_;
   FsTree tree_;
-  Viewer v_;
-  std::uint64_t loaded_us_ = 0;
-  bool loaded_ = false;
+  LiveViewer live_;
   std::unordered_map<fuse_ino_t, Node> nodes_;
   std::unordered_map<std::string, fuse_ino_t> by_rel_;
   fuse_ino_t next_ = kRootIno + 1;
 };
 
-// The agent's label and policy as they are now, read again at most every
-// kPolicyRecheckMs: an edit takes effect without a new launch. A policy
-// that no longer parses grants nothing (fail closed).
-const Viewer& Server::viewer() {
-  std::uint64_t now = sys::now_us();
-  if (loaded_ && now - loaded_us_ < static_cast<std::uint64_t>(kPolicyRecheckMs) * 1000) return v_;
-  loaded_ = true;
-  loaded_us_ = now;
-  v_.agent = o_.agent;
-  v_.owner = o_.owner;
-  v_.uid = o_.uid;
-  v_.gid = o_.gid;
-  v_.groups = o_.groups;
-  auto spec = agentdir::load_subject_policy(o_.ctx_root, o_.agent);
-  if (spec) {
-    v_.subject = spec->subject();
-    v_.policy = std::move(spec->policy);
-  } else {
-    v_.subject.clear();
-    v_.policy = policy::Policy();
-  }
-  return v_;
-}
+// The agent's label and policy as they are now (view/fs_tree.hpp,
+// LiveViewer): an edit takes effect without a new launch.
+const Viewer& Server::viewer() { return live_.get(); }
 
 // Decided by the rules; an allowed tool (a regular file directly in a tool
 // tier) serves the helper with the tool's mode bits, so that running it

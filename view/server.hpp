@@ -38,8 +38,8 @@ struct ServeOptions {
 /// How long the kernel may cache a name or its attributes (seconds): a
 /// revoked grant is gone from the sandbox within this plus kPolicyRecheck.
 inline constexpr double kCacheSeconds = 0.5;
-/// How often the agent's label and policy are read again (milliseconds).
-inline constexpr std::int64_t kPolicyRecheckMs = 250;
+/// (How often the agent's label and policy are read again:
+/// view/fs_tree.hpp, kPolicyRecheckMs.)
 
 /// Serves until the mount is gone (the sandbox's mount namespace ended)
 /// or the descriptor fails. An allowed tool is served as the `ctx` helper
