@@ -127,6 +127,45 @@ ToolAnswer ToolGate::refuse(const std::string& name, const Error& e, const char*
   return ToolAnswer{a, UniqueFd()};
 }
 
+// The first tier, in CTX_PATH order, whose view shows a regular file of
+// that name with an execute bit (seed 000: CTX_PATH strictly left to
+// right), opened first and decided on what was opened: the tool, a
+// refusal naming the layer, or nullopt when no tier has it. In a root
+// launch the tree is read with the owner's file-system ids, as the view
+// reads it: nothing the owner could not reach is decided on or handed over.
+Result<std::optional<ToolAnswer>> ToolGate::find(const std::vector<ToolTier>& tiers, const std::string& name,
+                                                 const view::Viewer& v) {
+  auto as_owner = AsOwner::enter(plan_.ids);
+  if (!as_owner) return fail(refusal(as_owner.error().code, "error", as_owner.error().msg));
+  view::FsTree tree(tree_.get());
+  for (const auto& t : tiers) {
+    const std::string rel = t.rel.empty() ? name : t.rel + "/" + name;
+    if (view::tool_at(v, rel) != name || !view::reachable(v, tree, t.rel)) continue;
+    auto fd = sys::open_path_beneath(tree_.get(), rel, false);
+    if (!fd) continue;
+    auto st = sys::stat_fd(fd->get());
+    if (!st || !S_ISREG(st->mode) || (st->mode & 0111) == 0) continue;
+    const std::string path = t.inner + "/" + name;
+    // 1-2: a mount that allows exec, and the mode bits for the runtime's
+    // ids; 4: the tool's own policy.
+    if (t.noexec) return fail(refusal(EACCES, "noexec_mount", t.inner + " is on a noexec mount in this sandbox"));
+    switch (view::tool_verdict(v, tree, t.rel, name, view::entry_of(*st))) {
+      case view::ToolVerdict::allowed:
+        return std::optional<ToolAnswer>(
+            ToolAnswer{{{"ok", true}, {"op", "tool"}, {"name", name}, {"path", path}}, std::move(*fd)});
+      case view::ToolVerdict::mode:
+        return fail(refusal(EACCES, "mode", path + " is not executable for uid " + std::to_string(v.uid)));
+      case view::ToolVerdict::tool_policy:
+        return fail(refusal(EACCES, "tool_policy",
+                            "the tool's own policy (" + name + ".d/policy) has no " +
+                                policy::missing_rule(v.subject, policy::Class::tool, name, "execute")));
+      case view::ToolVerdict::agent_policy:
+      case view::ToolVerdict::not_a_tool: continue;
+    }
+  }
+  return std::optional<ToolAnswer>();
+}
+
 ToolAnswer ToolGate::call(const json& req) {
   // A flood is answered, not recorded: it could otherwise grow the
   // agent's events and log and keep the supervisor busy without bound.
@@ -176,52 +215,12 @@ ToolAnswer ToolGate::call(const json& req) {
                               policy::missing_rule(v.subject, policy::Class::tool, name, "execute")),
                   "denied", direct);
 
-  // The first tier, in CTX_PATH order, whose view shows a regular file of
-  // that name with an execute bit (seed 000: CTX_PATH strictly left to
-  // right). Opened first and decided on what was opened. In a root launch
-  // the tree is read with the owner's file-system ids, as the view reads
-  // it: nothing the owner could not reach is decided on or handed over.
-  std::optional<Error> refused;
-  std::optional<ToolAnswer> allowed;
-  {
-    auto as_owner = AsOwner::enter(plan_.ids);
-    if (!as_owner) return refuse(name, refusal(as_owner.error().code, "error", as_owner.error().msg), "error", direct);
-    view::FsTree tree(tree_.get());
-    for (const auto& t : tiers) {
-      const std::string rel = t.rel.empty() ? name : t.rel + "/" + name;
-      if (view::tool_at(v, rel) != name || !view::reachable(v, tree, t.rel)) continue;
-      auto fd = sys::open_path_beneath(tree_.get(), rel, false);
-      if (!fd) continue;
-      auto st = sys::stat_fd(fd->get());
-      if (!st || !S_ISREG(st->mode) || (st->mode & 0111) == 0) continue;
-      const std::string path = t.inner + "/" + name;
-      // 1-2: a mount that allows exec, and the mode bits for the runtime's
-      // ids; 4: the tool's own policy.
-      if (t.noexec) {
-        refused = refusal(EACCES, "noexec_mount", t.inner + " is on a noexec mount in this sandbox");
-        break;
-      }
-      auto verdict = view::tool_verdict(v, tree, t.rel, name, view::entry_of(*st));
-      if (verdict == view::ToolVerdict::mode) {
-        refused = refusal(EACCES, "mode", path + " is not executable for uid " + std::to_string(v.uid));
-        break;
-      }
-      if (verdict == view::ToolVerdict::tool_policy) {
-        refused = refusal(EACCES, "tool_policy",
-                          "the tool's own policy (" + name + ".d/policy) has no " +
-                              policy::missing_rule(v.subject, policy::Class::tool, name, "execute"));
-        break;
-      }
-      if (verdict != view::ToolVerdict::allowed) continue;
-      allowed = ToolAnswer{{{"ok", true}, {"op", "tool"}, {"name", name}, {"path", path}}, std::move(*fd)};
-      break;
-    }
-  }
-  if (refused) return refuse(name, *refused, "denied", direct);
-  if (allowed) {
+  auto found = find(tiers, name, v);
+  if (!found) return refuse(name, found.error(), found.error().reason == "error" ? "error" : "denied", direct);
+  if (*found) {
     record(
         {{"type", "tool.call"}, {"object", "tool/" + name}, {"status", "ok"}, {"via", direct ? "exec" : "ctx tool"}});
-    return std::move(*allowed);
+    return std::move(**found);
   }
   std::string dirs;
   for (const auto& t : tiers) dirs += (dirs.empty() ? "" : ":") + t.inner;

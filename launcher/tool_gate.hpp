@@ -76,6 +76,8 @@ class ToolGate {
  private:
   ToolAnswer refuse(const std::string& name, const Error& e, const char* status, bool direct = false);
   void record(nlohmann::json ev);
+  Result<std::optional<ToolAnswer>> find(const std::vector<ToolTier>& tiers, const std::string& name,
+                                         const view::Viewer& v);
 
   const LaunchPlan& plan_;
   UniqueFd tree_;
