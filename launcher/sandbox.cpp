@@ -200,6 +200,14 @@ unsigned long fs_flags(const mountspec::Attrs& a) {
 // its own), an owned child's never through a symlink below the CTX root.
 // Returns the attached tree, the anchor of every later path.
 Result<UniqueFd> make_root(const MountStep& r) {
+  if (r.fresh) {
+    // A tmpfs over the anchor in this mount namespace: what the anchor
+    // holds, or is given later on the host, is never seen.
+    CTX_TRY_ASSIGN(UniqueFd anchor, open_no_symlinks("root", r.source));
+    CTX_TRY_ASSIGN(UniqueFd dir, sys::open_dir_beneath(anchor.get(), "."));
+    CTX_TRY_CTX(sys::mount_fresh("tmpfs", dir.get(), fs_flags(r.attrs), "mode=0755,size=1m"), "root " + r.source);
+    return open_no_symlinks("root", r.source);
+  }
   UniqueFd root_dir;
   if (r.beneath.empty()) {
     CTX_TRY_ASSIGN(root_dir, open_no_symlinks("root", r.source));
@@ -389,9 +397,12 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
       }
     }
   }
-  if (sockets.size() != 2)
-    return fail(Error{EPROTO, "the mount plan holds " + std::to_string(sockets.size()) + " sockets, not 2"});
-  rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {sockets[0].get(), sockets[1].get()});
+  // A model's sandbox has none (launcher/model_plan.hpp); an agent's both.
+  if (sockets.size() == 2) {
+    rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {sockets[0].get(), sockets[1].get()});
+  } else if (!sockets.empty()) {
+    return fail(Error{EPROTO, "the mount plan holds " + std::to_string(sockets.size()) + " sockets, not 2 or none"});
+  }
   return root;
 }
 

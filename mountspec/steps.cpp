@@ -44,6 +44,18 @@ MountStep step(StepKind kind, std::string target) {
 
 void append_fixed_steps(MountPlan& plan, const std::string& shm_size, const std::string& run_dir,
                         const std::string& notify_path, const std::string& control_path) {
+  append_proc_and_dev(plan, shm_size);
+  plan.push_back(fs(run_dir, "tmpfs", {.nosuid = true, .nodev = true, .noexec = true}, "mode=0755,size=4k"));
+  MountStep notify = step(StepKind::socket, notify_path);
+  notify.datagram = true;
+  plan.push_back(std::move(notify));
+  plan.push_back(step(StepKind::socket, control_path));
+  MountStep run_seal = step(StepKind::seal, run_dir);
+  run_seal.attrs = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true};
+  plan.push_back(std::move(run_seal));
+}
+
+void append_proc_and_dev(MountPlan& plan, const std::string& shm_size) {
   plan.push_back(fs("/proc", "proc", {.nosuid = true, .nodev = true, .noexec = true}, ""));
   plan.push_back(fs("/dev", "tmpfs", {.nosuid = true, .noexec = true}, "mode=0755,size=64k"));
   // An unprivileged user namespace cannot mknod: the harmless nodes are
@@ -67,14 +79,6 @@ void append_fixed_steps(MountPlan& plan, const std::string& shm_size, const std:
   MountStep dev_seal = step(StepKind::seal, "/dev");
   dev_seal.attrs = {.rdonly = true, .nosuid = true, .noexec = true};
   plan.push_back(std::move(dev_seal));
-  plan.push_back(fs(run_dir, "tmpfs", {.nosuid = true, .nodev = true, .noexec = true}, "mode=0755,size=4k"));
-  MountStep notify = step(StepKind::socket, notify_path);
-  notify.datagram = true;
-  plan.push_back(std::move(notify));
-  plan.push_back(step(StepKind::socket, control_path));
-  MountStep run_seal = step(StepKind::seal, run_dir);
-  run_seal.attrs = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true};
-  plan.push_back(std::move(run_seal));
 }
 
 const MountStep* covering_step(const MountPlan& plan, std::string_view inner, std::initializer_list<StepKind> kinds) {

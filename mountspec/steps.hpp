@@ -15,15 +15,15 @@
 namespace ctx::mountspec {
 
 enum class StepKind {
-  root,       ///< `source` cloned onto itself: the new "/"
-  bind,       ///< `source` (host) at `target`, `recursive` for rbind
-  mask,       ///< an empty read-only tmpfs over `target` (`why`)
-  view,       ///< the agent view (view/rules.hpp) at `target`: its subtree `source`, relative to the CTX root
-  fs,         ///< a fresh file system `fstype` at `target` with `options`
-  dev_node,   ///< the host's device node `source` bound at `target` (a file)
-  symlink,    ///< `target` made a symbolic link to `link`
-  socket,     ///< a supervisor socket bound at `target` (`datagram` or listening)
-  seal,       ///< `target`'s mount made read-only once what is below it is done
+  root,      ///< `source` cloned onto itself: the new "/"
+  bind,      ///< `source` (host) at `target`, `recursive` for rbind
+  mask,      ///< an empty read-only tmpfs over `target` (`why`)
+  view,      ///< the agent view (view/rules.hpp) at `target`: its subtree `source`, relative to the CTX root
+  fs,        ///< a fresh file system `fstype` at `target` with `options`
+  dev_node,  ///< the host's device node `source` bound at `target` (a file)
+  symlink,   ///< `target` made a symbolic link to `link`
+  socket,    ///< a supervisor socket bound at `target` (`datagram` or listening)
+  seal,      ///< `target`'s mount made read-only once what is below it is done
 };
 
 /// The step's name in --dry-run ("bind", "view", ...).
@@ -36,6 +36,9 @@ struct MountStep {
   Attrs attrs;
   bool recursive = false;   ///< bind: rbind
   bool need_write = false;  ///< bind rw: the owner must be able to write the source
+  /// root: a fresh tmpfs mounted over `source` (an anchor directory whose
+  /// content is never seen), not `source` itself.
+  bool fresh = false;
   /// An owned child's bind or root: the host directory the source must be
   /// resolved beneath, never through a symlink ("" for an ordinary one).
   std::string beneath;
@@ -57,6 +60,10 @@ using MountPlan = std::vector<MountStep>;
 /// supervisor's control socket, sealed read-only).
 void append_fixed_steps(MountPlan& plan, const std::string& shm_size, const std::string& run_dir,
                         const std::string& notify_path, const std::string& control_path);
+
+/// The first part of append_fixed_steps: a fresh /proc and the minimal
+/// /dev, without /run/ctx (a model's sandbox has no supervisor socket).
+void append_proc_and_dev(MountPlan& plan, const std::string& shm_size);
 
 /// The step that decides what an inner path shows: among the steps of
 /// the given kinds, the deepest target at or above it (a later step wins

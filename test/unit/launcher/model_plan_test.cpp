@@ -1,0 +1,96 @@
+// The model's sandbox is built from the calling agent's plan, never from
+// its mounts (issue 12): pure, so every property is checked here.
+#include <catch2/catch.hpp>
+
+#include <sched.h>
+
+#include <algorithm>
+
+#include "launcher/model_plan.hpp"
+
+using ctx::launcher::LaunchPlan;
+using ctx::launcher::ModelEntry;
+using ctx::mountspec::MountStep;
+using ctx::mountspec::StepKind;
+
+namespace {
+
+LaunchPlan agent_plan() {
+  LaunchPlan a;
+  a.name = "coder";
+  a.session = "default";
+  a.ctx_root = "/srv/ctx";
+  a.owner = 1000;
+  a.clone_flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUSER | CLONE_NEWNET;
+  a.ids.user_ns = true;
+  a.ids.host_uid = 1000;
+  a.nproc = 1024;
+  MountStep b;
+  b.kind = StepKind::bind;
+  b.source = "/home/me/project";
+  b.target = "/work";
+  b.attrs = {.nosuid = true, .nodev = true};
+  a.mounts.push_back(b);
+  a.env = {"CTX_AGENT=coder", "SECRET_OF_THE_AGENT=1"};
+  return a;
+}
+
+ModelEntry echo() {
+  ModelEntry m;
+  m.name = "debug/echo";
+  m.host_path = "/srv/ctx/model/debug/echo";
+  m.meta_dir = "/srv/ctx/model/debug/echo.d";
+  m.env = {{"API_KEY", "sk-live"}};
+  return m;
+}
+
+const MountStep* at(const LaunchPlan& p, const std::string& target) {
+  for (const auto& m : p.mounts)
+    if (m.target == target) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("a model's sandbox: none of the agent's mounts, a fresh read-only root, its own entry, no sockets",
+          "[unit]") {
+  LaunchPlan p = ctx::launcher::model_plan(agent_plan(), echo(), "/run/anchor", {"/usr"});
+  REQUIRE_FALSE(p.mounts.empty());
+  CHECK(p.mounts.front().kind == StepKind::root);
+  CHECK(p.mounts.front().fresh);
+  CHECK(p.mounts.front().source == "/run/anchor");
+  CHECK(p.mounts.back().kind == StepKind::seal);
+  CHECK(p.mounts.back().target == "/");
+  CHECK(p.mounts.back().attrs.rdonly);
+  // Nothing of the agent's: no /work, no CTX root, no socket, no view.
+  CHECK(at(p, "/work") == nullptr);
+  for (const auto& m : p.mounts) {
+    CHECK(m.kind != StepKind::socket);
+    CHECK(m.kind != StepKind::view);
+    if (m.kind == StepKind::bind) CHECK(m.attrs.rdonly);
+    if (m.kind == StepKind::bind && m.source.rfind("/srv/ctx", 0) == 0)
+      CHECK((m.source == "/srv/ctx/model/debug/echo" || m.source == "/srv/ctx/model/debug/echo.d"));
+  }
+  const MountStep* model = at(p, "/ctx/model/debug/echo");
+  REQUIRE(model != nullptr);
+  CHECK_FALSE(model->attrs.noexec);
+  const MountStep* meta = at(p, "/ctx/model/debug/echo.d");
+  REQUIRE(meta != nullptr);
+  CHECK(meta->attrs.noexec);
+  REQUIRE(at(p, "/usr") != nullptr);
+  REQUIRE(at(p, "/tmp") != nullptr);
+  CHECK(at(p, "/tmp")->fstype == "tmpfs");
+  // Its credentials in its environment; nothing of the agent's there.
+  CHECK(std::count(p.env.begin(), p.env.end(), "API_KEY=sk-live") == 1);
+  CHECK(std::none_of(p.env.begin(), p.env.end(), [](const std::string& e) { return e.rfind("SECRET_OF", 0) == 0; }));
+  CHECK(p.argv == std::vector<std::string>{"/ctx/model/debug/echo"});
+  // The agent's ids and user namespace, a pid namespace of its own, no
+  // network unless its cap names it.
+  CHECK(p.ids.host_uid == 1000);
+  CHECK((p.clone_flags & CLONE_NEWUSER) != 0);
+  CHECK((p.clone_flags & CLONE_NEWPID) != 0);
+  CHECK((p.clone_flags & CLONE_NEWNET) != 0);
+  ModelEntry net = echo();
+  net.network = true;
+  CHECK((ctx::launcher::model_plan(agent_plan(), net, "/run/anchor", {"/usr"}).clone_flags & CLONE_NEWNET) == 0);
+}
