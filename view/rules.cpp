@@ -81,27 +81,29 @@ bool model_prefix_allowed(const Viewer& v, const std::string& prefix) {
   return false;
 }
 
-// What an alias in a model tier names, when that is a shown model: its
-// target must be an ABI path of a model tier (/ctx/model/<m> or
-// /ctx/home/<owner>/model/<m>), and the model a regular file there.
-std::optional<Shown> alias(const Viewer& v, const HostTree& t, const std::string& rel) {
+// What an alias in a model tier names: its target must be an ABI path of
+// a model tier (/ctx/model/<m> or /ctx/home/<owner>/model/<m>); the
+// target's path below the CTX root and the model's name.
+std::optional<std::pair<std::string, std::string>> alias_target(const Viewer& v, const HostTree& t,
+                                                                const std::string& rel) {
   auto target = t.read_link(rel);
   if (!target || target->size() <= kAbiRoot.size() + 1 || target->compare(0, kAbiRoot.size(), kAbiRoot) != 0 ||
       (*target)[kAbiRoot.size()] != '/')
     return std::nullopt;
   std::string trel = target->substr(kAbiRoot.size() + 1);
   std::string user_tier = "home/" + std::to_string(v.owner) + "/model/";
-  std::string name;
-  if (trel.compare(0, 6, "model/") == 0) {
-    name = trel.substr(6);
-  } else if (trel.compare(0, user_tier.size(), user_tier) == 0) {
-    name = trel.substr(user_tier.size());
-  } else {
-    return std::nullopt;
-  }
-  if (!model_allowed(v, name)) return std::nullopt;
-  auto e = t.stat(trel);
-  return e && e->type == Type::regular ? Shown{trel, *e} : std::optional<Shown>();
+  if (trel.compare(0, 6, "model/") == 0) return std::pair(trel, trel.substr(6));
+  if (trel.compare(0, user_tier.size(), user_tier) == 0) return std::pair(trel, trel.substr(user_tier.size()));
+  return std::nullopt;
+}
+
+// An alias in a model tier, shown as the model it names when that model
+// is shown: a regular file the agent may use.
+std::optional<Shown> alias(const Viewer& v, const HostTree& t, const std::string& rel) {
+  auto to = alias_target(v, t, rel);
+  if (!to || !model_allowed(v, to->second)) return std::nullopt;
+  auto e = t.stat(to->first);
+  return e && e->type == Type::regular ? Shown{to->first, *e} : std::optional<Shown>();
 }
 
 // A model tier's files are shown, never runnable from the view.
@@ -240,6 +242,53 @@ ToolVerdict tool_verdict(const Viewer& v, const HostTree& t, const std::string& 
 bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
                   const HostEntry& e) {
   return tool_verdict(v, t, tier, name, e) == ToolVerdict::allowed;
+}
+
+ModelCall model_call(const Viewer& v, const HostTree& t, const std::string& name) {
+  ModelCall out;
+  out.name = name;
+  // provider/model, or an alias's plain name.
+  if (name.find('/') != std::string::npos ? model_name_issue(name).has_value() : space_name_issue(name).has_value())
+    return out;
+  const std::string tiers[] = {"home/" + std::to_string(v.owner) + "/model", "model"};
+  for (const auto& tier : tiers) {
+    const std::string rel = tier + "/" + name;
+    auto e = t.stat(rel);
+    if (!e) continue;
+    if (e->type == Type::symlink) {
+      auto to = alias_target(v, t, rel);
+      if (!to) return out;  // an alias to no model tier: nothing to call
+      out.alias = rel;
+      out.name = to->second;
+      out.rel = to->first;
+      e = t.stat(out.rel);
+      if (!e) return out;
+    } else {
+      out.rel = rel;
+    }
+    if (e->type != Type::regular) {
+      out.rel.clear();
+      continue;  // a provider directory, or something that is no model
+    }
+    if (!model_allowed(v, out.name)) {
+      out.verdict = ModelVerdict::agent_policy;
+    } else if (!executable_for(v, *e)) {
+      out.verdict = ModelVerdict::mode;
+    } else if (auto own = t.stat(out.rel + ".d/policy"); own) {
+      auto text = own->type == Type::regular ? t.read(out.rel + ".d/policy") : std::nullopt;
+      auto p =
+          text ? policy::Policy::parse(out.name + ".d/policy", *text) : Result<policy::Policy>(fail(Error{EINVAL, ""}));
+      out.verdict = p && p->allows(v.subject, policy::Class::model, out.name, "use") ? ModelVerdict::allowed
+                                                                                     : ModelVerdict::model_policy;
+    } else {
+      out.verdict = ModelVerdict::allowed;
+    }
+    return out;
+  }
+  // Without the grant the answer is EACCES whether or not the model exists
+  // (as for tools, seed 000).
+  if (!model_allowed(v, name)) out.verdict = ModelVerdict::agent_policy;
+  return out;
 }
 
 bool reachable(const Viewer& v, const HostTree& t, const std::string& rel) {

@@ -121,6 +121,24 @@ enum class ToolVerdict { allowed, not_a_tool, agent_policy, mode, tool_policy };
 ToolVerdict tool_verdict(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
                          const HostEntry& e);
 
+/// Which layer refuses a `ctx model` call (issue 12; seed 000 permission
+/// check step 6: tool/model policy).
+enum class ModelVerdict { allowed, not_found, agent_policy, mode, model_policy };
+
+/// A `ctx model NAME` call decided: NAME is looked up in the user tier
+/// (home/<owner>/model) first, then the system tier (model/), so that a
+/// user's alias (`main`) takes the place of the system's; an alias is the
+/// model it names, checked as that model. Layers: the agent's
+/// `model:<name> use`, the execute bit for the viewer's ids, the model's
+/// own .d/policy when present (one that cannot be read or parsed refuses).
+struct ModelCall {
+  ModelVerdict verdict = ModelVerdict::not_found;
+  std::string name;   ///< provider/model, after an alias
+  std::string rel;    ///< the model file below the CTX root ("" not found)
+  std::string alias;  ///< the alias followed, below the CTX root ("" none)
+};
+ModelCall model_call(const Viewer& v, const HostTree& t, const std::string& name);
+
 /// Whether the agent may execute the tool: tool_verdict() is allowed.
 /// Exposed for `ctx explain`.
 bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,

@@ -199,3 +199,40 @@ TEST_CASE("a policy change changes the view at the next decision", "[fs]") {
   t.write("tool/fs.read.d/policy", "allow coder_t tool:fs.read\n");
   CHECK_FALSE(ctx::view::decide(v, tree, "tool/fs.read"));
 }
+
+TEST_CASE("ctx model's lookup: the user tier first, an alias as the model it names, each layer's refusal", "[fs]") {
+  Fixture f;
+  f.t.write("model/debug/echo.d/policy", "allow coder_t model:debug/echo use\n");
+  f.t.write("model/guarded", "#!/bin/sh\n", 0755);
+  f.t.write("model/guarded.d/policy", "allow other_t model:guarded use\n");
+  f.t.write("model/inert", "#!/bin/sh\n", 0644);
+  Viewer v = coder();
+  v.policy = *ctx::policy::Policy::parse("p", std::string(kPolicy) +
+                                                  "allow coder_t model:guarded use\n"
+                                                  "allow coder_t model:inert use\n");
+  using ctx::view::ModelVerdict;
+  auto c = ctx::view::model_call(v, *f.tree, "debug/echo");
+  CHECK(c.verdict == ModelVerdict::allowed);
+  CHECK(c.rel == "model/debug/echo");
+  CHECK(c.alias.empty());
+  // main -> /ctx/model/debug/echo: the model it names, checked as that.
+  c = ctx::view::model_call(v, *f.tree, "main");
+  CHECK(c.verdict == ModelVerdict::allowed);
+  CHECK(c.name == "debug/echo");
+  CHECK(c.alias == "model/main");
+  // helper -> openai/gpt-4o, which coder may not use.
+  CHECK(ctx::view::model_call(v, *f.tree, "helper").verdict == ModelVerdict::agent_policy);
+  // The user tier's `coder` alias (to its own `mine`) is found before any
+  // system entry of that name.
+  f.t.write("model/coder", "#!/bin/sh\n", 0755);
+  c = ctx::view::model_call(v, *f.tree, "coder");
+  CHECK(c.verdict == ModelVerdict::allowed);
+  CHECK(c.name == "mine");
+  CHECK(c.rel == "home/1000/model/mine");
+  CHECK(ctx::view::model_call(v, *f.tree, "guarded").verdict == ModelVerdict::model_policy);
+  CHECK(ctx::view::model_call(v, *f.tree, "inert").verdict == ModelVerdict::mode);
+  CHECK(ctx::view::model_call(v, *f.tree, "evil").verdict == ModelVerdict::not_found);  // -> /etc/passwd
+  CHECK(ctx::view::model_call(v, *f.tree, "debug/nope").verdict == ModelVerdict::agent_policy);
+  CHECK(ctx::view::model_call(v, *f.tree, "../x").verdict == ModelVerdict::not_found);
+  CHECK(ctx::view::model_call(v, *f.tree, "debug").verdict == ModelVerdict::agent_policy);  // a directory
+}
