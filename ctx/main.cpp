@@ -21,6 +21,7 @@
 #include "ctx/check.hpp"
 #include "ctx/env_probe.hpp"
 #include "ctx/explain.hpp"
+#include "ctx/model.hpp"
 #include "ctx/ps.hpp"
 #include "ctx/tool.hpp"
 #include "ctx/view.hpp"
@@ -251,6 +252,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> tool_json;
   tool->add_option("NAME", tool_name, "the tool")->required();
   tool->add_option("JSON", tool_json, "the request (else read by the tool from stdin)")->expected(0, 1);
+  auto* model = app.add_subcommand("model", "call a model: it runs in a sandbox of its own, decided by the supervisor");
+  std::string model_name;
+  std::vector<std::string> model_request;
+  model->add_option("NAME", model_name, "provider/model, or an alias of the model tiers")->required();
+  model->add_option("REQUEST", model_request, "the request (else stdin)")->expected(0, 1);
 
   auto* explain = app.add_subcommand("explain", "why an agent may or may not do something");
   std::string ex_agent, ex_object, ex_perm;
@@ -281,6 +287,10 @@ int main(int argc, char** argv) {
   ctx_root = ctx::sys::absolute_path(ctx_root);
   if (tool->parsed()) {
     return ctx::helper::call_tool(tool_name, tool_json);
+  }
+  if (model->parsed()) {
+    return ctx::helper::call_model(model_name,
+                                   model_request.empty() ? std::nullopt : std::optional<std::string>(model_request[0]));
   }
   if (agent->parsed()) {
     std::optional<std::string> arg;

@@ -7,7 +7,7 @@
 
 namespace ctx::helper {
 
-Result<SupervisorAnswer> ask_supervisor(const nlohmann::json& request) {
+Result<SupervisorAnswer> ask_supervisor(const nlohmann::json& request, const std::vector<int>& fds) {
   const char* env = std::getenv("CTX_SUPERVISOR");
   std::string path = env != nullptr && *env != '\0' ? env : "/run/ctx/supervisor";
   auto s = sys::connect_stream(path);
@@ -17,7 +17,7 @@ Result<SupervisorAnswer> ask_supervisor(const nlohmann::json& request) {
     return fail(e);
   }
   std::string line = request.dump() + "\n";
-  CTX_TRY(sys::write_all(s->get(), line.data(), line.size()));
+  CTX_TRY(sys::send_message(s->get(), line, fds));
   SupervisorAnswer out;
   std::string text;
   while (text.find('\n') == std::string::npos && text.size() < (1u << 16)) {

@@ -19,7 +19,8 @@ struct SupervisorAnswer {
 /// The socket is $CTX_SUPERVISOR, else /run/ctx/supervisor. Errors:
 /// reason "no_supervisor" when there is none to connect to; EIO when it
 /// closes without an answer.
-Result<SupervisorAnswer> ask_supervisor(const nlohmann::json& request);
+/// `fds` go with the request (ctx model passes its stdin, stdout, stderr).
+Result<SupervisorAnswer> ask_supervisor(const nlohmann::json& request, const std::vector<int>& fds = {});
 
 /// The errno an answer's "code" names (EIO for one not known here).
 int answer_errno(const nlohmann::json& a);

@@ -6,6 +6,7 @@
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "launcher/child_request.hpp"
+#include "launcher/sandbox.hpp"
 #include "sys/process.hpp"
 #include "sys/socket.hpp"
 
@@ -25,6 +26,7 @@ Children::Children(ChildrenConfig cfg, UniqueFd control_listen)
 
 void Children::add_poll_fds(std::vector<struct pollfd>& fds) const {
   if (listen_.valid()) fds.push_back({listen_.get(), POLLIN, 0});
+  for (const auto& [id, m] : models_) fds.push_back({m.child.pidfd.get(), POLLIN, 0});
   for (const auto& [id, c] : conns_) fds.push_back({c.fd.get(), POLLIN, 0});
   children_.add_poll_fds(fds);
 }
@@ -43,6 +45,15 @@ void Children::handle(const std::vector<struct pollfd>& fds) {
       exited(name, reap_child(c));
     }
   }
+  for (auto m = models_.begin(); m != models_.end();) {
+    if (!ready(m->second.child.pidfd.get())) {
+      ++m;
+      continue;
+    }
+    auto st = sys::wait_pid(m->second.child.pid);
+    answer(m->first, {{"ok", true}, {"op", "model"}, {"exit_status", st ? exit_code_of(*st) : kExitLaunchFailed}});
+    m = models_.erase(m);
+  }
   std::vector<int> ids;
   for (const auto& [id, c] : conns_)
     if (ready(c.fd.get())) ids.push_back(id);
@@ -56,17 +67,27 @@ void Children::accept_all() {
     if (!c || !*c) return;
     if (conns_.size() >= kMaxConns) continue;                            // dropped: the peer sees EOF
     if (cfg_.peer_allowed && !cfg_.peer_allowed((*c)->get())) continue;  // not of our sandbox
-    conns_[next_conn_++] = Conn{std::move(**c), {}};
+    conns_[next_conn_++] = Conn{std::move(**c), {}, {}};
   }
 }
 
 void Children::read_conn(int id) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
-  auto data = sys::read_available(it->second.fd.get(), 8192);
-  if (!data) {
+  // recvmsg, not read: a request may carry descriptors (ctx model's stdio).
+  auto msg = sys::recv_message(it->second.fd.get(), 8192, 3);
+  if (!msg && msg.error().code == EAGAIN) return;
+  if (!msg) {
     conns_.erase(it);
     return;
+  }
+  std::optional<std::optional<std::string>> data;
+  if (!*msg) {
+    data = std::optional<std::string>(std::string());
+  } else {
+    for (auto& fd : (*msg)->fds) it->second.fds.push_back(std::move(fd));
+    if (it->second.fds.size() > 3) it->second.fds.resize(3);
+    data = std::optional<std::string>(std::move((*msg)->bytes));
   }
   if (!*data) return;
   if ((*data)->empty()) {  // EOF: a waiter that gave up
@@ -121,6 +142,16 @@ void Children::request(int id, const std::string& line) {
     return;  // answered once the child's runtime runs (or fails)
   }
   if (op == "stop" || op == "wait") return stop_or_wait(id, op, j);
+  if (op == "model") {
+    if (!cfg_.model) return deny(id, op, Error{ENOTSUP, "this agent's mounts show no model tier", "no_models"});
+    auto it = conns_.find(id);
+    if (it == conns_.end()) return;
+    auto r = cfg_.model(j, std::move(it->second.fds));
+    it->second.fds.clear();
+    if (auto* a = std::get_if<json>(&r)) return answer(id, *a);
+    models_.emplace(id, std::move(std::get<ModelRun>(r)));
+    return;  // answered when the model exits
+  }
   if (op == "tool") {
     if (!cfg_.tool) return deny(id, op, Error{ENOTSUP, "this agent's mounts show no tool tier", "no_tools"});
     ToolAnswer a = cfg_.tool(j);
@@ -237,7 +268,8 @@ void Children::cancel_all() { signal_children(children_, parent_dead_signal()); 
 std::size_t Children::running() const { return children_.running(); }
 
 void Children::wait_all(int timeout_ms, bool kill_left) {
-  wait_children(children_, timeout_ms, kill_left, [this](const std::string& name, int status) { exited(name, status); });
+  wait_children(children_, timeout_ms, kill_left,
+                [this](const std::string& name, int status) { exited(name, status); });
 }
 
 }  // namespace ctx::launcher

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "agentdir/agent_spec.hpp"
@@ -28,6 +29,7 @@
 #include "base/unique_fd.hpp"
 #include "launcher/child_registry.hpp"
 #include "launcher/child_spawn.hpp"
+#include "launcher/model_run.hpp"
 #include "launcher/tool_gate.hpp"
 
 namespace ctx::launcher {
@@ -45,6 +47,10 @@ struct ChildrenConfig {
   std::function<bool(int conn)> peer_allowed;
   /// Decides a `tool` request (ToolGate::call); unset: refused.
   std::function<ToolAnswer(const nlohmann::json&)> tool;
+  /// Decides and starts a `model` request with the caller's stdio
+  /// (ModelGate::call): an answer now, or a running model whose exit
+  /// answers it.
+  std::function<std::variant<nlohmann::json, ModelRun>(const nlohmann::json&, std::vector<UniqueFd>)> model;
 };
 
 /// The control socket's server: reads requests, checks them, answers, and
@@ -73,6 +79,7 @@ class Children {
   struct Conn {
     UniqueFd fd;
     std::string buf;
+    std::vector<UniqueFd> fds;  ///< descriptors that came with the request (ctx model's stdio)
   };
 
   void accept_all();
@@ -92,6 +99,7 @@ class Children {
   std::map<int, Conn> conns_;
   int next_conn_ = 0;
   ChildRegistry children_;
+  std::map<int, ModelRun> models_;  ///< running models, by the connection their exit answers
 };
 
 }  // namespace ctx::launcher

@@ -19,6 +19,7 @@
 #include "launcher/agent_files.hpp"
 #include "launcher/channel.hpp"
 #include "launcher/children.hpp"
+#include "launcher/model_gate.hpp"
 #include "launcher/notify.hpp"
 #include "launcher/pty_relay.hpp"
 #include "launcher/sandbox.hpp"
@@ -244,7 +245,8 @@ class Supervisor {
   RateLimiter limiter_{kNotifyBurst, kNotifyPerSecond};
   std::optional<PtyRelay> relay_;
   std::optional<ViewProcess> view_;
-  std::optional<ToolGate> tools_;  ///< decides `ctx tool` calls
+  std::optional<ToolGate> tools_;    ///< decides `ctx tool` calls
+  std::optional<ModelGate> models_;  ///< decides and starts `ctx model` calls
 
   AgentState state_ = AgentState::start;
   int exit_code_ = kExitLaunchFailed;
@@ -468,6 +470,9 @@ void Supervisor::start_children() {
   };
   cc.peer_allowed = [this](int conn) { return in_sandbox(sandbox_pidns_, sys::peer_pid(conn)); };
   if (setup_.tools.valid()) {
+    models_.emplace(
+        plan_, setup_.tools.get(), [this](json j) { files_->event(j); }, [this](json j) { files_->log(j); });
+    cc.model = [this](const json& req, std::vector<UniqueFd> stdio) { return models_->call(req, std::move(stdio)); };
     tools_.emplace(
         plan_, std::move(setup_.tools), [this](json j) { files_->event(j); }, [this](json j) { files_->log(j); });
     cc.tool = [this](const json& req) { return tools_->call(req); };

@@ -8,6 +8,7 @@
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
+#include "launcher/as_owner.hpp"
 #include "launcher/static_view.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
@@ -46,31 +47,6 @@ std::string rel_join(std::string_view a, std::string_view b) {
   if (b.empty()) return std::string(a);
   return std::string(a) + "/" + std::string(b);
 }
-
-// A root supervisor's file-system ids set to the owner's for a scope, as
-// the sandbox and the view read the tree; back to root's at its end (the
-// supervisor is single-threaded: the ids are the process's).
-class AsOwner {
- public:
-  static Result<AsOwner> enter(const IdPlan& ids) {
-    if (!ids.privileged) return AsOwner(std::nullopt);
-    CTX_TRY_ASSIGN(sys::Creds saved, sys::current_creds());
-    CTX_TRY(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups));
-    return AsOwner(std::move(saved));
-  }
-  AsOwner(AsOwner&& o) noexcept : saved_(std::move(o.saved_)) { o.saved_.reset(); }
-  AsOwner& operator=(AsOwner&&) = delete;
-  ~AsOwner() {
-    if (!saved_) return;
-    // Failing to become root again would leave the supervisor unable to
-    // do its work (cgroups, files of other owners): stop rather than go on.
-    if (!sys::set_fs_ids(saved_->uid, saved_->gid, saved_->groups)) std::abort();
-  }
-
- private:
-  explicit AsOwner(std::optional<sys::Creds> saved) : saved_(std::move(saved)) {}
-  std::optional<sys::Creds> saved_;
-};
 
 Error refusal(int code, std::string reason, std::string msg) {
   Error e{code, std::move(msg)};

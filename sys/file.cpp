@@ -1,5 +1,7 @@
 #include "sys/file.hpp"
 
+#include <cstdlib>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -365,6 +367,16 @@ Result<void> append_file(int dirfd, const std::string& name, std::string_view da
   if (!S_ISREG(st.mode)) return fail(Error{EINVAL, name + ": EINVAL: not a regular file"});
   if (owner && created && ::fchown(fd.get(), owner->uid, owner->gid) < 0) return CTX_FAIL_ERRNO("fchown " + name);
   return write_all(fd.get(), data, "write");
+}
+
+}  // namespace ctx::sys
+
+namespace ctx::sys {
+
+Result<std::string> make_temp_dir(const std::string& prefix) {
+  std::string t = prefix + "XXXXXX";
+  if (::mkdtemp(t.data()) == nullptr) return CTX_FAIL_ERRNO("mkdtemp " + t);
+  return t;
 }
 
 }  // namespace ctx::sys

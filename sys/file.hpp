@@ -93,6 +93,10 @@ Result<void> rename_at(int olddirfd, const std::string& oldname, int newdirfd, c
 /// itself (AT_EMPTY_PATH).
 Result<void> chown_at(int dirfd, const std::string& name, Ownership owner);
 
+/// mkdtemp(3): a new directory (mode 0700) named by `prefix` and six
+/// random characters; its path.
+Result<std::string> make_temp_dir(const std::string& prefix);
+
 /// readlinkat(2): the target of the symbolic link dirfd/name.
 Result<std::string> read_link_at(int dirfd, const std::string& name);
 

@@ -1,0 +1,143 @@
+#include "launcher/model_gate.hpp"
+
+#include <cstdlib>
+
+#include "base/names.hpp"
+#include "base/path.hpp"
+#include "base/text.hpp"
+#include "launcher/as_owner.hpp"
+#include "launcher/model_plan.hpp"
+#include "launcher/static_view.hpp"
+#include "policy/policy.hpp"
+#include "sys/file.hpp"
+#include "sys/resolve.hpp"
+#include "sys/socket.hpp"
+
+#include <fcntl.h>
+
+namespace ctx::launcher {
+
+namespace {
+
+using nlohmann::json;
+
+Error refusal(int code, std::string reason, std::string msg) {
+  Error e{code, std::move(msg)};
+  e.reason = std::move(reason);
+  return e;
+}
+
+// A model's .d/env: KEY=VALUE lines; blank lines and # comments skipped;
+// a line that is neither is left out (the model's own file, not the
+// agent's to get wrong).
+std::vector<std::pair<std::string, std::string>> parse_env(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t nl = text.find('\n', start);
+    std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    start = nl == std::string::npos ? text.size() : nl + 1;
+    auto eq = line.find('=');
+    if (line.empty() || line[0] == '#' || eq == std::string::npos || eq == 0) continue;
+    out.emplace_back(line.substr(0, eq), line.substr(eq + 1));
+  }
+  return out;
+}
+
+bool names_network(const std::string& cap) {
+  std::size_t start = 0;
+  while (start < cap.size()) {
+    std::size_t nl = cap.find('\n', start);
+    if (cap.substr(start, nl == std::string::npos ? std::string::npos : nl - start) == "network") return true;
+    start = nl == std::string::npos ? cap.size() : nl + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+ModelGate::ModelGate(const LaunchPlan& plan, int tree, std::function<void(json)> event, std::function<void(json)> log)
+    : plan_(plan),
+      tree_(tree),
+      event_(std::move(event)),
+      log_(std::move(log)),
+      live_(plan.ctx_root, runtime_viewer(plan)) {}
+
+void ModelGate::record(json ev) {
+  event_(ev);
+  ev.erase("type");
+  ev["event"] = "model.call";
+  log_(ev);
+}
+
+json ModelGate::refuse(const std::string& name, const Error& e, const char* status) {
+  json ev{{"type", "model.call"}, {"object", "model/" + name}, {"status", status}};
+  if (!e.reason.empty()) ev["reason"] = e.reason;
+  record(ev);
+  json a{{"ok", false}, {"op", "model"}, {"name", name}, {"code", errno_name(e.code)}, {"message", e.msg}};
+  if (!e.reason.empty()) a["reason"] = e.reason;
+  return a;
+}
+
+std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<UniqueFd> stdio) {
+  for (const auto& [k, v] : req.items())
+    if (k != "op" && k != "name")
+      return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in model"), "error");
+  if (!req.contains("name") || !req["name"].is_string())
+    return refuse("", refusal(EINVAL, "invalid_request", "model needs \"name\", a string"), "error");
+  if (stdio.size() != 3)
+    return refuse("", refusal(EINVAL, "invalid_request", "model needs the caller's stdin, stdout and stderr"), "error");
+  const std::string name = req["name"].get<std::string>();
+  const view::Viewer& v = live_.get();
+  ModelEntry m;
+  {
+    auto as_owner = AsOwner::enter(plan_.ids);
+    if (!as_owner) return refuse(name, refusal(as_owner.error().code, "error", as_owner.error().msg), "error");
+    view::FsTree tree(tree_);
+    view::ModelCall c = view::model_call(v, tree, name);
+    using V = view::ModelVerdict;
+    switch (c.verdict) {
+      case V::allowed: break;
+      case V::not_found:
+        return refuse(name, refusal(ENOENT, "not_found", "no model " + name + " in home/<owner>/model or model/"),
+                      "error");
+      case V::agent_policy:
+        return refuse(name,
+                      refusal(EACCES, "agent_policy",
+                              "the policy of " + plan_.name + " has no " +
+                                  policy::missing_rule(v.subject, policy::Class::model, c.name, "use")),
+                      "denied");
+      case V::mode:
+        return refuse(name, refusal(EACCES, "mode", c.rel + " is not executable for uid " + std::to_string(v.uid)),
+                      "denied");
+      case V::model_policy:
+        return refuse(name,
+                      refusal(EACCES, "model_policy",
+                              "the model's own policy (" + c.name + ".d/policy) has no " +
+                                  policy::missing_rule(v.subject, policy::Class::model, c.name, "use")),
+                      "denied");
+    }
+    m.name = c.name;
+    m.host_path = path_join(plan_.ctx_root, c.rel);
+    if (auto d = tree.stat(c.rel + ".d"); d && d->type == view::HostEntry::Type::directory)
+      m.meta_dir = m.host_path + ".d";
+    if (auto env = tree.read(c.rel + ".d/env")) m.env = parse_env(*env);
+    if (auto cap = tree.read(c.rel + ".d/cap")) m.network = names_network(*cap);
+  }
+  // An empty directory for the model's root to be mounted over; what it
+  // holds is never seen (the sandbox mounts a fresh tmpfs over it).
+  auto anchor = sys::make_temp_dir("/tmp/ctx-model.");
+  if (!anchor) return refuse(name, refusal(anchor.error().code, "error", anchor.error().msg), "error");
+  if (plan_.ids.privileged) (void)sys::chown_at(AT_FDCWD, *anchor, sys::Ownership{plan_.ids.fs.uid, plan_.ids.fs.gid});
+  std::vector<std::string> base;
+  for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
+    if (sys::open_path_no_symlinks(d)) base.emplace_back(d);
+  LaunchPlan p = model_plan(plan_, m, *anchor, base);
+  auto run = start_model(p, {stdio[0].get(), stdio[1].get(), stdio[2].get()});
+  (void)sys::remove_at(AT_FDCWD, *anchor, true);  // empty on the host: the tmpfs was the sandbox's
+  if (!run) return refuse(name, refusal(run.error().code, "error", run.error().msg), "error");
+  record({{"type", "model.call"}, {"object", "model/" + m.name}, {"status", "ok"}});
+  return std::move(*run);
+}
+
+}  // namespace ctx::launcher
