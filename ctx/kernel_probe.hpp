@@ -27,7 +27,7 @@ struct FacilityResult {
   enum class State { ok, missing, not_probed } state = State::ok;
   std::string detail = {};  ///< ok: what was seen; missing: the error; not_probed: why
   std::string remedy = {};  ///< missing: what to do
-  bool fatal = false;  ///< missing and nothing can launch (an error, not a warning)
+  bool fatal = false;       ///< missing and nothing can launch (an error, not a warning)
 };
 
 /// "ok", "missing" or "not probed".

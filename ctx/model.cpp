@@ -14,17 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-int refuse(const std::string& model, int code, const std::string& reason, const std::string& sentence) {
-  const char* agent = std::getenv("CTX_AGENT");
-  json j{{"type", "error"},
-         {"code", errno_name(code)},
-         {"reason", reason},
-         {"model", model},
-         {"agent", agent != nullptr ? agent : ""},
-         {"message", sentence}};
-  std::fprintf(stderr, "%s\nctx model: %s: %s: %s\n", j.dump(-1, ' ', true).c_str(), printable(model).c_str(),
-               errno_name(code).c_str(), printable(sentence).c_str());
-  return code;
+int refuse(const std::string& name, int code, const std::string& reason, const std::string& sentence) {
+  return refuse_call("model", name, code, reason, sentence);
 }
 
 // Requests up to a pipe's capacity go as the argument; longer ones on stdin.
@@ -49,11 +40,7 @@ int call_model(const std::string& name, const std::optional<std::string>& reques
   auto got = ask_supervisor({{"op", "model"}, {"name", name}}, {in, 1, 2});
   if (!got) return refuse(name, got.error().code, got.error().reason, got.error().msg);
   const json& a = got->answer;
-  if (!a.value("ok", false)) {
-    int code = answer_errno(a);
-    refuse(name, code, a.value("reason", ""), a.value("message", errno_name(code)));
-    return code > 124 ? 1 : code;
-  }
+  if (auto code = refused("model", name, a)) return *code;
   return a.value("exit_status", 1);
 }
 

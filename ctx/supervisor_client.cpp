@@ -1,6 +1,9 @@
 #include "ctx/supervisor_client.hpp"
 
+#include <cstdio>
 #include <cstdlib>
+
+#include "base/text.hpp"
 
 #include "sys/process.hpp"
 #include "sys/socket.hpp"
@@ -30,6 +33,27 @@ Result<SupervisorAnswer> ask_supervisor(const nlohmann::json& request, const std
   if (out.answer.is_discarded() || !out.answer.is_object())
     return fail(Error{EIO, "EIO: the supervisor closed the connection without an answer (is the agent stopping?)"});
   return out;
+}
+
+int refuse_call(const char* what, const std::string& name, int code, const std::string& reason,
+                const std::string& sentence) {
+  const char* agent = std::getenv("CTX_AGENT");
+  nlohmann::json j{{"type", "error"},
+                   {"code", errno_name(code)},
+                   {"reason", reason},
+                   {what, name},
+                   {"agent", agent != nullptr ? agent : ""},
+                   {"message", sentence}};
+  std::fprintf(stderr, "%s\nctx %s: %s: %s: %s\n", j.dump(-1, ' ', true).c_str(), what, printable(name).c_str(),
+               errno_name(code).c_str(), printable(sentence).c_str());
+  return code;
+}
+
+std::optional<int> refused(const char* what, const std::string& name, const nlohmann::json& a) {
+  if (a.value("ok", false)) return std::nullopt;
+  int code = answer_errno(a);
+  refuse_call(what, name, code, a.value("reason", ""), a.value("message", errno_name(code)));
+  return code > 124 ? 1 : code;
 }
 
 int answer_errno(const nlohmann::json& a) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "base/result.hpp"
@@ -21,6 +22,17 @@ struct SupervisorAnswer {
 /// closes without an answer.
 /// `fds` go with the request (ctx model passes its stdin, stdout, stderr).
 Result<SupervisorAnswer> ask_supervisor(const nlohmann::json& request, const std::vector<int>& fds = {});
+
+/// The error protocol of ctx tool and ctx model: one JSON line (type,
+/// code, reason, `what`: name, agent, message) and one sentence for
+/// people on stderr; returns code.
+int refuse_call(const char* what, const std::string& name, int code, const std::string& reason,
+                const std::string& sentence);
+
+/// A refusal in the supervisor's answer, said with refuse_call: the exit
+/// status (the errno; 1 for one above 124, which shells read as "could
+/// not run"); nullopt when the answer is ok.
+std::optional<int> refused(const char* what, const std::string& name, const nlohmann::json& answer);
 
 /// The errno an answer's "code" names (EIO for one not known here).
 int answer_errno(const nlohmann::json& a);

@@ -17,18 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-// The error protocol: one JSON line, then one sentence for people.
-int refuse(const std::string& tool, int code, const std::string& reason, const std::string& sentence) {
-  const char* agent = std::getenv("CTX_AGENT");
-  json j{{"type", "error"},
-         {"code", errno_name(code)},
-         {"reason", reason},
-         {"tool", tool},
-         {"agent", agent != nullptr ? agent : ""},
-         {"message", sentence}};
-  std::fprintf(stderr, "%s\nctx tool: %s: %s: %s\n", j.dump(-1, ' ', true).c_str(), printable(tool).c_str(),
-               errno_name(code).c_str(), printable(sentence).c_str());
-  return code;
+int refuse(const std::string& name, int code, const std::string& reason, const std::string& sentence) {
+  return refuse_call("tool", name, code, reason, sentence);
 }
 
 }  // namespace
@@ -40,11 +30,7 @@ int call_tool(const std::string& name, const std::vector<std::string>& args, con
   auto got = ask_supervisor(req);
   if (!got) return refuse(name, got.error().code, got.error().reason, got.error().msg);
   const json& a = got->answer;
-  if (!a.value("ok", false)) {
-    int code = answer_errno(a);
-    refuse(name, code, a.value("reason", ""), a.value("message", errno_name(code)));
-    return code > 124 ? 1 : code;
-  }
+  if (auto code = refused("model", name, a)) return *code;
   if (got->fds.size() != 1 || !a.contains("path") || !a["path"].is_string())
     return refuse(name, EIO, "", "EIO: the supervisor allowed the call but sent no tool");
   // Run it: stdin and stdout pass through untouched, and the tool's exit
