@@ -30,7 +30,7 @@ int call_tool(const std::string& name, const std::vector<std::string>& args, con
   auto got = ask_supervisor(req);
   if (!got) return refuse(name, got.error().code, got.error().reason, got.error().msg);
   const json& a = got->answer;
-  if (auto code = refused("model", name, a)) return *code;
+  if (auto code = refused("tool", name, a)) return *code;
   if (got->fds.size() != 1 || !a.contains("path") || !a["path"].is_string())
     return refuse(name, EIO, "", "EIO: the supervisor allowed the call but sent no tool");
   // Run it: stdin and stdout pass through untouched, and the tool's exit
