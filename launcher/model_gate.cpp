@@ -1,6 +1,7 @@
 #include "launcher/model_gate.hpp"
 
 #include <cstdlib>
+#include <string_view>
 
 #include "base/names.hpp"
 #include "base/path.hpp"
@@ -27,30 +28,34 @@ Error refusal(int code, std::string reason, std::string msg) {
   return e;
 }
 
-// A model's .d/env: KEY=VALUE lines; blank lines and # comments skipped;
-// a line that is neither is left out (the model's own file, not the
-// agent's to get wrong).
-std::vector<std::pair<std::string, std::string>> parse_env(const std::string& text) {
-  std::vector<std::pair<std::string, std::string>> out;
-  std::size_t start = 0;
-  while (start < text.size()) {
+// The lines of a model's small .d/ file, without their '\n'.
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> out;
+  for (std::size_t start = 0; start < text.size();) {
     std::size_t nl = text.find('\n', start);
-    std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-    start = nl == std::string::npos ? text.size() : nl + 1;
-    auto eq = line.find('=');
-    if (line.empty() || line[0] == '#' || eq == std::string::npos || eq == 0) continue;
-    out.emplace_back(line.substr(0, eq), line.substr(eq + 1));
+    out.push_back(text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start));
+    start = nl == std::string_view::npos ? text.size() : nl + 1;
   }
   return out;
 }
 
-bool names_network(const std::string& cap) {
-  std::size_t start = 0;
-  while (start < cap.size()) {
-    std::size_t nl = cap.find('\n', start);
-    if (cap.substr(start, nl == std::string::npos ? std::string::npos : nl - start) == "network") return true;
-    start = nl == std::string::npos ? cap.size() : nl + 1;
+// A model's .d/env: KEY=VALUE lines; blank lines and # comments skipped;
+// a line that is neither is left out (the model's own file, not the
+// agent's to get wrong).
+std::vector<std::pair<std::string, std::string>> parse_env(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::string_view line : lines_of(text)) {
+    auto eq = line.find('=');
+    if (line.empty() || line[0] == '#' || eq == std::string_view::npos || eq == 0) continue;
+    out.emplace_back(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)));
   }
+  return out;
+}
+
+// Whether a model's .d/cap grants it the network: a line `network`.
+bool names_network(std::string_view cap) {
+  for (std::string_view line : lines_of(cap))
+    if (line == "network") return true;
   return false;
 }
 
