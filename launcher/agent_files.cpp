@@ -37,21 +37,24 @@ void AgentFiles::status(AgentState s) {
 
 void AgentFiles::pid(pid_t p) { warn(sys::atomic_replace(ddir_, "pid", std::to_string(p) + "\n"), "pid"); }
 
+Result<void> append_capped_log(int dirfd, const std::string& line, std::uint64_t& size) {
+  if (size == kUnknownLogSize) {
+    auto st = sys::stat_at(dirfd, "log");
+    size = st && *st ? (*st)->size : 0;
+  }
+  if (size + line.size() > kMaxLogBytes && size > 0) {
+    CTX_TRY(sys::rename_at(dirfd, "log", dirfd, "log.1"));
+    size = 0;
+  }
+  auto r = sys::append_file(dirfd, "log", line, 0644);
+  if (r) size += line.size();
+  return r;
+}
+
 void AgentFiles::log(json j) {
   j["ts"] = timestamp_now();
   j["agent"] = plan_.name;
-  std::string line = j.dump(-1, ' ', true) + "\n";
-  if (log_size_ == kUnknownSize) {
-    auto st = sys::stat_at(ddir_, "log");
-    log_size_ = st && *st ? (*st)->size : 0;
-  }
-  if (log_size_ + line.size() > kMaxLogBytes && log_size_ > 0) {
-    warn(sys::rename_at(ddir_, "log", ddir_, "log.1"), "log");
-    log_size_ = 0;
-  }
-  auto r = sys::append_file(ddir_, "log", line, 0644);
-  if (r) log_size_ += line.size();
-  warn(r, "log");
+  warn(append_capped_log(ddir_, j.dump(-1, ' ', true) + "\n", log_size_), "log");
 }
 
 void AgentFiles::event(const json& j) {

@@ -22,6 +22,16 @@ namespace ctx::launcher {
 /// The cap of <name>.d/log (and of log.1, the previous one).
 inline constexpr std::uint64_t kMaxLogBytes = 1 << 20;
 
+/// A log size not known yet (append_capped_log stats the file).
+inline constexpr std::uint64_t kUnknownLogSize = ~std::uint64_t{0};
+
+/// Appends `line` to dirfd/log. Once the line would take the log past
+/// kMaxLogBytes, the log becomes log.1 (replacing the older one) and a new
+/// log begins, so the newest lines are always kept and the two never hold
+/// more than twice the cap. `size`: the log's size as the caller knows it
+/// (kUnknownLogSize: read it), kept up to date.
+Result<void> append_capped_log(int dirfd, const std::string& line, std::uint64_t& size);
+
 /// The lifecycle of seed 000 ("start ready busy idle stopping dead"),
 /// as the supervisor writes it to <name>.d/status.
 enum class AgentState { start, ready, busy, idle, stopping, dead };
@@ -42,10 +52,8 @@ class AgentFiles {
   /// Replaces <name>.d/pid atomically.
   void pid(pid_t p);
 
-  /// Appends a line (with ts and agent) to <name>.d/log. The log is capped:
-  /// once a line would take it past kMaxLogBytes it becomes log.1
-  /// (replacing the older one) and a new log begins, so the newest lines
-  /// are always kept and the two never hold more than twice the cap.
+  /// Appends a line (with ts and agent) to <name>.d/log, capped
+  /// (append_capped_log).
   void log(nlohmann::json j);
 
   /// Appends an event (ts, type..., agent, session) to the session's
@@ -70,11 +78,10 @@ class AgentFiles {
   std::optional<sys::Ownership> owner() const;
   void warn(const Result<void>& r, const char* what);
 
-  static constexpr std::uint64_t kUnknownSize = ~std::uint64_t{0};
   const LaunchPlan& plan_;
   int ddir_;
   UniqueFd session_;
-  std::uint64_t log_size_ = kUnknownSize;
+  std::uint64_t log_size_ = kUnknownLogSize;
 };
 
 }  // namespace ctx::launcher

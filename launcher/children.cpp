@@ -51,7 +51,9 @@ void Children::handle(const std::vector<struct pollfd>& fds) {
       continue;
     }
     auto st = sys::wait_pid(m->second.child.pid);
-    answer(m->first, {{"ok", true}, {"op", "model"}, {"exit_status", st ? exit_code_of(*st) : kExitLaunchFailed}});
+    const int code = st ? exit_code_of(*st) : kExitLaunchFailed;
+    if (cfg_.model_exit) cfg_.model_exit(m->second, code);
+    answer(m->first, {{"ok", true}, {"op", "model"}, {"exit_status", code}});
     m = models_.erase(m);
   }
   std::vector<int> ids;

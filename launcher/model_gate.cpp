@@ -1,11 +1,16 @@
 #include "launcher/model_gate.hpp"
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
+#include "base/timestamp.hpp"
+#include "launcher/agent_files.hpp"
 #include "launcher/as_owner.hpp"
 #include "launcher/model_plan.hpp"
 #include "launcher/static_view.hpp"
@@ -75,13 +80,93 @@ void ModelGate::record(json ev) {
   log_(ev);
 }
 
-json ModelGate::refuse(const std::string& name, const Error& e, const char* status) {
-  json ev{{"type", "model.call"}, {"object", "model/" + name}, {"status", status}};
+// The model's own <m>.d/log, beneath the CTX root and never through a
+// symlink; nothing when the model has no .d/. A root supervisor writes as
+// root only into a .d/ that root owns and nobody else may write (the
+// system tier of a root-owned tree); anywhere else with the owner's ids,
+// so a user tier's log gets nothing the owner could not write.
+void ModelGate::log_model(const std::string& rel, json line) {
+  line["ts"] = timestamp_now();
+  line["agent"] = plan_.name;
+  line["session"] = plan_.session;
+  auto root = sys::open_dir(plan_.ctx_root);
+  if (!root) return;
+  auto d = sys::open_dir_beneath(root->get(), rel + ".d");
+  if (!d) return;
+  auto st = sys::stat_fd(d->get());
+  if (!st) return;
+  const bool root_only = st->uid == 0 && (st->mode & 022) == 0;
+  std::optional<AsOwner> as_owner;
+  if (!root_only) {
+    auto a = AsOwner::enter(plan_.ids);
+    if (!a) return;
+    as_owner.emplace(std::move(*a));
+  }
+  std::uint64_t size = kUnknownLogSize;
+  auto r = append_capped_log(d->get(), line.dump(-1, ' ', true) + "\n", size);
+  if (!r) std::fprintf(stderr, "ctx-agent-run: warning: %s.d/log: %s\n", rel.c_str(), printable(r.error().msg).c_str());
+}
+
+void ModelGate::finished(const ModelRun& run, int exit_status) {
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - run.started).count();
+  json ev{{"type", "model.call"},
+          {"object", "model/" + run.name},
+          {"status", exit_status == 0 ? "ok" : "failed"},
+          {"exit_status", exit_status},
+          {"ms", ms}};
+  if (!run.alias.empty()) ev["alias"] = run.alias;
+  record(ev);
+  log_model(run.rel, ev);
+}
+
+json ModelGate::refuse(const std::string& name, const Error& e, const char* status, const std::string& model,
+                       const std::string& alias) {
+  json ev{{"type", "model.call"}, {"object", "model/" + (model.empty() ? name : model)}, {"status", status}};
   if (!e.reason.empty()) ev["reason"] = e.reason;
+  if (!alias.empty()) ev["alias"] = alias;
   record(ev);
   json a{{"ok", false}, {"op", "model"}, {"name", name}, {"code", errno_name(e.code)}, {"message", e.msg}};
   if (!e.reason.empty()) a["reason"] = e.reason;
   return a;
+}
+
+// Decides a call as the owner: the model entry to start, or the refusal
+// (with the model file when the call reached the model).
+std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string& name) {
+  const view::Viewer& v = live_.get();
+  auto as_owner = AsOwner::enter(plan_.ids);
+  if (!as_owner) return Refusal{refusal(as_owner.error().code, "error", as_owner.error().msg), "error", "", "", ""};
+  view::FsTree tree(tree_);
+  view::ModelCall c = view::model_call(v, tree, name);
+  auto missing = [&] { return policy::missing_rule(v.subject, policy::Class::model, c.name, "use"); };
+  using V = view::ModelVerdict;
+  switch (c.verdict) {
+    case V::allowed: break;
+    case V::not_found:
+      return Refusal{refusal(ENOENT, "not_found", "no model " + name + " in home/<owner>/model or model/"), "error", "",
+                     "", ""};
+    case V::agent_policy:
+      return Refusal{refusal(EACCES, "agent_policy", "the policy of " + plan_.name + " has no " + missing()), "denied",
+                     "", c.name, c.alias};
+    case V::mode:
+      return Refusal{refusal(EACCES, "mode", c.rel + " is not executable for uid " + std::to_string(v.uid)), "denied",
+                     c.rel, c.name, c.alias};
+    case V::model_policy:
+      return Refusal{
+          refusal(EACCES, "model_policy", "the model's own policy (" + c.name + ".d/policy) has no " + missing()),
+          "denied", c.rel, c.name, c.alias};
+  }
+  ModelEntry m;
+  m.name = c.name;
+  m.rel = c.rel;
+  m.alias = c.alias;
+  m.host_path = path_join(plan_.ctx_root, c.rel);
+  if (auto d = tree.stat(c.rel + ".d"); d && d->type == view::HostEntry::Type::directory)
+    m.meta_dir = m.host_path + ".d";
+  if (auto env = tree.read(c.rel + ".d/env")) m.env = parse_env(*env);
+  if (auto cap = tree.read(c.rel + ".d/cap")) m.network = names_network(*cap);
+  return m;
 }
 
 std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<UniqueFd> stdio) {
@@ -93,42 +178,15 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
   if (stdio.size() != 3)
     return refuse("", refusal(EINVAL, "invalid_request", "model needs the caller's stdin, stdout and stderr"), "error");
   const std::string name = req["name"].get<std::string>();
-  const view::Viewer& v = live_.get();
-  ModelEntry m;
-  {
-    auto as_owner = AsOwner::enter(plan_.ids);
-    if (!as_owner) return refuse(name, refusal(as_owner.error().code, "error", as_owner.error().msg), "error");
-    view::FsTree tree(tree_);
-    view::ModelCall c = view::model_call(v, tree, name);
-    using V = view::ModelVerdict;
-    switch (c.verdict) {
-      case V::allowed: break;
-      case V::not_found:
-        return refuse(name, refusal(ENOENT, "not_found", "no model " + name + " in home/<owner>/model or model/"),
-                      "error");
-      case V::agent_policy:
-        return refuse(name,
-                      refusal(EACCES, "agent_policy",
-                              "the policy of " + plan_.name + " has no " +
-                                  policy::missing_rule(v.subject, policy::Class::model, c.name, "use")),
-                      "denied");
-      case V::mode:
-        return refuse(name, refusal(EACCES, "mode", c.rel + " is not executable for uid " + std::to_string(v.uid)),
-                      "denied");
-      case V::model_policy:
-        return refuse(name,
-                      refusal(EACCES, "model_policy",
-                              "the model's own policy (" + c.name + ".d/policy) has no " +
-                                  policy::missing_rule(v.subject, policy::Class::model, c.name, "use")),
-                      "denied");
-    }
-    m.name = c.name;
-    m.host_path = path_join(plan_.ctx_root, c.rel);
-    if (auto d = tree.stat(c.rel + ".d"); d && d->type == view::HostEntry::Type::directory)
-      m.meta_dir = m.host_path + ".d";
-    if (auto env = tree.read(c.rel + ".d/env")) m.env = parse_env(*env);
-    if (auto cap = tree.read(c.rel + ".d/cap")) m.network = names_network(*cap);
+  auto decided = decide(name);
+  if (auto* r = std::get_if<Refusal>(&decided)) {
+    json answer = refuse(name, r->error, r->status, r->model, r->alias);
+    if (!r->rel.empty())
+      log_model(r->rel, {{"type", "model.call"}, {"status", r->status}, {"reason", r->error.reason}});
+    return answer;
   }
+  const ModelEntry& m = std::get<ModelEntry>(decided);
+  const auto started = std::chrono::steady_clock::now();
   // An empty directory for the model's root to be mounted over; what it
   // holds is never seen (the sandbox mounts a fresh tmpfs over it).
   auto anchor = sys::make_temp_dir("/tmp/ctx-model.");
@@ -140,8 +198,15 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
   LaunchPlan p = model_plan(plan_, m, *anchor, base);
   auto run = start_model(p, {stdio[0].get(), stdio[1].get(), stdio[2].get()});
   (void)sys::remove_at(AT_FDCWD, *anchor, true);  // empty on the host: the tmpfs was the sandbox's
-  if (!run) return refuse(name, refusal(run.error().code, "error", run.error().msg), "error");
-  record({{"type", "model.call"}, {"object", "model/" + m.name}, {"status", "ok"}});
+  if (!run) {
+    json answer = refuse(name, refusal(run.error().code, "error", run.error().msg), "error");
+    log_model(m.rel, {{"type", "model.call"}, {"status", "error"}, {"reason", "error"}});
+    return answer;
+  }
+  run->name = m.name;
+  run->rel = m.rel;
+  run->alias = m.alias;
+  run->started = started;
   return std::move(*run);
 }
 

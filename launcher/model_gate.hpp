@@ -6,6 +6,11 @@
 // descriptors): {"op":"model","name":"debug/echo"}; answers
 // {"ok":true,"op":"model","exit_status":N} when the model exits, or
 // {"ok":false,"op":"model","code":"EACCES","reason":"agent_policy",...}.
+// Records: one `model.call` event (the session's events.jsonl) and agent
+// log line per call, when it is refused or when the model has exited; a
+// line in the model's own <m>.d/log for every call that reached the model
+// (run, or refused by its mode or its own policy). Facts only: never the
+// request or the answer, which the supervisor does not see.
 #pragma once
 
 #include <functional>
@@ -14,6 +19,7 @@
 #include <vector>
 
 #include "base/unique_fd.hpp"
+#include "launcher/model_plan.hpp"
 #include "launcher/model_run.hpp"
 #include "launcher/plan.hpp"
 #include "view/fs_tree.hpp"
@@ -28,9 +34,24 @@ class ModelGate {
 
   std::variant<nlohmann::json, ModelRun> call(const nlohmann::json& req, std::vector<UniqueFd> stdio);
 
+  /// Records a model started by call() that has exited.
+  void finished(const ModelRun& run, int exit_status);
+
  private:
-  nlohmann::json refuse(const std::string& name, const Error& e, const char* status);
+  struct Refusal {
+    Error error;
+    const char* status;  ///< "denied" or "error"
+    std::string rel;     ///< the model file when the call reached it, else ""
+    std::string model;   ///< provider/model when known, after any alias
+    std::string alias;   ///< the alias followed ("" none)
+  };
+  std::variant<ModelEntry, Refusal> decide(const std::string& name);
+  /// The answer of a refused call, recorded with the model named (after
+  /// an alias) when known, else the name asked for.
+  nlohmann::json refuse(const std::string& name, const Error& e, const char* status, const std::string& model = "",
+                        const std::string& alias = "");
   void record(nlohmann::json ev);
+  void log_model(const std::string& rel, nlohmann::json line);
 
   const LaunchPlan& plan_;
   int tree_;

@@ -22,6 +22,8 @@ namespace ctx::launcher {
 /// real paths).
 struct ModelEntry {
   std::string name;                                      ///< provider/model, after any alias
+  std::string rel;                                       ///< the model file below the CTX root
+  std::string alias;                                     ///< the alias named, below the CTX root ("" none)
   std::string host_path;                                 ///< the model file
   std::string meta_dir;                                  ///< its .d/ ("" when it has none)
   std::vector<std::pair<std::string, std::string>> env;  ///< its .d/env, in file order

@@ -46,7 +46,10 @@ Result<ModelRun> start_model(const LaunchPlan& plan, const std::array<int, 3>& s
       return fail(Error{r->code == 0 ? EIO : r->code, r->detail});
     }
   }
-  return ModelRun{std::move(child), std::move(sync.second)};
+  ModelRun run;
+  run.child = std::move(child);
+  run.lifeline = std::move(sync.second);
+  return run;
 }
 
 }  // namespace ctx::launcher

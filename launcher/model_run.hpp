@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <string>
 
 #include "base/result.hpp"
@@ -17,6 +18,11 @@ namespace ctx::launcher {
 struct ModelRun {
   sys::Child child;   ///< the sandbox's init; its exit status is the model's
   UniqueFd lifeline;  ///< open while the supervisor wants the model alive
+  // What the gate records when the model exits (ModelGate::finished).
+  std::string name;   ///< provider/model, after any alias
+  std::string rel;    ///< the model file below the CTX root
+  std::string alias;  ///< the alias the caller named, below the CTX root ("" none)
+  std::chrono::steady_clock::time_point started{};
 };
 
 /// Clones the model's sandbox, writes its id maps, releases it and waits

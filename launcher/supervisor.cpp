@@ -473,6 +473,7 @@ void Supervisor::start_children() {
     models_.emplace(
         plan_, setup_.tools.get(), [this](json j) { files_->event(j); }, [this](json j) { files_->log(j); });
     cc.model = [this](const json& req, std::vector<UniqueFd> stdio) { return models_->call(req, std::move(stdio)); };
+    cc.model_exit = [this](const ModelRun& run, int exit_status) { models_->finished(run, exit_status); };
     tools_.emplace(
         plan_, std::move(setup_.tools), [this](json j) { files_->event(j); }, [this](json j) { files_->log(j); });
     cc.tool = [this](const json& req) { return tools_->call(req); };

@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
+
+#include <unistd.h>
 
 #include "test/support/facility.hpp"
 #include "test/support/launch.hpp"
@@ -34,12 +37,31 @@ struct ModelTree {
     t.write("ctx/model/debug/spy.d/env", "API_KEY=sk-live-secret\n");
     t.write("ctx/model/debug/fenced", "#!/bin/sh\necho fenced-ran\n", 0755);
     t.write("ctx/model/debug/fenced.d/policy", "allow other_t model:debug/fenced use\n");
+    t.write("ctx/model/debug/echo.d/id", "debug/echo\n");
+    t.write("ctx/model/openai/gpt-4o", "#!/bin/sh\necho gpt-ran\n", 0755);
+    t.write("ctx/model/debug/fail", "#!/bin/sh\necho no-provider >&2\nexit 7\n", 0755);
+    t.dir().symlink("/ctx/model/debug/echo", "ctx/model/main");
+    t.dir().symlink("/ctx/model/debug/echo", "ctx/model/helper");
+    t.write("ctx/home/" + uid + "/model/.keep", "");
+    t.dir().symlink("/ctx/model/debug/fail", "ctx/home/" + uid + "/model/helper");  // the user's alias comes first
+    t.dir().symlink("/ctx/model/openai/gpt-4o", "ctx/model/ungranted");
     t.write("data/f", "project\n");
     t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.dir().path() +
                                     "/data\t/work\trw\tbind,nosuid,nodev\n"},
                       {"policy",
                        "allow coder_t model:debug/echo use\nallow coder_t model:debug/spy use\n"
-                       "allow coder_t model:debug/fenced use\nallow coder_t tool:fs.read execute\n"}});
+                       "allow coder_t model:debug/fenced use\nallow coder_t model:debug/fail use\n"
+                       "allow coder_t model:main use\nallow coder_t model:ungranted use\n"
+                       "allow coder_t tool:fs.read execute\n"}});
+  }
+  std::vector<nlohmann::json> lines(const std::string& rel) {
+    std::vector<nlohmann::json> out;
+    std::istringstream in(t.dir().read(rel));
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+  std::vector<nlohmann::json> events() {
+    return lines("ctx/home/" + uid + "/agent/coder/session/default/events.jsonl");
   }
   RunResult sh(const std::string& cmd) { return t.launch({"coder", "--", "/bin/sh", "-c", cmd}, as); }
 };
@@ -67,8 +89,10 @@ TEST_CASE("ctx model runs a model in a sandbox of its own: its answer, its crede
   CHECK(r.out ==
         "echo:as argument\nrc=0\necho:on stdin\nkey=sk-live-secret\nown-pid-namespace\nnetdevs=1\nrc=0\n"
         "agent-sees-no-key\n");
-  std::string log = m.t.dir().read("ctx/agent/coder.d/log");
-  CHECK(log.find("\"event\":\"model.call\",\"object\":\"model/debug/spy\",\"status\":\"ok\"") != std::string::npos);
+  bool logged = false;
+  for (const auto& l : m.lines("ctx/agent/coder.d/log"))
+    logged = logged || (l["event"] == "model.call" && l["object"] == "model/debug/spy" && l["status"] == "ok");
+  CHECK(logged);
 }
 
 TEST_CASE("ctx model refuses like ctx tool: the agent's grant, the model's own policy, an unknown name",
@@ -83,4 +107,96 @@ TEST_CASE("ctx model refuses like ctx tool: the agent's grant, the model's own p
     CHECK(first_json_line(r.err)["reason"] == reason);
     CHECK(r.out.empty());
   }
+}
+
+TEST_CASE("ctx model: an alias is checked as the model it names, the user's alias first; records hold facts",
+          "[root][userns]") {
+  ModelTree m = make_tree();
+  RunResult r = m.sh(
+      "/ctx/bin/ctx model main 'secret prompt'; echo rc=$?; /ctx/bin/ctx model helper x; echo rc=$?; "
+      "/ctx/bin/ctx model ungranted x 2>/dev/null; echo rc=$?");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  // main -> debug/echo, granted; the user's helper -> debug/fail (exit 7);
+  // ungranted -> openai/gpt-4o: the alias's grant is not the model's.
+  CHECK(r.out == "echo:secret prompt\nrc=0\nrc=7\nrc=13\n");
+  CHECK(r.err.find("no-provider") != std::string::npos);
+  std::vector<nlohmann::json> ev;
+  for (auto& e : m.events())
+    if (e["type"] == "model.call") ev.push_back(e);
+  INFO(m.t.dir().read("ctx/home/" + m.uid + "/agent/coder/session/default/events.jsonl"));
+  REQUIRE(ev.size() == 3);
+  for (const auto& e : ev) {
+    INFO(e.dump());
+    for (const char* k : {"ts", "type", "agent", "session", "object", "status"}) CHECK(e.contains(k));
+    CHECK(e["type"] == "model.call");
+    CHECK(e["agent"] == "coder");
+    CHECK(e["session"] == "default");
+  }
+  CHECK(ev[0]["object"] == "model/debug/echo");
+  CHECK(ev[0]["status"] == "ok");
+  CHECK(ev[0]["exit_status"] == 0);
+  CHECK(ev[0]["alias"] == "model/main");
+  CHECK(ev[1]["object"] == "model/debug/fail");
+  CHECK(ev[1]["status"] == "failed");
+  CHECK(ev[1]["exit_status"] == 7);
+  CHECK(ev[1]["alias"] == "home/" + m.uid + "/model/helper");
+  CHECK(ev[2]["object"] == "model/openai/gpt-4o");
+  CHECK(ev[2]["status"] == "denied");
+  CHECK(ev[2]["reason"] == "agent_policy");
+  CHECK(ev[2]["alias"] == "model/ungranted");
+  // The model's own log: one line per call that reached it, with facts
+  // and never the request or the answer.
+  std::string echo_log = m.t.dir().read("ctx/model/debug/echo.d/log");
+  CHECK(echo_log.find("secret prompt") == std::string::npos);
+  auto lines = m.lines("ctx/model/debug/echo.d/log");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0]["type"] == "model.call");
+  CHECK(lines[0]["agent"] == "coder");
+  CHECK(lines[0]["session"] == "default");
+  CHECK(lines[0]["status"] == "ok");
+  CHECK(lines[0]["exit_status"] == 0);
+  CHECK(lines[0].contains("ts"));
+  CHECK(lines[0].contains("ms"));
+  for (const auto& e : ev) CHECK(e.dump().find("secret prompt") == std::string::npos);
+}
+
+TEST_CASE("ctx model: a refusal by the model's own policy is in its log; a model entry never runs directly",
+          "[root][userns]") {
+  ModelTree m = make_tree();
+  RunResult r = m.sh(
+      "/ctx/bin/ctx model debug/fenced x 2>/dev/null; echo rc=$?; /ctx/model/debug/echo </dev/null "
+      "2>/dev/null; echo rc=$?; /ctx/model/debug/spy </dev/null 2>/dev/null; echo rc=$?");
+  INFO(r.out << r.err);
+  CHECK(r.out == "rc=13\nrc=126\nrc=126\n");
+  auto lines = m.lines("ctx/model/debug/fenced.d/log");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0]["status"] == "denied");
+  CHECK(lines[0]["reason"] == "model_policy");
+  CHECK(lines[0]["agent"] == "coder");
+}
+
+TEST_CASE("a root supervisor writes a model's log as root only in a .d/ that root owns", "[root]") {
+  ModelTree m = make_tree();
+  REQUIRE(m.as.uid == 0);
+  const std::string root = m.t.dir().path();
+  // The system tier's echo.d/ belongs to root: its log is written (the
+  // owner could not write it).
+  m.t.write("ctx/model/debug/echo.d/log", "");
+  REQUIRE(::chown((root + "/ctx/model/debug/echo.d").c_str(), 0, 0) == 0);
+  REQUIRE(::chown((root + "/ctx/model/debug/echo.d/log").c_str(), 0, 0) == 0);
+  // The owner's fail.d/ holds a hard link to a file of root's: written as
+  // the owner, never as root.
+  m.t.write("ctx/model/debug/fail.d/id", "debug/fail\n");
+  m.t.dir().write("victim", "root's\n", 0644);
+  REQUIRE(::link((root + "/victim").c_str(), (root + "/ctx/model/debug/fail.d/log").c_str()) == 0);
+  RunResult r =
+      m.sh("/ctx/bin/ctx model debug/echo x >/dev/null; /ctx/bin/ctx model debug/fail x 2>/dev/null; echo rc=$?");
+  INFO(r.out << r.err);
+  CHECK(r.out == "rc=7\n");
+  auto lines = m.lines("ctx/model/debug/echo.d/log");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0]["status"] == "ok");
+  CHECK(m.t.dir().read("victim") == "root's\n");
+  CHECK(r.warnings.find("model/debug/fail.d/log: openat log: EACCES") != std::string::npos);  // reported
 }
