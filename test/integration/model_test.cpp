@@ -3,6 +3,7 @@
 // own with its credentials, and sees nothing of the agent's.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -199,4 +200,33 @@ TEST_CASE("a root supervisor writes a model's log as root only in a .d/ that roo
   CHECK(lines[0]["status"] == "ok");
   CHECK(m.t.dir().read("victim") == "root's\n");
   CHECK(r.warnings.find("model/debug/fail.d/log: openat log: EACCES") != std::string::npos);  // reported
+}
+
+TEST_CASE("the example tree: coder calls debug/echo, its child reviewer without a grant is refused", "[root][userns]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
+  ctx::test::TempDir d;
+  const char* src = std::getenv("CTX_SOURCE_ROOT");
+  REQUIRE(src != nullptr);
+  RunResult inst = ctx::test::run_command({std::string(src) + "/scripts/install-example", d.path(),
+                                           std::to_string(u->uid), std::to_string(u->gid), ctx::test::built("ctx/ctx")},
+                                          std::nullopt, 60);
+  REQUIRE(inst.exit_code == 0);
+  const std::string root = d.path() + "/ctx";
+  RunResult r =
+      ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", root, "coder"}, as, 60);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("{\"model\":\"debug/echo\",\"output\":\"hello from coder\"}\n") != std::string::npos);
+  CHECK(r.out.find("{\"exit_status\":0,\"name\":\"reviewer\",\"ok\":true,\"op\":\"wait\"}") != std::string::npos);
+  const std::string out =
+      ctx::test::read_file(root + "/home/" + std::to_string(u->uid) + "/agent/reviewer/session/default/output.log");
+  CHECK(out.find("reviewer: ctx model debug/echo refused as expected (exit 13)") != std::string::npos);
+  const std::string rlog = ctx::test::read_file(root + "/agent/reviewer.d/log");
+  CHECK(rlog.find("\"event\":\"model.call\",\"object\":\"model/debug/echo\",\"reason\":\"agent_policy\","
+                  "\"status\":\"denied\"") != std::string::npos);
+  const std::string mlog = ctx::test::read_file(root + "/model/debug/echo.d/log");
+  CHECK(mlog.find("\"agent\":\"coder\"") != std::string::npos);
+  CHECK(mlog.find("reviewer") == std::string::npos);  // refused before it reached the model
 }

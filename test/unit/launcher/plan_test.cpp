@@ -347,18 +347,18 @@ TEST_CASE("plans of the example agents", "[fs]") {
   reviewer->ctx_root = "/ctx";
   auto r = make_plan(*reviewer, user(), o);
   REQUIRE(r);
-  CHECK(r->ids.uid == 1000);  // iso shared: the owner itself
+  CHECK(r->ids.user_ns);  // iso userns, as its parent coder's
+  CHECK(r->ids.uid == 1000);
   CHECK(has_map(r->ids.uid_map, 1000, 1000));
-  REQUIRE(binds(*r).size() == 4);
+  REQUIRE(binds(*r).size() == 3);
   CHECK(binds(*r)[0].target == "/ctx");
-  CHECK(binds(*r)[1].target == "/ctx/home/1000/agent/reviewer");
-  CHECK(binds(*r)[2].target == "/shared/project-a");
-  CHECK(binds(*r)[2].attrs.rdonly);
+  CHECK(binds(*r)[1].target == "/shared/project-a");
+  CHECK(binds(*r)[1].attrs.rdonly);
   REQUIRE(masks(*r).size() == 1);  // the whole /ctx shows project-a (read) but hides project-b
   CHECK(masks(*r)[0].target == "/ctx/shared/project-b");
   // The reviewer's policy reads project-a but cannot write it: an rw mount
   // of the space is refused.
-  reviewer->mounts[3].attrs.rdonly = false;
+  reviewer->mounts[2].attrs.rdonly = false;
   auto rw = make_plan(*reviewer, user(), o);
   REQUIRE_FALSE(rw);
   CHECK(rw.error().reason == "shared_policy");
