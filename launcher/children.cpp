@@ -52,8 +52,8 @@ void Children::handle(const std::vector<struct pollfd>& fds) {
     }
     auto st = sys::wait_pid(m->second.child.pid);
     const int code = st ? exit_code_of(*st) : kExitLaunchFailed;
-    if (cfg_.model_exit) cfg_.model_exit(m->second, code);
     answer(m->first, {{"ok", true}, {"op", "model"}, {"exit_status", code}});
+    if (cfg_.model_exit) cfg_.model_exit(m->second, code);  // after the answer: the caller waits for that
     m = models_.erase(m);
   }
   std::vector<int> ids;

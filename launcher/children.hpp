@@ -51,7 +51,7 @@ struct ChildrenConfig {
   /// (ModelGate::call): an answer now, or a running model whose exit
   /// answers it.
   std::function<std::variant<nlohmann::json, ModelRun>(const nlohmann::json&, std::vector<UniqueFd>)> model;
-  /// Told when a model started by `model` has exited, before its answer.
+  /// Told when a model started by `model` has exited, once it is answered.
   std::function<void(const ModelRun&, int exit_status)> model_exit;
 };
 

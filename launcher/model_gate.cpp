@@ -192,10 +192,12 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
   auto anchor = sys::make_temp_dir("/tmp/ctx-model.");
   if (!anchor) return refuse(name, refusal(anchor.error().code, "error", anchor.error().msg), "error");
   if (plan_.ids.privileged) (void)sys::chown_at(AT_FDCWD, *anchor, sys::Ownership{plan_.ids.fs.uid, plan_.ids.fs.gid});
-  std::vector<std::string> base;
-  for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
-    if (sys::open_path_no_symlinks(d)) base.emplace_back(d);
-  LaunchPlan p = model_plan(plan_, m, *anchor, base);
+  if (!base_) {
+    base_.emplace();
+    for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
+      if (sys::open_path_no_symlinks(d)) base_->emplace_back(d);
+  }
+  LaunchPlan p = model_plan(plan_, m, *anchor, *base_);
   auto run = start_model(p, {stdio[0].get(), stdio[1].get(), stdio[2].get()});
   (void)sys::remove_at(AT_FDCWD, *anchor, true);  // empty on the host: the tmpfs was the sandbox's
   if (!run) {

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -58,6 +59,10 @@ class ModelGate {
   std::function<void(nlohmann::json)> event_;
   std::function<void(nlohmann::json)> log_;
   view::LiveViewer live_;
+  /// The host directories of the base system a model sees (/usr, and of
+  /// /etc/alternatives, /etc/ssl, /etc/ca-certificates those that exist),
+  /// found at the first call.
+  std::optional<std::vector<std::string>> base_;
 };
 
 }  // namespace ctx::launcher
