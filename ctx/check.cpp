@@ -14,6 +14,10 @@
 #include "base/path.hpp"
 #include "base/similar.hpp"
 #include "ctx/lint.hpp"
+#include "launcher/ancestry.hpp"
+#include "launcher/caller.hpp"
+#include "launcher/plan.hpp"
+#include "launcher/preflight.hpp"
 #include "sys/file.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
@@ -101,36 +105,11 @@ void lint_objects(const agentdir::AgentSpec& s, const std::function<void(const s
   }
 }
 
-// The root as a launch opens it: without following a symbolic link, in
-// the agent's own home or outside the CTX tree.
-void lint_root(const agentdir::AgentSpec& s, const std::function<void(const Error&)>& error) {
-  const std::string where = s.name + ".d/root: ";
-  const std::string own_home = path_join(s.ctx_root, "home/" + std::to_string(s.owner) + "/agent/" + s.name);
-  if (path_is_at_or_under(s.root, s.ctx_root) && !path_is_at_or_under(s.root, own_home))
-    error(Error{EACCES, where + s.root + ": EACCES: lies in the CTX tree outside the agent's own home (" + own_home +
-                            "), which a launch refuses; put the root in the agent's home or outside the CTX tree"});
-  auto r = sys::open_path_no_symlinks(s.root);
-  if (!r && r.error().code == ELOOP)
-    error(Error{ELOOP, where + s.root +
-                           ": ELOOP: reaches through a symbolic link, which a launch refuses; name the real path "
-                           "(realpath " +
-                           s.root + ")"});
-  else if (auto st = r ? sys::stat_fd(r->get()) : Result<sys::FileStat>(fail(r.error())); st && !S_ISDIR(st->mode))
-    error(Error{ENOTDIR, where + s.root + ": ENOTDIR: the root is not a directory"});
-}
-
-// Mounts that cannot work or that contradict each other.
-void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const std::string&)>& warn,
-                 const std::function<void(const Error&)>& error) {
+// Mounts that contradict each other (what cannot work at all is the
+// launch's own preflight, check_launch).
+void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const std::string&)>& warn) {
   for (const auto& m : s.mounts) {
     std::string where = s.name + ".d/mount:" + std::to_string(m.line) + ": ";
-    if (auto st = sys::open_path_no_symlinks(m.source); !st && st.error().code == ELOOP)
-      error(Error{ELOOP, where + "source " + m.source +
-                             ": ELOOP: reaches through a symbolic link, which a launch refuses; name the real path "
-                             "(realpath " +
-                             m.source + ")"});
-    else if (!st)
-      warn(where + "source " + m.source + " does not exist (the launch will fail)");
     for (const auto& p : s.mounts) {
       if (&p == &m || !path_is_at_or_under(m.target, p.target) || m.target == p.target) continue;
       std::string point = path_join(p.source, path_suffix(m.target, p.target));
@@ -139,6 +118,27 @@ void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const st
              std::to_string(p.line) + ") and its mount point " + point + " does not exist; create it there");
     }
   }
+}
+
+// What a launch would refuse, from the launcher's own code: the caller
+// against the owner, the plan (make_plan: reserved targets, the root's
+// place, the policy's mounts, ...), then the plan against this host
+// (launcher/preflight.hpp: the root, the sources, the cwd, the runtime
+// and its interpreter), as the launch would read them.
+void check_launch(agentdir::AgentSpec spec, const std::function<void(const Error&)>& error) {
+  auto caller = launcher::probe_caller(spec);
+  if (!caller) return error(caller.error());
+  launcher::PlanOptions po;
+  po.shared_spaces = launcher::list_shared_spaces(spec.ctx_root);
+  po.view = true;
+  if (spec.parent)
+    if (auto r =
+            launcher::plan_ancestry(spec, po, [&](const std::string& n) { return agentdir::load(spec.ctx_root, n); });
+        !r)
+      return error(r.error());
+  auto plan = launcher::make_plan(spec, *caller, po);
+  if (!plan) return error(plan.error());
+  for (const auto& e : launcher::preflight(*plan)) error(e);
 }
 
 }  // namespace
@@ -182,8 +182,8 @@ std::vector<Finding> check_agent(const std::string& given_root, const std::strin
     }
   }
   lint_objects(*spec, warn);
-  lint_mounts(*spec, warn, error);
-  lint_root(*spec, error);
+  lint_mounts(*spec, warn);
+  check_launch(*spec, error);
   // Every grant with its risk tier, highest first.
   for (const auto& g : grants_by_risk(*spec)) {
     char line[512];

@@ -13,6 +13,7 @@
 
 #include "base/path.hpp"
 #include "launcher/channel.hpp"
+#include "launcher/preflight.hpp"
 #include "launcher/static_view.hpp"
 #include "mountspec/pseudo_fs.hpp"
 #include "sys/file.hpp"
@@ -145,9 +146,9 @@ Result<UniqueFd> open_source(const MountStep& b) {
   return src;
 }
 
-// host_mounts: the mount table the sources are seen in, for a privileged
-// launch (nullptr otherwise), which never binds a pseudo file system.
-Result<void> bind_one(int rootfd, const MountStep& b, const std::vector<sys::MountEntry>* host_mounts) {
+}  // namespace
+
+Result<UniqueFd> open_bind_source(const MountStep& b, const std::vector<sys::MountEntry>* host_mounts) {
   // The source is opened with the owner's credentials (the caller's, or
   // the fs ids set for a privileged launch), so it must be reachable by
   // the owner; reading (and for rw, writing) it must be allowed too.
@@ -162,6 +163,25 @@ Result<void> bind_one(int rootfd, const MountStep& b, const std::vector<sys::Mou
   if (auto r = sys::access_fd(src.get(), need); !r)
     return fail(Error{EACCES, "source " + b.source + ": EACCES: the owner may not " +
                                   (b.need_write ? "read and write" : "read") + " it"});
+  return src;
+}
+
+std::string mount_line_context(const LaunchPlan& plan, const MountStep& m) {
+  return m.line > 0 ? plan.name + ".d/mount:" + std::to_string(m.line) + ": " + m.source + " -> " + m.target
+                    : m.source + " -> " + m.target;
+}
+
+namespace {
+
+// host_mounts: the mount table the sources are seen in, for a privileged
+// launch (nullptr otherwise), which never binds a pseudo file system.
+Result<void> bind_one(int rootfd, const MountStep& b, const std::vector<sys::MountEntry>* host_mounts) {
+  // The source is opened with the owner's credentials (the caller's, or
+  // the fs ids set for a privileged launch), so it must be reachable by
+  // the owner; reading (and for rw, writing) it must be allowed too.
+  CTX_TRY_ASSIGN(UniqueFd src, open_bind_source(b, host_mounts));
+  CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src.get()));
+  bool dir = S_ISDIR(st.mode);
   auto cloned = sys::clone_tree(src.get(), "", b.recursive);
   // In a user namespace the mounts below the source are locked: a
   // non-recursive bind would uncover what they cover, so the kernel
@@ -196,6 +216,32 @@ unsigned long fs_flags(const mountspec::Attrs& a) {
   return f;
 }
 
+}  // namespace
+
+Result<UniqueFd> open_root_source(const MountStep& r) {
+  UniqueFd root_dir;
+  if (r.beneath.empty()) {
+    auto d = open_no_symlinks("root", r.source);
+    if (!d && d.error().code == ENOENT)
+      return fail(
+          Error{ENOENT, "root " + r.source +
+                            ": ENOENT: no such directory; create it, with the merged-/usr links (ln -s usr/bin " +
+                            r.source + "/bin, and likewise sbin, lib, lib64)"});
+    if (!d) return fail(d.error());
+    root_dir = std::move(*d);
+    CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(root_dir.get()));
+    if (!S_ISDIR(st.mode)) return fail(Error{ENOTDIR, "root " + r.source + ": ENOTDIR: not a directory"});
+  } else {
+    CTX_TRY_ASSIGN(UniqueFd top, open_no_symlinks("root", r.beneath));
+    auto d = sys::open_path_beneath(top.get(), std::string(path_suffix(r.source, r.beneath)), false);
+    if (!d) return fail(d.error().with_context("root " + r.source));
+    root_dir = std::move(*d);
+  }
+  return root_dir;
+}
+
+namespace {
+
 // The new root: `source` cloned onto itself (pivot_root needs a mount of
 // its own), an owned child's never through a symlink below the CTX root.
 // Returns the attached tree, the anchor of every later path.
@@ -208,17 +254,7 @@ Result<UniqueFd> make_root(const MountStep& r) {
     CTX_TRY_CTX(sys::mount_fresh("tmpfs", dir.get(), fs_flags(r.attrs), "mode=0755,size=1m"), "root " + r.source);
     return open_no_symlinks("root", r.source);
   }
-  UniqueFd root_dir;
-  if (r.beneath.empty()) {
-    CTX_TRY_ASSIGN(root_dir, open_no_symlinks("root", r.source));
-    CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(root_dir.get()));
-    if (!S_ISDIR(st.mode)) return fail(Error{ENOTDIR, "root " + r.source + ": ENOTDIR: not a directory"});
-  } else {
-    CTX_TRY_ASSIGN(UniqueFd top, open_no_symlinks("root", r.beneath));
-    auto d = sys::open_path_beneath(top.get(), std::string(path_suffix(r.source, r.beneath)), false);
-    if (!d) return fail(d.error().with_context("root " + r.source));
-    root_dir = std::move(*d);
-  }
+  CTX_TRY_ASSIGN(UniqueFd root_dir, open_root_source(r));
   CTX_TRY_ASSIGN(UniqueFd root, sys::clone_tree(root_dir.get(), "", false));
   CTX_TRY_CTX(sys::set_mount_attrs(root.get(), r.attrs, false), "root " + r.source);
   CTX_TRY_CTX(sys::attach_tree(root.get(), root_dir.get()), "root " + r.source);
@@ -350,7 +386,9 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
     if (Step t = timing_step(m); t != rep.current()) rep.enter(t);
     switch (m.kind) {
       case StepKind::root: {
-        CTX_TRY_ASSIGN(root, make_root(m));
+        auto r = make_root(m);
+        if (!r) return fail(m.fresh ? r.error() : r.error().with_context(plan.name + ".d/root"));
+        root = std::move(*r);
         break;
       }
       case StepKind::bind: {
@@ -359,10 +397,7 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
           CTX_TRY_ASSIGN(host_mounts, sys::read_mountinfo());
         }
         auto r = bind_one(root.get(), m, host_mounts ? &*host_mounts : nullptr);
-        if (!r && m.line > 0)
-          return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(m.line) + ": " + m.source +
-                                             " -> " + m.target));
-        if (!r) return fail(r.error().with_context(m.source + " -> " + m.target));
+        if (!r) return fail(r.error().with_context(mount_line_context(plan, m)));
         break;
       }
       case StepKind::view: {
@@ -432,7 +467,10 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   rep.enter(Step::pivot_root);
   CTX_TRY_CTX(sys::pivot_to(root.get()), "switching root to " + plan.root);
   rep.enter(Step::cwd);
-  CTX_TRY_CTX(sys::change_dir(plan.cwd), "cwd");
+  if (auto r = sys::change_dir(plan.cwd); !r)
+    return fail(Error{r.error().code, plan.name + ".d/cwd: " + r.error().msg +
+                                          ": no such directory in the sandbox; create it where the mounts show it, or "
+                                          "change cwd"});
   rep.enter(Step::identity);
 
   // The bounding set can only be emptied with CAP_SETPCAP: before root is
@@ -513,7 +551,20 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
     if (e.code != ENOENT || last.code == ENOENT) last = e;
   }
   int code = last.code == ENOENT || last.code == ENOTDIR ? kExitNotFound : kExitNotExecutable;
-  die(err, last.with_context("runtime " + cmd), code);
+  last = last.with_context("runtime " + cmd);
+  // ENOENT for a file that is there: its #! interpreter or its loader is
+  // missing, or its #! line ends in CR. Say which.
+  if (code == kExitNotFound && candidates.size() == 1)
+    if (auto fd = sys::open_path(cmd, O_RDONLY | O_NONBLOCK)) {
+      std::string head(4096, '\0');
+      if (auto n = sys::read_at(fd->get(), head.data(), head.size(), 0)) {
+        head.resize(*n);
+        auto exists = [](const std::string& p) { return sys::open_path(p, O_PATH).has_value(); };
+        if (auto issue = runtime_issue(cmd, host_path_of(plan, cmd).value_or(cmd), head, plan.root, exists))
+          last = *issue;
+      }
+    }
+  die(err, last, code);
 }
 
 }  // namespace

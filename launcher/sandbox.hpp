@@ -3,8 +3,12 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "base/result.hpp"
+#include "base/unique_fd.hpp"
 #include "launcher/plan.hpp"
+#include "sys/mountinfo.hpp"
 
 namespace ctx::launcher {
 
@@ -28,6 +32,21 @@ inline constexpr int kExitNotFound = 127;
 
 /// The exit code a wait status stands for: the code, or 128+signal.
 int exit_code_of(int wait_status);
+
+/// The root's host directory as the sandbox opens it (never through a
+/// symbolic link; an owned child's beneath its parent's), before it is
+/// mounted. `ctx check` opens it the same way (launcher/preflight.hpp).
+Result<UniqueFd> open_root_source(const mountspec::MountStep& root);
+
+/// A bind's source as the sandbox opens it, with the checks made before
+/// it is mounted: never through a symbolic link, reachable and readable
+/// (writable for rw) by the owner, no pseudo file system for a privileged
+/// launch (host_mounts: the host's mount table then, else nullptr).
+Result<UniqueFd> open_bind_source(const mountspec::MountStep& b, const std::vector<sys::MountEntry>* host_mounts);
+
+/// "<name>.d/mount:<line>: <source> -> <target>", what a bind's errors
+/// are said with.
+std::string mount_line_context(const LaunchPlan& plan, const mountspec::MountStep& m);
 
 /// Runs in the cloned child. Never returns: on failure it sends the error
 /// record to io.channel and _exit(125)s; on success it is the sandbox's init

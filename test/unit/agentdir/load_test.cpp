@@ -34,6 +34,21 @@ ControlFiles base_files() {
   };
 }
 
+// Makes agent `name` of a base_files() tree under t/ctx launchable, so
+// that ctx check (which runs the launch's preflight) finds nothing to
+// refuse: a root in its home with the merged-/usr links, a runtime, a cwd
+// the /usr mount shows, the CTX tree at /ctx (where the runtime is).
+void make_launchable(const ctx::test::TempDir& t, const std::string& name) {
+  const std::string root = "ctx/home/1000/agent/" + name + "/root";
+  t.mkdir(root);
+  for (const char* l : {"bin", "lib", "lib64", "sbin"})
+    REQUIRE(::symlink((std::string("usr/") + l).c_str(), (t / (root + "/" + l)).c_str()) == 0);
+  t.write("ctx/agent/" + name, "#!/bin/sh\n", 0755);
+  t.write("ctx/agent/" + name + ".d/root", t / root + "\n");
+  t.write("ctx/agent/" + name + ".d/cwd", "/usr\n");
+  t.write("ctx/agent/" + name + ".d/mount", "/usr\t/usr\tro\trbind\n" + t / "ctx" + "\t/ctx\tro\trbind\n");
+}
+
 std::optional<std::uint32_t> gid_1000(std::uint32_t) { return 1000; }
 std::optional<std::uint32_t> no_gid(std::uint32_t) { return std::nullopt; }
 
@@ -249,16 +264,18 @@ TEST_CASE("ctx check reports every error, compiler style, and its exit status", 
   for (const auto& [k, v] : base_files()) t.write("ctx/agent/rev.d/" + k, v);
   t.write("ctx/agent/rev.d/label", "rev_t\n");
   t.write("ctx/tool/fs.read", "#!/bin/sh\n", 0755);
+  make_launchable(t, "coder");
+  make_launchable(t, "rev");
   std::string ctx = ctx::test::built("ctx/ctx");
   auto ok = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "coder"});
   CHECK(ok.exit_code == 0);
-  CHECK(ok.out == "risk low    2 more grants\ncoder: ok\n");
+  CHECK(ok.out == "risk low    3 more grants\ncoder: ok\n");
   // rev's policy names coder_t: inert, a warning.
   auto warn = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "rev"});
   CHECK(warn.exit_code == 0);
   CHECK(warn.out ==
         "warning: rev.d/policy:1: inert: names subject coder_t, but the agent's label type is rev_t\n"
-        "risk low    1 more grant\nrev: ok\n0 errors, 1 warning\n");
+        "risk low    2 more grants\nrev: ok\n0 errors, 1 warning\n");
   t.write("ctx/agent/coder.d/iso", "jail\n");
   t.write("ctx/agent/coder.d/mount", "/a\tb\tro\tbind\n");
   t.write("ctx/agent/coder.d/notes", "x\n");
@@ -299,6 +316,7 @@ TEST_CASE("the installed example tree passes ctx check", "[fs]") {
 TEST_CASE("ctx check as a doctor: objects, suggestions, mounts, risk tiers", "[fs]") {
   ctx::test::TempDir t;
   for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
+  make_launchable(t, "coder");
   t.write("ctx/tool/fs.read", "#!/bin/sh\n", 0755);
   t.write("ctx/tool/shell.exec", "#!/bin/sh\n", 0755);
   t.write("ctx/model/debug/echo", "#!/bin/sh\n", 0755);
@@ -315,12 +333,11 @@ TEST_CASE("ctx check as a doctor: objects, suggestions, mounts, risk tiers", "[f
   t.write("ctx/agent/coder.d/mount", t / "ro" + "\t/ro\tro\tbind\n" + t / "ctx" + "\t/ro/inner\trw\tbind\n" +
                                          "/nonexistent\t/n\tro\tbind\n/run/docker.sock\t/docker.sock\tro\tbind\n");
   auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t / "ctx", "coder"});
-  CHECK(r.exit_code == 0);  // warnings only
+  CHECK(r.exit_code == 1);  // the missing sources: a launch would refuse them
   // The socket is flagged whether or not this machine runs a container engine.
-  std::string docker_warning =
-      ::access("/run/docker.sock", F_OK) == 0
-          ? ""
-          : "warning: coder.d/mount:4: source /run/docker.sock does not exist (the launch will fail)\n";
+  const bool docker = ::access("/run/docker.sock", F_OK) == 0;
+  std::string docker_error =
+      docker ? "" : "coder.d/mount:4: /run/docker.sock -> /docker.sock: open /run/docker.sock: ENOENT\n";
   char risk[4][200];
   std::snprintf(risk[0], sizeof risk[0], "risk %-6s %-44s %s", "high", "tool:shell.exec execute", "coder.d/policy:4");
   std::snprintf(risk[1], sizeof risk[1], "risk %-6s %-44s %s", "high", "network:default connect", "coder.d/policy:5");
@@ -338,12 +355,10 @@ TEST_CASE("ctx check as a doctor: objects, suggestions, mounts, risk tiers", "[f
             "/shared; did you mean project-a?\n"
             "warning: coder.d/policy:6: tool:zzz: no such tool in the agent's CTX_PATH (the rule is inert)\n"
             "warning: coder.d/mount:2: rw mount /ro/inner lies under the read-only /ro (line 1) and its mount point " +
-            t / "ro" +
-            "/inner does not exist; create it there\n"
-            "warning: coder.d/mount:3: source /nonexistent does not exist (the launch will fail)\n" +
-            docker_warning + std::string(risk[0]) + "\n" + risk[1] + "\n" + risk[2] + "\n" + risk[3] + "\n" +
-            "risk low    6 more grants\ncoder: ok\n0 errors, " + std::to_string(docker_warning.empty() ? 6 : 7) +
-            " warnings\n");
+            t / "ro" + "/inner does not exist; create it there\n" + docker_error +
+            "coder.d/mount:3: /nonexistent -> /n: open /nonexistent: ENOENT\n" + std::string(risk[0]) + "\n" + risk[1] +
+            "\n" + risk[2] + "\n" + risk[3] + "\n" + "risk low    6 more grants\n" + (docker ? "1 error" : "2 errors") +
+            ", 5 warnings\n");
 }
 
 TEST_CASE("ctx explain names the allowing rule or the missing one", "[fs]") {
@@ -406,6 +421,10 @@ TEST_CASE("ctx explain shows the four layers of a tool", "[fs]") {
 TEST_CASE("ctx check --json gives the same findings as one document", "[fs]") {
   ctx::test::TempDir t;
   for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
+  make_launchable(t, "coder");
+  // No /ctx mount: the runtime the launch runs is the root's own.
+  t.write("ctx/agent/coder.d/mount", "/usr\t/usr\tro\trbind\n");
+  t.write("ctx/home/1000/agent/coder/root/ctx/agent/coder", "#!/bin/sh\n", 0755);
   t.write("ctx/agent/coder.d/policy", "allow coder_t tool:shell.exec execute\nallow coder_t tool:fs.raed execute\n");
   t.write("ctx/tool/shell.exec", "#!/bin/sh\n", 0755);
   t.write("ctx/tool/fs.read", "#!/bin/sh\n", 0755);
@@ -463,7 +482,7 @@ TEST_CASE("hostile control-file text is escaped in every message", "[fs]") {
   check = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "coder"});
   INFO(check.out);
   CHECK_FALSE(raw(check.out + check.err));
-  CHECK(check.out.find("source /srv/evil\\u{202e}txt.sh does not exist") != std::string::npos);
+  CHECK(check.out.find("open /srv/evil\\u{202e}txt.sh: ENOENT") != std::string::npos);
   auto json_out = ctx::test::run_command({ctx, "check", "--json", "--ctx-root", t / "ctx", "coder"});
   CHECK_FALSE(raw(json_out.out + json_out.err));
   CHECK(json_out.out.find("\\u202e") != std::string::npos);
@@ -490,9 +509,11 @@ TEST_CASE("ctx check refuses a root or a source reached through a link, and a ro
   auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t / "ctx", "coder"});
   INFO(r.out);
   CHECK(r.exit_code != 0);
-  CHECK(r.out.find("coder.d/mount:1: source " + t / "link" + ": ELOOP: reaches through a symbolic link") !=
+  // The launch's own messages (launcher/preflight.hpp runs its code).
+  CHECK(r.out.find("coder.d/mount:1: " + t / "link" + " -> /data: source " + t / "link" +
+                   ": ELOOP: reaches through a symbolic link, which a launch never follows") != std::string::npos);
+  CHECK(r.out.find("coder.d/root: root " + t / "link" + ": ELOOP: reaches through a symbolic link") !=
         std::string::npos);
-  CHECK(r.out.find("coder.d/root: " + t / "link" + ": ELOOP: reaches through a symbolic link") != std::string::npos);
   t.mkdir("ctx/home/1000/agent/other/root");
   t.write("ctx/agent/coder.d/root", t / "ctx/home/1000/agent/other/root" + "\n");
   t.write("ctx/agent/coder.d/mount", "/usr\t/usr\tro\trbind\n");

@@ -1,0 +1,48 @@
+// What a launch of a plan would refuse on this host, found before
+// anything is made (issue 13): the root, each bind's source, the cwd and
+// the runtime inside the planned tree, and the runtime's `#!` interpreter
+// as the sandbox would resolve it (through the root's merged-/usr links
+// and the binds). The launcher runs it after make_plan and `ctx check`
+// runs the same code, so a tree the check passes does not fail a launch
+// for these reasons, and each error names the control file (and line)
+// to fix. It is advice, read before the launch: the sandbox's own
+// checks still decide (a file can change in between).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "launcher/plan.hpp"
+
+namespace ctx::launcher {
+
+/// The host path that shows `inner` in the planned sandbox, with the
+/// step that shows it; nullopt when a fresh file system or a mask shows
+/// it (nothing of the host's). Pure.
+std::optional<std::string> host_path_of(const LaunchPlan& plan, const std::string& inner);
+
+/// Why the kernel answers ENOENT (or runs nothing) for a runtime whose
+/// file exists, from its first bytes (`head`, up to 4 KiB): a `#!` line
+/// that ends in CR (DOS line ends), a `#!` interpreter or an ELF loader
+/// (PT_INTERP) that `exists` says the sandbox does not have. nullopt
+/// when none of these is the cause. Pure: the sandbox asks it after a
+/// failed execve (exists: the sandbox's own files), `ctx check` before
+/// the launch (exists: the planned tree).
+/// `host`: the file on the host, for the fix.
+std::optional<Error> runtime_issue(const std::string& prog, const std::string& host, std::string_view head,
+                                   const std::string& root, const std::function<bool(const std::string&)>& exists);
+
+/// The ELF program interpreter (PT_INTERP) named in the first bytes of an
+/// executable, or "" (not ELF, 32-bit, or not within `head`). Pure.
+std::string elf_interpreter(std::string_view head);
+
+/// Every error of the plan against this host, with the file-system ids
+/// the sandbox reads the tree with (a root caller takes the owner's for
+/// the reads). Empty when the launch can go ahead.
+std::vector<Error> preflight(const LaunchPlan& plan);
+
+}  // namespace ctx::launcher

@@ -1,0 +1,77 @@
+// launcher/preflight.hpp: why a runtime that exists does not run (pure),
+// and where the planned sandbox shows an inner path.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+#include "launcher/plan.hpp"
+#include "launcher/preflight.hpp"
+#include "test/support/tempdir.hpp"
+
+using ctx::launcher::elf_interpreter;
+using ctx::launcher::host_path_of;
+using ctx::launcher::runtime_issue;
+
+namespace {
+
+auto has(std::set<std::string> files) {
+  return [files = std::move(files)](const std::string& p) { return files.count(p) > 0; };
+}
+
+}  // namespace
+
+TEST_CASE("runtime_issue names a missing #! interpreter, CR line ends and a missing ELF loader", "[unit]") {
+  auto crlf = runtime_issue("/ctx/agent/a", "/h/a", "#!/bin/sh\r\necho hi\r\n", "/r", has({"/bin/sh"}));
+  REQUIRE(crlf);
+  CHECK(crlf->code == ENOENT);
+  CHECK(crlf->msg ==
+        "runtime /ctx/agent/a: its #! line ends in CR (DOS line ends), so the kernel looks for an interpreter whose "
+        "name ends in CR; convert it: sed -i 's/\\r$//' /h/a");
+  auto missing = runtime_issue("/ctx/agent/a", "/h/a", "#!/bin/sh -e\necho\n", "/r", has({}));
+  REQUIRE(missing);
+  CHECK(missing->msg ==
+        "runtime /ctx/agent/a: #!/bin/sh: /bin/sh not found in the sandbox; the root /r needs the merged-/usr links "
+        "(ln -s usr/bin /r/bin, and likewise sbin, lib, lib64) and a mount of /usr, or a mount that shows it");
+  CHECK_FALSE(runtime_issue("/a", "/h/a", "#! /bin/sh\n", "/r", has({"/bin/sh"})));
+  CHECK_FALSE(runtime_issue("/a", "/h/a", "#!\n", "/r", has({})));
+  CHECK_FALSE(runtime_issue("/a", "/h/a", "echo no interpreter line\n", "/r", has({})));
+  // A real ELF executable of this machine names its loader.
+  std::string head = ctx::test::read_file("/usr/bin/true").substr(0, 4096);
+  std::string loader = elf_interpreter(head);
+  CHECK(loader.rfind("/lib", 0) == 0);
+  CHECK_FALSE(runtime_issue("/usr/bin/true", "/usr/bin/true", head, "/r", has({loader})));
+  auto no_loader = runtime_issue("/usr/bin/true", "/usr/bin/true", head, "/r", has({}));
+  REQUIRE(no_loader);
+  CHECK(no_loader->msg.find("its loader " + loader + " is not found in the sandbox") != std::string::npos);
+  // Cut or foreign headers name nothing.
+  CHECK(elf_interpreter(head.substr(0, 40)).empty());
+  CHECK(elf_interpreter("\177ELF").empty());
+  CHECK(elf_interpreter(std::string(64, '\0')).empty());
+}
+
+TEST_CASE("host_path_of: the deepest step that shows an inner path", "[unit]") {
+  ctx::launcher::LaunchPlan p;
+  p.ctx_root = "/srv/ctx";
+  using ctx::mountspec::MountStep;
+  using ctx::mountspec::StepKind;
+  MountStep root;
+  root.kind = StepKind::root;
+  root.target = "/";
+  root.source = "/srv/ctx/home/1/agent/a/root";
+  MountStep usr;
+  usr.target = "/usr";
+  usr.source = "/usr";
+  MountStep view;
+  view.kind = StepKind::view;
+  view.target = "/ctx";
+  view.source = ".";
+  MountStep tmp;
+  tmp.kind = StepKind::fs;
+  tmp.target = "/tmp";
+  p.mounts = {root, usr, view, tmp};
+  CHECK(host_path_of(p, "/bin") == "/srv/ctx/home/1/agent/a/root/bin");
+  CHECK(host_path_of(p, "/usr/bin/sh") == "/usr/bin/sh");
+  CHECK(host_path_of(p, "/ctx/agent/a") == "/srv/ctx/agent/a");
+  CHECK_FALSE(host_path_of(p, "/tmp/x"));
+}
