@@ -412,6 +412,10 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
   };
   if (auto e = agent_name_issue(name)) return report(Error{EINVAL, std::string(name) + ": EINVAL: " + *e});
   auto agents = sys::open_dir(std::string(ctx_root) + "/agent");
+  if (!agents && agents.error().code == ENOENT)
+    return report(Error{ENOENT, std::string(ctx_root) + "/agent: ENOENT: " + std::string(ctx_root) +
+                                    " is not a CTX root (it has no agent/ directory); name yours with --ctx-root DIR "
+                                    "or CTX_ROOT=DIR"});
   if (!agents) return report(agents.error().with_context(std::string(ctx_root) + "/agent"));
   auto dir = sys::open_dir_at(agents->get(), dname);
   if (!dir) {

@@ -196,16 +196,30 @@ Result<std::string> Children::own_child(const json& req, const char* perm) {
   return name;
 }
 
+// A host path as the parent's sandbox shows it, where it does.
+std::string Children::shown(const std::string& host) const {
+  if (!cfg_.inner_path) return host;
+  return cfg_.inner_path(host).value_or(host);
+}
+
 Result<json> Children::create(const json& req) {
   CTX_TRY_ASSIGN(agentdir::ChildRequest r, decode_child_request(req));
   CTX_TRY_ASSIGN(agentdir::ChildPlan plan,
                  agentdir::plan_child(*cfg_.parent, r, {cfg_.session, cfg_.run}, agentdir::passwd_primary_gid()));
-  CTX_TRY(agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, cfg_.spawn.owner));
+  if (auto w = agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, cfg_.spawn.owner); !w) {
+    // "<host>/agent/rev already exists": said with the parent's paths.
+    Error e = w.error();
+    const std::string root = cfg_.parent->ctx_root;
+    if (const std::string inner = shown(root); inner != root)
+      for (std::size_t at = e.msg.find(root + "/"); at != std::string::npos; at = e.msg.find(root + "/", at))
+        e.msg.replace(at, root.size(), inner), at += inner.size();
+    return fail(std::move(e));
+  }
   cfg_.event({{"type", "agent.child.create"}, {"parent", cfg_.parent->name}, {"child", r.name}, {"status", "ok"}});
   return json{{"ok", true},
               {"op", "create"},
               {"name", r.name},
-              {"context", agentdir::child_context_dir(*cfg_.parent, cfg_.session, r.name)}};
+              {"context", shown(agentdir::child_context_dir(*cfg_.parent, cfg_.session, r.name))}};
 }
 
 Result<std::string> Children::start(int id, const json& req) {

@@ -51,6 +51,10 @@ struct ChildrenConfig {
   /// (ModelGate::call): an answer now, or a running model whose exit
   /// answers it.
   std::function<std::variant<nlohmann::json, ModelRun>(const nlohmann::json&, std::vector<UniqueFd>)> model;
+  /// Where the parent's sandbox shows a host path (inner_path_of over its
+  /// plan), so that answers name paths the parent can use; unset or
+  /// nullopt: the host path.
+  std::function<std::optional<std::string>(const std::string&)> inner_path;
   /// Told when a model started by `model` has exited, once it is answered.
   std::function<void(const ModelRun&, int exit_status)> model_exit;
 };
@@ -78,6 +82,7 @@ class Children {
   void wait_all(int timeout_ms, bool kill_left);
 
  private:
+  std::string shown(const std::string& host) const;
   struct Conn {
     UniqueFd fd;
     std::string buf;

@@ -180,6 +180,26 @@ std::optional<std::string> host_path_of(const LaunchPlan& plan, const std::strin
   return std::nullopt;
 }
 
+std::optional<std::string> inner_path_of(const LaunchPlan& plan, const std::string& host) {
+  std::optional<std::string> best;
+  std::size_t best_len = 0;
+  for (const auto& s : plan.mounts) {
+    std::string src;
+    if (s.kind == StepKind::bind || (s.kind == StepKind::root && !s.fresh))
+      src = s.source;
+    else if (s.kind == StepKind::view)
+      src = s.source == "." ? plan.ctx_root : path_join(plan.ctx_root, s.source);
+    else
+      continue;
+    if (!path_is_at_or_under(host, src) || (best && src.size() <= best_len)) continue;
+    std::string inner = path_join(s.target, path_suffix(host, src));
+    if (host_path_of(plan, inner) != host) continue;  // a deeper step covers it
+    best = std::move(inner);
+    best_len = src.size();
+  }
+  return best;
+}
+
 std::string elf_interpreter(std::string_view h) {
   auto byte = [&](std::size_t o) { return static_cast<std::uint64_t>(static_cast<unsigned char>(h[o])); };
   auto le = [&](std::size_t o, int n) {

@@ -25,6 +25,10 @@ namespace ctx::launcher {
 /// it (nothing of the host's). Pure.
 std::optional<std::string> host_path_of(const LaunchPlan& plan, const std::string& inner);
 
+/// Where the planned sandbox shows the host path `host` (the inverse of
+/// host_path_of), or nullopt when no step shows it. Pure.
+std::optional<std::string> inner_path_of(const LaunchPlan& plan, const std::string& host);
+
 /// Why the kernel answers ENOENT (or runs nothing) for a runtime whose
 /// file exists, from its first bytes (`head`, up to 4 KiB): a `#!` line
 /// that ends in CR (DOS line ends), a `#!` interpreter or an ELF loader

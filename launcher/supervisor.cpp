@@ -21,6 +21,7 @@
 #include "launcher/children.hpp"
 #include "launcher/model_gate.hpp"
 #include "launcher/notify.hpp"
+#include "launcher/preflight.hpp"
 #include "launcher/pty_relay.hpp"
 #include "launcher/sandbox.hpp"
 #include "launcher/tool_gate.hpp"
@@ -469,6 +470,7 @@ void Supervisor::start_children() {
     return {};
   };
   cc.peer_allowed = [this](int conn) { return in_sandbox(sandbox_pidns_, sys::peer_pid(conn)); };
+  cc.inner_path = [this](const std::string& host) { return inner_path_of(plan_, host); };
   if (setup_.tools.valid()) {
     models_.emplace(
         plan_, setup_.tools.get(), [this](json j) { files_->event(j); }, [this](json j) { files_->log(j); });

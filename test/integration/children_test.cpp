@@ -234,6 +234,10 @@ TEST_CASE("every denial of ctx agent create is EACCES with its reason, and write
                          request("rev", ",\"handoff\":\"other\"") + "'");
   CHECK(twice.exit_code == 13);
   CHECK(twice.err.find("\"reason\":\"exists\"") != std::string::npos);
+  // Said with the path the parent sees, not the host's.
+  CHECK(twice.err.find("rev: EACCES: /ctx/agent/rev.d already exists; choose another name for the child") !=
+        std::string::npos);
+  CHECK(twice.err.find(f.t.root()) == std::string::npos);
   CHECK(f.read(f.session_dir("coder") + "/context/child/rev/handoff.md").empty());
   // start and stop are policy-checked too, and only for the parent's own children.
   RunResult start = f.sh("/ctx/bin/ctx agent start other");
@@ -528,4 +532,17 @@ TEST_CASE("a child whose parent cannot be read is not launched", "[root][userns]
   CHECK(r.exit_code == 125);
   CHECK(r.err.rfind("ctx-agent-run: orphan: its parent gone cannot be read (", 0) == 0);
   CHECK(r.err.find("remove orphan.d/parent to run it as an agent of its own\n") != std::string::npos);
+}
+
+TEST_CASE("a create answer names the child's context directory as the parent sees it", "[root][userns]") {
+  Family f;
+  RunResult r = f.sh("set -e; c=$(/ctx/bin/ctx agent create '" + request("rev") +
+                     "'); echo \"$c\"; d=$(printf '%s' \"$c\" | sed 's/.*\"context\":\"\\([^\"]*\\)\".*/\\1/'); "
+                     "cat \"$d/status\"");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto lines = json_lines(r.out);
+  REQUIRE(!lines.empty());
+  CHECK(json::parse(lines[0])["context"] == "/ctx/home/" + f.uid + "/agent/coder/session/default/context/child/rev");
+  CHECK(r.out.find("\ncreated\n") != std::string::npos);  // read through that path from inside
 }

@@ -293,6 +293,11 @@ TEST_CASE("ctx check reports every error, compiler style, and its exit status", 
   CHECK(env.exit_code == 0);
   CHECK(ctx::test::run_command({ctx, "check"}).exit_code == 2);
   CHECK(ctx::test::run_command({ctx, "frobnicate"}).exit_code == 2);
+  auto not_root = ctx::test::run_command({ctx, "check", "--ctx-root", t.path(), "coder"});
+  CHECK(not_root.exit_code == 1);
+  CHECK(not_root.out == t.path() + "/agent: ENOENT: " + t.path() +
+                            " is not a CTX root (it has no agent/ directory); name yours with --ctx-root DIR or "
+                            "CTX_ROOT=DIR\n1 error, 0 warnings\n");
   auto missing = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "ghost"});
   CHECK(missing.exit_code == 1);
   CHECK(missing.out == "ghost.d: ENOENT: no such agent in " + t / "ctx" + "/agent\n1 error, 0 warnings\n");
