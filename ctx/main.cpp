@@ -21,6 +21,7 @@
 #include "ctx/check.hpp"
 #include "ctx/env_probe.hpp"
 #include "ctx/explain.hpp"
+#include "ctx/init.hpp"
 #include "ctx/model.hpp"
 #include "ctx/ps.hpp"
 #include "ctx/tool.hpp"
@@ -270,6 +271,12 @@ int main(int argc, char** argv) {
   view_cmd->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   view_cmd->add_option("NAME", view_agent, "the agent")->required();
   view_cmd->add_flag("--json", view_json, "one JSON document instead of lines");
+  auto* init = app.add_subcommand("init", "make a CTX tree for the calling user (what is missing of it)");
+  init->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
+  auto* new_cmd = app.add_subcommand("new", "write a first agent that launches at once, then check it");
+  std::string new_name;
+  new_cmd->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
+  new_cmd->add_option("NAME", new_name, "the agent")->required();
   auto* ps = app.add_subcommand("ps", "running agents as a tree: status, pid, uptime, cgroup");
   ps->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   auto* status = app.add_subcommand("status", "the CTX root's status");
@@ -304,6 +311,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (status->parsed()) return run_status(ctx_root);
+  if (init->parsed()) return ctx::helper::run_init(ctx_root);
+  if (new_cmd->parsed()) {
+    if (int code = ctx::helper::run_new(ctx_root, new_name); code != 0) return code;
+    return run_check(ctx_root, new_name, false, false, false);
+  }
   if (check->parsed()) {
     if (name.empty() && !all && !env) {
       std::fprintf(stderr, "ctx check: name an agent, or give --all or --env\n");

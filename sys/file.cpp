@@ -332,6 +332,39 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
   return {};
 }
 
+Result<void> copy_file_new(const std::string& from, int dirfd, const std::string& name, mode_t mode) {
+  int in_raw = ::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (in_raw < 0) return CTX_FAIL_ERRNO("open " + from);
+  UniqueFd in(in_raw);
+  CTX_TRY_ASSIGN(FileStat st, stat_fd(in.get()));
+  if (!S_ISREG(st.mode)) return fail(Error{EINVAL, from + ": EINVAL: not a regular file"});
+  std::string tmp =
+      "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(random_u64() % 1000000007ULL);
+  int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (raw < 0) return CTX_FAIL_ERRNO("openat " + tmp);
+  UniqueFd out(raw);
+  auto failed = [&](const std::string& what) {
+    int err = errno;
+    ::unlinkat(dirfd, tmp.c_str(), 0);
+    return fail(sys_error(what, err));
+  };
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(in.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return failed("read " + from);
+    if (n == 0) break;
+    if (auto r = write_all(out.get(), std::string_view(buf, static_cast<std::size_t>(n)), "write"); !r) {
+      ::unlinkat(dirfd, tmp.c_str(), 0);
+      return fail(std::move(r).error().with_context(name));
+    }
+  }
+  if (::fchmod(out.get(), mode) < 0) return failed("fchmod " + tmp);
+  out.reset();
+  if (::renameat2(dirfd, tmp.c_str(), dirfd, name.c_str(), RENAME_NOREPLACE) < 0) return failed("renameat2 " + name);
+  return {};
+}
+
 Result<std::size_t> read_at(int fd, char* buf, std::size_t size, std::uint64_t offset) {
   while (true) {
     ssize_t n = ::pread(fd, buf, size, static_cast<off_t>(offset));

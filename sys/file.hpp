@@ -153,6 +153,12 @@ Result<std::vector<std::string>> list_dir(int dirfd);
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode = 0644,
                             bool durable = false, std::optional<Ownership> owner = std::nullopt);
 
+/// Copies the regular file `from` (never through a symlink at its last
+/// component) to dirfd/name with `mode`, only if name does not exist
+/// (EEXIST otherwise): written under a temporary name, then linked in
+/// with RENAME_NOREPLACE, so name is never seen half-written.
+Result<void> copy_file_new(const std::string& from, int dirfd, const std::string& name, mode_t mode);
+
 /// pread(2): up to size bytes at offset into buf; the count read (0 at
 /// the end), EINTR retried.
 Result<std::size_t> read_at(int fd, char* buf, std::size_t size, std::uint64_t offset);

@@ -1,0 +1,181 @@
+#include "ctx/init.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/names.hpp"
+#include "base/path.hpp"
+#include "base/text.hpp"
+#include "sys/file.hpp"
+#include "sys/resolve.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::helper {
+
+namespace {
+
+int error(const Error& e) {
+  std::fprintf(stderr, "ctx: %s\n", printable(e.msg).c_str());
+  return 1;
+}
+
+// Opens `abs`, making the directories that are missing (0755), each one
+// named in `made`. The part that exists is taken as it is.
+Result<UniqueFd> make_dirs(const std::string& abs, std::vector<std::string>& made) {
+  std::string base = abs;
+  std::vector<std::string> rest;
+  while (base != "/" && !sys::open_dir(base)) {
+    auto slash = base.rfind('/');
+    rest.push_back(base.substr(slash + 1));
+    base = slash == 0 ? "/" : base.substr(0, slash);
+  }
+  CTX_TRY_ASSIGN(UniqueFd fd, sys::open_dir(base));
+  std::string path = base;
+  for (auto it = rest.rbegin(); it != rest.rend(); ++it) {
+    CTX_TRY_ASSIGN(bool now, sys::make_dir_if_missing_at(fd.get(), *it, 0755));
+    CTX_TRY_ASSIGN(fd, sys::open_dir_at(fd.get(), *it));
+    path = path_join(path, *it);
+    if (now) made.push_back(path);
+  }
+  return fd;
+}
+
+// Makes rel below dirfd (each missing component), recording what it made.
+Result<UniqueFd> make_below(int dirfd, const std::string& at, const std::string& rel, std::vector<std::string>& made) {
+  UniqueFd cur;
+  int from = dirfd;
+  std::string path = at;
+  std::size_t i = 0;
+  while (i <= rel.size()) {
+    std::size_t j = rel.find('/', i);
+    if (j == std::string::npos) j = rel.size();
+    const std::string c = rel.substr(i, j - i);
+    i = j + 1;
+    if (c.empty()) continue;
+    CTX_TRY_ASSIGN(bool now, sys::make_dir_if_missing_at(from, c, 0755));
+    CTX_TRY_ASSIGN(cur, sys::open_dir_at(from, c));
+    from = cur.get();
+    path = path_join(path, c);
+    if (now) made.push_back(path);
+  }
+  return cur;
+}
+
+// The control files of a first agent (see run_new).
+std::vector<std::pair<std::string, std::string>> control_files(const std::string& ctx_root, const std::string& name,
+                                                               uid_t uid, gid_t gid, const std::string& root) {
+  const std::string home_rel = "home/" + std::to_string(uid) + "/agent/" + name;
+  std::string mount = "# source\ttarget\tro|rw\toptions: one mount a line (docs/abi.md)\n";
+  mount += "/usr\t/usr\tro\trbind,nodev\n";
+  for (const char* etc : {"/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
+    if (auto d = sys::open_path_no_symlinks(etc)) mount += std::string(etc) + "\t" + etc + "\tro\tbind,nosuid,nodev\n";
+  mount += ctx_root + "\t/ctx\tro\trbind,nosuid,nodev\n";
+  mount += path_join(ctx_root, home_rel) + "\t/ctx/" + home_rel + "\trw\tbind,nosuid,nodev\n";
+  return {
+      {"owner", std::to_string(uid) + "\n"},
+      {"gid", std::to_string(gid) + "\n"},
+      {"label", name + "_t\n"},
+      {"iso", "userns\n"},
+      {"root", root + "\n"},
+      {"cwd", "/ctx/" + home_rel + "\n"},
+      {"path", "/ctx/tool\n/ctx/home/" + std::to_string(uid) + "/tool\n"},
+      {"mount", mount},
+      {"policy", "# " + name +
+                     "'s policy v0: one rule a line, default deny (docs/abi-policy.md). For example:\n"
+                     "# allow " +
+                     name + "_t tool:fs.read execute\n"},
+  };
+}
+
+std::string runtime_script(const std::string& name) {
+  return "#!/bin/sh\n"
+         "# " +
+         name +
+         "'s runtime: ctx-agent-run runs it inside the sandbox. Replace it with\n"
+         "# your agent; CTX_AGENT, CTX_HOME, CTX_PATH and CTX_SESSION are set.\n"
+         "echo \"$CTX_AGENT is running in its sandbox: uid $(id -u), cwd $(pwd)\"\n";
+}
+
+}  // namespace
+
+int run_init(const std::string& ctx_root) {
+  std::vector<std::string> made;
+  auto root = make_dirs(ctx_root, made);
+  if (!root) return error(root.error());
+  const std::string uid = std::to_string(::getuid());
+  for (const char* rel : {"agent", "tool", "model", "shared", "bin"})
+    if (auto r = make_below(root->get(), ctx_root, rel, made); !r) return error(r.error());
+  for (const char* tier : {"agent", "tool", "model"})
+    if (auto r = make_below(root->get(), ctx_root, "home/" + uid + "/" + tier, made); !r) return error(r.error());
+  auto bin = sys::open_dir_at(root->get(), "bin");
+  if (!bin) return error(bin.error());
+  auto self = sys::read_link_at(AT_FDCWD, "/proc/self/exe");
+  if (!self) return error(self.error());
+  if (auto r = sys::copy_file_new(*self, bin->get(), "ctx", 0755); r) {
+    made.push_back(ctx_root + "/bin/ctx");
+  } else if (r.error().code != EEXIST) {
+    return error(r.error().with_context(ctx_root + "/bin/ctx"));
+  }
+  for (const auto& m : made) std::printf("created %s\n", m.c_str());
+  std::printf("%s is a CTX tree for uid %s%s; next: ctx new NAME --ctx-root %s\n", ctx_root.c_str(), uid.c_str(),
+              made.empty() ? " (it was already)" : "", ctx_root.c_str());
+  return 0;
+}
+
+int run_new(const std::string& ctx_root, const std::string& name) {
+  if (auto issue = agent_name_issue(name)) return error(Error{EINVAL, name + ": EINVAL: " + *issue});
+  auto agents = sys::open_dir(ctx_root + "/agent");
+  if (!agents)
+    return error(Error{agents.error().code, ctx_root + "/agent: " + errno_name(agents.error().code) +
+                                                ": not a CTX tree; make one first: ctx init --ctx-root " + ctx_root});
+  for (const std::string& n : {name, name + ".d"})
+    if (auto st = sys::stat_at(agents->get(), n); !st || *st)
+      return error(Error{EEXIST, ctx_root + "/agent/" + n + ": EEXIST: the agent exists; choose another name"});
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  std::vector<std::string> made;
+  // Its home: data, cache, log, session, and a root with the merged-/usr
+  // links (the loader and /bin/sh of the /usr mount).
+  auto top = sys::open_dir(ctx_root);
+  if (!top) return error(top.error());
+  const std::string home_rel = "home/" + std::to_string(uid) + "/agent/" + name;
+  for (const char* d : {"root", "data", "cache", "log", "session"})
+    if (auto r = make_below(top->get(), ctx_root, home_rel + "/" + d, made); !r) return error(r.error());
+  auto root = sys::open_dir(path_join(ctx_root, home_rel + "/root"), true);
+  if (!root) return error(root.error());
+  for (const char* l : {"bin", "sbin", "lib", "lib32", "lib64", "libx32"})
+    if (sys::open_path_no_symlinks(std::string("/usr/") + l))
+      if (auto r = sys::make_symlink_at(std::string("usr/") + l, root->get(), l); !r && r.error().code != EEXIST)
+        return error(r.error());
+  // The control files, complete under a temporary name, then the runtime
+  // and the directory renamed into place without replacing anything.
+  const std::string root_path = path_join(ctx_root, home_rel + "/root");
+  auto tmp = sys::make_temp_dir_at(agents->get(), "." + name + ".d.new.", 0755);
+  if (!tmp) return error(tmp.error());
+  auto undo = [&](const Error& e) {
+    (void)sys::remove_tree_at(agents->get(), *tmp);
+    return error(e);
+  };
+  auto dir = sys::open_dir_at(agents->get(), *tmp);
+  if (!dir) return undo(dir.error());
+  for (const auto& [file, text] : control_files(ctx_root, name, uid, gid, root_path))
+    if (auto r = sys::atomic_replace(dir->get(), file, text, 0644); !r) return undo(r.error());
+  if (auto r = sys::atomic_replace(dir->get(), "runtime.new", runtime_script(name), 0755); !r) return undo(r.error());
+  if (auto r = sys::rename_noreplace_at(dir->get(), "runtime.new", agents->get(), name); !r) return undo(r.error());
+  if (auto r = sys::rename_noreplace_at(agents->get(), *tmp, agents->get(), name + ".d"); !r) {
+    (void)sys::remove_at(agents->get(), name);
+    return undo(r.error());
+  }
+  made.push_back(ctx_root + "/agent/" + name);
+  made.push_back(ctx_root + "/agent/" + name + ".d");
+  for (const auto& m : made) std::printf("created %s\n", m.c_str());
+  std::printf("launch it: ctx-agent-run --ctx-root %s %s\n", ctx_root.c_str(), name.c_str());
+  return 0;
+}
+
+}  // namespace ctx::helper

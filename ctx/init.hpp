@@ -1,0 +1,24 @@
+// `ctx init` and `ctx new` (issue 13): a first CTX tree and a first agent
+// that launches at once, for the calling user.
+#pragma once
+
+#include <string>
+
+namespace ctx::helper {
+
+/// Creates what is missing of a CTX tree at ctx_root for the caller:
+/// agent/, tool/, model/, shared/, bin/ctx (this helper), and the
+/// caller's home tier home/<uid>/{agent,tool,model}. Never changes what
+/// exists. Prints what it made; 0, or 1 with the error.
+int run_init(const std::string& ctx_root);
+
+/// Writes agent `name` for the caller: its runtime (a script to replace),
+/// its control files (owner, gid, label NAME_t, iso userns, root, cwd,
+/// path, mount, policy), its home with a root holding the merged-/usr
+/// links. The mounts: /usr and the /etc directories common tools read
+/// (read-only), the CTX root at /ctx (read-only), its own home
+/// (read-write). Refuses a name that exists; writes <name>.d whole or not
+/// at all. Then prints `ctx check`'s findings. 0, or 1 with the error.
+int run_new(const std::string& ctx_root, const std::string& name);
+
+}  // namespace ctx::helper

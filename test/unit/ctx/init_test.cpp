@@ -1,0 +1,98 @@
+// ctx init and ctx new (issue 13): what they make, what they refuse, and
+// that a refusal leaves nothing behind.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "test/support/launch.hpp"
+#include "test/support/tempdir.hpp"
+
+namespace {
+
+ctx::test::RunResult ctx_cmd(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{ctx::test::built("ctx/ctx")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return ctx::test::run_command(argv);
+}
+
+}  // namespace
+
+TEST_CASE("ctx init makes what is missing of a CTX tree and changes nothing that exists", "[fs]") {
+  ctx::test::TempDir t;
+  const std::string root = t / "ctx";
+  const std::string uid = std::to_string(::getuid());
+  auto r = ctx_cmd({"init", "--ctx-root", root});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> dirs{"agent",
+                                      "tool",
+                                      "model",
+                                      "shared",
+                                      "bin",
+                                      "home/" + uid + "/agent",
+                                      "home/" + uid + "/tool",
+                                      "home/" + uid + "/model"};
+  for (const std::string& d : dirs) {
+    INFO(d);
+    CHECK(std::filesystem::is_directory(root + "/" + d));
+    CHECK(r.out.find("created " + root + "/" + d + "\n") != std::string::npos);
+  }
+  struct stat st {};
+  REQUIRE(::stat((root + "/bin/ctx").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0755);
+  CHECK(ctx::test::read_file(root + "/bin/ctx") == ctx::test::read_file(ctx::test::built("ctx/ctx")));
+  t.write("ctx/tool/mine", "#!/bin/sh\n", 0700);
+  auto again = ctx_cmd({"init", "--ctx-root", root});
+  CHECK(again.exit_code == 0);
+  CHECK(again.out.find("created") == std::string::npos);
+  CHECK(again.out.find("(it was already)") != std::string::npos);
+  CHECK(t.read("ctx/tool/mine") == "#!/bin/sh\n");
+}
+
+TEST_CASE("ctx new writes an agent that ctx check passes, and refuses what it must without leaving anything", "[fs]") {
+  ctx::test::TempDir t;
+  const std::string root = t / "ctx";
+  const std::string uid = std::to_string(::getuid());
+  auto no_tree = ctx_cmd({"new", "hello", "--ctx-root", root});
+  CHECK(no_tree.exit_code == 1);
+  CHECK(no_tree.err ==
+        "ctx: " + root + "/agent: ENOENT: not a CTX tree; make one first: ctx init --ctx-root " + root + "\n");
+  CHECK_FALSE(std::filesystem::exists(root));
+  REQUIRE(ctx_cmd({"init", "--ctx-root", root}).exit_code == 0);
+  auto r = ctx_cmd({"new", "hello", "--ctx-root", root});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("hello: ok\n") != std::string::npos);  // ctx check's verdict
+  CHECK(t.read("ctx/agent/hello.d/owner") == uid + "\n");
+  CHECK(t.read("ctx/agent/hello.d/label") == "hello_t\n");
+  CHECK(t.read("ctx/agent/hello.d/root") == root + "/home/" + uid + "/agent/hello/root\n");
+  CHECK(t.read("ctx/agent/hello.d/cwd") == "/ctx/home/" + uid + "/agent/hello\n");
+  const std::string mount = t.read("ctx/agent/hello.d/mount");
+  CHECK(mount.find("/usr\t/usr\tro\trbind,nodev\n") != std::string::npos);
+  CHECK(mount.find(root + "\t/ctx\tro\trbind,nosuid,nodev\n") != std::string::npos);
+  CHECK(mount.find(root + "/home/" + uid + "/agent/hello\t/ctx/home/" + uid +
+                   "/agent/hello\trw\tbind,nosuid,nodev\n") != std::string::npos);
+  CHECK(std::filesystem::read_symlink(root + "/home/" + uid + "/agent/hello/root/bin") == "usr/bin");
+  for (const char* d : {"data", "cache", "log", "session"})
+    CHECK(std::filesystem::is_directory(root + "/home/" + uid + "/agent/hello/" + d));
+  struct stat st {};
+  REQUIRE(::stat((root + "/agent/hello").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0111) != 0);
+  // Taken, or not a name: refused, nothing written.
+  const std::string before = t.read("ctx/agent/hello.d/policy");
+  auto twice = ctx_cmd({"new", "hello", "--ctx-root", root});
+  CHECK(twice.exit_code == 1);
+  CHECK(twice.err == "ctx: " + root + "/agent/hello: EEXIST: the agent exists; choose another name\n");
+  CHECK(t.read("ctx/agent/hello.d/policy") == before);
+  CHECK(ctx_cmd({"new", "../x", "--ctx-root", root}).exit_code == 1);
+  t.write("ctx/agent/half.d/owner", uid + "\n");  // a .d without its runtime
+  CHECK(ctx_cmd({"new", "half", "--ctx-root", root}).exit_code == 1);
+  CHECK_FALSE(std::filesystem::exists(root + "/agent/half"));
+  for (const auto& e : std::filesystem::directory_iterator(root + "/agent"))
+    CHECK(e.path().filename().string().find(".new.") == std::string::npos);  // no temporary left
+}
