@@ -1,0 +1,57 @@
+// `meson install` (issue 13): the programs (stripped when the build says
+// so, as the project's default does), the man pages, the completion, the
+// systemd unit and the AppArmor profile naming the installed launcher.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "test/support/launch.hpp"
+#include "test/support/tempdir.hpp"
+
+TEST_CASE("meson install puts the programs, man pages, completion, unit and profile in place", "[fs]") {
+  const char* build = std::getenv("CTX_BUILD_ROOT");
+  REQUIRE(build != nullptr);
+  ctx::test::TempDir d;
+  auto r = ctx::test::run_command(
+      {"/usr/bin/env", "meson", "install", "-C", build, "--no-rebuild", "--quiet", "--destdir", d.path()}, std::nullopt,
+      120);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::string prefix, sysconfdir;
+  bool strip = false;
+  for (const auto& o :
+       nlohmann::json::parse(ctx::test::read_file(std::string(build) + "/meson-info/intro-buildoptions.json"))) {
+    if (o["name"] == "prefix") prefix = o["value"];
+    if (o["name"] == "sysconfdir") sysconfdir = o["value"];
+    if (o["name"] == "strip") strip = o["value"];
+  }
+  REQUIRE(!prefix.empty());
+  const std::string root = d.path() + prefix;
+  const std::string etc = sysconfdir[0] == '/' ? d.path() + sysconfdir : root + "/" + sysconfdir;
+  for (const std::string f : {"/bin/ctx-agent-run", "/bin/ctx"}) {
+    INFO(f);
+    struct stat st {};
+    REQUIRE(::stat((root + f).c_str(), &st) == 0);
+    CHECK((st.st_mode & 0111) != 0);
+    CHECK((st.st_mode & (S_ISUID | S_ISGID)) == 0);  // setuid-free
+    auto v = ctx::test::run_command({root + f, "--version"});
+    CHECK(v.exit_code == 0);
+    CHECK(v.out.find("0.1.0") != std::string::npos);
+    // Stripped: no debug sections left (the build tree keeps them).
+    if (strip) CHECK(ctx::test::read_file(root + f).find(".debug_info") == std::string::npos);
+  }
+  for (const std::string f :
+       {"/share/man/man1/ctx-agent-run.1", "/share/man/man1/ctx.1", "/share/bash-completion/completions/ctx-agent-run",
+        "/share/bash-completion/completions/ctx", "/share/doc/ctx-agent-run/quickstart.md"})
+    CHECK(std::filesystem::is_regular_file(root + f));
+  const std::string unit = ctx::test::read_file(root + "/lib/systemd/system/agent@.service");
+  CHECK(unit.find("\nExecStart=" + prefix + "/bin/ctx-agent-run %i\n") != std::string::npos);
+  const std::string profile = ctx::test::read_file(etc + "/apparmor.d/ctx-agent-run");
+  CHECK(profile.find("\nprofile ctx-agent-run " + prefix + "/bin/ctx-agent-run ") != std::string::npos);
+  CHECK(ctx::test::read_file(root + "/share/man/man1/ctx.1").find(".TH CTX 1") == 0);
+}
