@@ -207,13 +207,7 @@ TEST_CASE("the example tree: coder calls debug/echo, its child reviewer without 
   REQUIRE(u);
   TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
   ctx::test::TempDir d;
-  const char* src = std::getenv("CTX_SOURCE_ROOT");
-  REQUIRE(src != nullptr);
-  RunResult inst = ctx::test::run_command({std::string(src) + "/scripts/install-example", d.path(),
-                                           std::to_string(u->uid), std::to_string(u->gid), ctx::test::built("ctx/ctx")},
-                                          std::nullopt, 60);
-  REQUIRE(inst.exit_code == 0);
-  const std::string root = d.path() + "/ctx";
+  const std::string root = ctx::test::install_example(d.path(), *u);
   RunResult r =
       ctx::test::run_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", root, "coder"}, as, 60);
   INFO(r.out << r.err);

@@ -88,14 +88,13 @@ TEST_CASE("ctx tool decides from the launch, not from the runtime's environment;
   // everything, and a tier with a tool of its own. Pointing CTX_ROOT,
   // CTX_PATH and CTX_AGENT at it changes nothing.
   std::string forged = tt.home + "/agent/coder/forged";
-  RunResult r = tt.sh("mkdir -p " + forged + "/agent/coder.d " + forged + "/tool && " +
-                      "printf 'coder_t\\n' > " + forged + "/agent/coder.d/label && " +
-                      "printf 'allow coder_t tool:* execute\\n' > " + forged + "/agent/coder.d/policy && " +
-                      "printf '#!/bin/sh\\necho forged-ran\\n' > " + forged + "/tool/mine && chmod 755 " + forged +
-                      "/tool/mine && cp -r " + forged + "/agent/coder.d " + forged + "/agent/other.d; " +
-                      "CTX_ROOT=" + forged + " CTX_PATH=" + forged + "/tool:/ctx/tool /ctx/bin/ctx tool shell.exec; " +
-                      "echo rc=$?; CTX_ROOT=" + forged + " CTX_PATH=" + forged + "/tool CTX_AGENT=other " +
-                      "/ctx/bin/ctx tool mine; echo rc=$?");
+  RunResult r = tt.sh("mkdir -p " + forged + "/agent/coder.d " + forged + "/tool && " + "printf 'coder_t\\n' > " +
+                      forged + "/agent/coder.d/label && " + "printf 'allow coder_t tool:* execute\\n' > " + forged +
+                      "/agent/coder.d/policy && " + "printf '#!/bin/sh\\necho forged-ran\\n' > " + forged +
+                      "/tool/mine && chmod 755 " + forged + "/tool/mine && cp -r " + forged + "/agent/coder.d " +
+                      forged + "/agent/other.d; " + "CTX_ROOT=" + forged + " CTX_PATH=" + forged +
+                      "/tool:/ctx/tool /ctx/bin/ctx tool shell.exec; " + "echo rc=$?; CTX_ROOT=" + forged +
+                      " CTX_PATH=" + forged + "/tool CTX_AGENT=other " + "/ctx/bin/ctx tool mine; echo rc=$?");
   INFO(r.out << r.err);
   CHECK(r.out.find("shell-ran") == std::string::npos);
   CHECK(r.out.find("forged-ran") == std::string::npos);
@@ -103,8 +102,9 @@ TEST_CASE("ctx tool decides from the launch, not from the runtime's environment;
   // An allowed tool arrives as a descriptor of a read-only mount: a tool
   // (run as the agent, which here owns the file) that writes to itself
   // through that descriptor, or changes its mode, is refused.
-  const std::string self_writer = "#!/bin/sh\n( echo appended >> \"$0\" ) 2>/dev/null; echo write=$?\n"
-                                  "chmod 777 \"$0\" 2>/dev/null; echo chmod=$?\n";
+  const std::string self_writer =
+      "#!/bin/sh\n( echo appended >> \"$0\" ) 2>/dev/null; echo write=$?\n"
+      "chmod 777 \"$0\" 2>/dev/null; echo chmod=$?\n";
   tt.tool("ctx/tool/echo.args", self_writer);
   RunResult w = tt.sh("/ctx/bin/ctx tool echo.args");
   INFO(w.out << w.err);
@@ -256,13 +256,7 @@ TEST_CASE("the example tree's tools work through the helper inside a sandbox", "
   REQUIRE(u);
   TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
   ctx::test::TempDir d;
-  const char* src = std::getenv("CTX_SOURCE_ROOT");
-  REQUIRE(src != nullptr);
-  RunResult inst = ctx::test::run_command({std::string(src) + "/scripts/install-example", d.path(),
-                                           std::to_string(u->uid), std::to_string(u->gid), ctx::test::built("ctx/ctx")},
-                                          std::nullopt, 60);
-  REQUIRE(inst.exit_code == 0);
-  std::string root = d.path() + "/ctx";
+  const std::string root = ctx::test::install_example(d.path(), *u);
   auto run = [&](const std::string& agent, const std::string& cmd) {
     return ctx::test::run_command(
         {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", root, agent, "--", "/bin/sh", "-c", cmd}, as, 60);
@@ -385,7 +379,8 @@ TEST_CASE("tool calls are rate-limited and recorded where the agent cannot write
   in >> limited >> seconds;
   std::string added = tt.events();
   std::size_t recorded = 0;
-  for (auto p = added.find("\"type\":\"tool.call\""); p != std::string::npos; p = added.find("\"type\":\"tool.call\"", p + 1))
+  for (auto p = added.find("\"type\":\"tool.call\""); p != std::string::npos;
+       p = added.find("\"type\":\"tool.call\"", p + 1))
     ++recorded;
   // The burst, then the rate for the time the flood took, and no more.
   CHECK(recorded <= 128 + static_cast<std::size_t>(64 * (seconds + 1)));

@@ -217,6 +217,16 @@ void CtxTree::agent(const std::string& name, const std::map<std::string, std::op
     if (v) write("ctx/agent/" + name + ".d/" + k, *v);
 }
 
+std::string install_example(const std::string& dest, const TestUser& owner) {
+  const char* src = std::getenv("CTX_SOURCE_ROOT");
+  if (src == nullptr) throw std::runtime_error("CTX_SOURCE_ROOT is not set");
+  RunResult r = run_command({std::string(src) + "/scripts/install-example", dest, std::to_string(owner.uid),
+                             std::to_string(owner.gid), built("ctx/ctx")},
+                            std::nullopt, 60);
+  if (r.exit_code != 0) throw std::runtime_error("install-example failed: " + r.err);
+  return dest + "/ctx";
+}
+
 RunResult CtxTree::launch(const std::vector<std::string>& args, std::optional<TestUser> as, int timeout_s) const {
   Spawned s = spawn(args, as);
   return wait_command(s, timeout_s);

@@ -49,6 +49,11 @@ struct Spawned {
   int err_fd = -1;
 };
 
+/// Installs the example tree (scripts/install-example) under dest for
+/// `owner`, with the built ctx helper; returns its CTX root (dest/ctx).
+/// Throws std::runtime_error when the script fails.
+std::string install_example(const std::string& dest, const TestUser& owner);
+
 /// Starts argv like run_command, without waiting.
 Spawned spawn_command(const std::vector<std::string>& argv, std::optional<TestUser> as = std::nullopt,
                       const std::vector<std::string>& extra_env = {}, const std::function<bool()>& before_exec = {});
