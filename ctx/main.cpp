@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -213,6 +214,36 @@ CLI::App* add_agent_commands(CLI::App& app, std::vector<std::string>& arg, std::
   return agent;
 }
 
+// Everything after "--" is a child's command line (ctx agent start): taken
+// off argv (argc shortened) and returned.
+std::vector<std::string> split_command(int& argc, char** argv) {
+  std::vector<std::string> command;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+      argc = i;
+      break;
+    }
+  return command;
+}
+
+// `ctx init` and `ctx new NAME`: what to run once the line is parsed
+// (with ctx_root made absolute by then) lands in `run`.
+void add_setup_commands(CLI::App& app, std::string& ctx_root, std::string& name, std::function<int()>& run) {
+  auto* init = app.add_subcommand("init", "make a CTX tree for the calling user (what is missing of it)");
+  init->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
+  init->callback([&] { run = [&] { return ctx::helper::run_init(ctx_root); }; });
+  auto* new_cmd = app.add_subcommand("new", "write a first agent that launches at once, then check it");
+  new_cmd->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
+  new_cmd->add_option("NAME", name, "the agent")->required();
+  new_cmd->callback([&] {
+    run = [&] {
+      if (int code = ctx::helper::run_new(ctx_root, name); code != 0) return code;
+      return run_check(ctx_root, name, false, false, false);
+    };
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,14 +254,7 @@ int main(int argc, char** argv) {
   std::string run_as = ctx::sys::exec_path();
   if (auto direct = ctx::helper::direct_call(run_as.empty() ? argv[0] : run_as.c_str()))
     return ctx::helper::call_tool(direct->second, std::vector<std::string>(argv + 1, argv + argc), direct->first);
-  // Everything after "--" is a child's command line (ctx agent start).
-  std::vector<std::string> command;
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--") {
-      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
-      argc = i;
-      break;
-    }
+  std::vector<std::string> command = split_command(argc, argv);
   CLI::App app{"ctx: the CortexFS ABI helper"};
   app.set_version_flag("--version", "ctx " CTX_VERSION);
   app.require_subcommand(1);
@@ -271,12 +295,9 @@ int main(int argc, char** argv) {
   view_cmd->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   view_cmd->add_option("NAME", view_agent, "the agent")->required();
   view_cmd->add_flag("--json", view_json, "one JSON document instead of lines");
-  auto* init = app.add_subcommand("init", "make a CTX tree for the calling user (what is missing of it)");
-  init->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
-  auto* new_cmd = app.add_subcommand("new", "write a first agent that launches at once, then check it");
   std::string new_name;
-  new_cmd->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
-  new_cmd->add_option("NAME", new_name, "the agent")->required();
+  std::function<int()> run_parsed;
+  add_setup_commands(app, ctx_root, new_name, run_parsed);
   auto* ps = app.add_subcommand("ps", "running agents as a tree: status, pid, uptime, cgroup");
   ps->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   auto* status = app.add_subcommand("status", "the CTX root's status");
@@ -311,11 +332,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (status->parsed()) return run_status(ctx_root);
-  if (init->parsed()) return ctx::helper::run_init(ctx_root);
-  if (new_cmd->parsed()) {
-    if (int code = ctx::helper::run_new(ctx_root, new_name); code != 0) return code;
-    return run_check(ctx_root, new_name, false, false, false);
-  }
+  if (run_parsed) return run_parsed();
   if (check->parsed()) {
     if (name.empty() && !all && !env) {
       std::fprintf(stderr, "ctx check: name an agent, or give --all or --env\n");
