@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "sys/file.hpp"
+#include "sys/identity.hpp"
 #include "sys/resolve.hpp"
 #include "sys/socket.hpp"
 
@@ -66,6 +69,21 @@ Result<UniqueFd> make_below(int dirfd, const std::string& at, const std::string&
   return cur;
 }
 
+// The caller's supplementary groups besides its primary gid: an
+// unprivileged launch keeps them and the agent's `groups` must list them
+// exactly (launcher/plan.cpp), so a first agent lists them. Root's launch
+// chooses the groups: none.
+std::string groups_file(uid_t uid, gid_t gid) {
+  std::string out;
+  if (uid == 0) return out;
+  auto creds = sys::current_creds();
+  if (!creds) return out;
+  std::set<std::uint32_t> gs(creds->groups.begin(), creds->groups.end());
+  gs.erase(gid);
+  for (auto g : gs) out += std::to_string(g) + "\n";
+  return out;
+}
+
 // The control files of a first agent (see run_new).
 std::vector<std::pair<std::string, std::string>> control_files(const std::string& ctx_root, const std::string& name,
                                                                uid_t uid, gid_t gid, const std::string& root) {
@@ -76,7 +94,7 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
     if (auto d = sys::open_path_no_symlinks(etc)) mount += std::string(etc) + "\t" + etc + "\tro\tbind,nosuid,nodev\n";
   mount += ctx_root + "\t/ctx\tro\trbind,nosuid,nodev\n";
   mount += path_join(ctx_root, home_rel) + "\t/ctx/" + home_rel + "\trw\tbind,nosuid,nodev\n";
-  return {
+  std::vector<std::pair<std::string, std::string>> files{
       {"owner", std::to_string(uid) + "\n"},
       {"gid", std::to_string(gid) + "\n"},
       {"label", name + "_t\n"},
@@ -90,6 +108,8 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
                      "# allow " +
                      name + "_t tool:fs.read execute\n"},
   };
+  if (auto g = groups_file(uid, gid); !g.empty()) files.emplace_back("groups", g);
+  return files;
 }
 
 std::string runtime_script(const std::string& name) {

@@ -55,3 +55,20 @@ TEST_CASE("docs/quickstart.md works as written: a tree, an agent, a tool call, a
   CHECK(r.out.substr(r.out.size() - 11) == "helper ran\n");
   CHECK(ctx::test::processes_mentioning(home.path()).empty());
 }
+
+TEST_CASE("ctx new lists the caller's supplementary groups, so its first launch passes the groups rule", "[root]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  ctx::test::TempDir home;
+  REQUIRE(::chown(home.path().c_str(), u->uid, u->gid) == 0);
+  const std::string ids = "--reuid=" + std::to_string(u->uid) + " --regid=" + std::to_string(u->gid) +
+                          " --groups=" + std::to_string(u->gid) + ",4,24";
+  const std::string script = "set -e; export PATH=" + ctx::test::built("launcher") + ":" + ctx::test::built("ctx") +
+                             ":/usr/bin:/bin HOME=" + home.path() +
+                             "; ctx init --ctx-root ~/ctx >/dev/null; ctx new g --ctx-root ~/ctx >/dev/null; "
+                             "cat ~/ctx/agent/g.d/groups; ctx-agent-run --ctx-root ~/ctx g";
+  auto r = ctx::test::run_command({"/bin/sh", "-c", "exec setpriv " + ids + " /bin/sh -c '" + script + "'"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("4\n24\ng is running in its sandbox: uid " + std::to_string(u->uid), 0) == 0);
+}
