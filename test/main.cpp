@@ -33,6 +33,7 @@ bool strict_for(std::string_view facility) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string excluded, spec;
   // The first argument that begins with "[tag]" names the facility
   // ("[root]" or, for a few cases by name, "[root]*handoff").
   for (int i = 1; i < argc; ++i) {
@@ -49,6 +50,25 @@ int main(int argc, char** argv) {
       }
       std::fprintf(stderr, "SKIP: [%s] %s\n", facility.c_str(), missing->c_str());
       return 77;
+    }
+    // A case that needs a second facility (tagged [cgroup][fuse]) runs in
+    // either tag's run where the other one is there too; where it is not,
+    // the case is left out with the reason, the rest of the tag runs.
+    for (const char* other : {"cgroup", "fuse"}) {
+      if (facility == other || (facility != "cgroup" && facility != "fuse")) continue;
+      if (auto why = ctx::test::facility_missing(other)) {
+        if (strict_for(other)) {
+          std::fprintf(stderr, "FAIL: CTX_TEST_STRICT requires [%s], but %s\n", other, why->c_str());
+          return 1;
+        }
+        std::fprintf(stderr, "SKIP: the cases of [%s] that also need [%s]: %s\n", facility.c_str(), other,
+                     why->c_str());
+        excluded += std::string("~[") + other + "]";
+      }
+    }
+    if (!excluded.empty()) {
+      spec = std::string(a) + excluded;
+      argv[i] = spec.data();
     }
     break;
   }

@@ -205,7 +205,8 @@ TEST_CASE("limits are applied to the agent's subtree and hold for its runtime an
 
 // The agent view's server is in the agent's subtree (its limits cover what
 // an agent makes the view hold), in a leaf of its own beside runtime/.
-TEST_CASE("the agent view's server runs in <agent>/view, under the agent's limits", "[cgroup]") {
+// Needs the live (FUSE) view: tagged [fuse] too (test/main.cpp).
+TEST_CASE("the agent view's server runs in <agent>/view, under the agent's limits", "[cgroup][fuse]") {
   auto owner = ctx::test::test_user();
   REQUIRE(owner);
   CtxTree t(*owner);
