@@ -46,6 +46,10 @@ TEST_CASE("meson install puts the programs, man pages, completion, unit and prof
     // Stripped: no debug sections left (the build tree keeps them).
     if (strip) CHECK(ctx::test::read_file(root + f).find(".debug_info") == std::string::npos);
   }
+  // The example tree and its installer, for the demo.
+  CHECK(std::filesystem::is_symlink(root + "/share/ctx-agent-run/examples/ctx/model/main"));
+  CHECK(::access((root + "/share/ctx-agent-run/examples/ctx/agent/coder").c_str(), X_OK) == 0);
+  CHECK(::access((root + "/share/ctx-agent-run/install-example").c_str(), X_OK) == 0);
   for (const std::string f :
        {"/share/man/man1/ctx-agent-run.1", "/share/man/man1/ctx.1", "/share/bash-completion/completions/ctx-agent-run",
         "/share/bash-completion/completions/ctx", "/share/doc/ctx-agent-run/quickstart.md"})
