@@ -37,6 +37,8 @@ struct ModelTree {
             0755);
     t.write("ctx/model/debug/spy.d/env", "API_KEY=sk-live-secret\n");
     t.write("ctx/model/debug/fenced", "#!/bin/sh\necho fenced-ran\n", 0755);
+    t.write("ctx/model/debug/slow", "#!/bin/sh\ncat >/dev/null\nsleep 1\necho slow-done\n", 0755);
+    t.write("ctx/model/debug/slow.d/env", "API_KEY=sk-live-secret\n");
     t.write("ctx/model/debug/fenced.d/policy", "allow other_t model:debug/fenced use\n");
     t.write("ctx/model/debug/echo.d/id", "debug/echo\n");
     t.write("ctx/model/openai/gpt-4o", "#!/bin/sh\necho gpt-ran\n", 0755);
@@ -53,6 +55,7 @@ struct ModelTree {
                        "allow coder_t model:debug/echo use\nallow coder_t model:debug/spy use\n"
                        "allow coder_t model:debug/fenced use\nallow coder_t model:debug/fail use\n"
                        "allow coder_t model:main use\nallow coder_t model:ungranted use\n"
+                       "allow coder_t model:debug/slow use\n"
                        "allow coder_t tool:fs.read execute\n"}});
   }
   std::vector<nlohmann::json> lines(const std::string& rel) {
@@ -223,4 +226,24 @@ TEST_CASE("the example tree: coder calls debug/echo, its child reviewer without 
   const std::string mlog = ctx::test::read_file(root + "/model/debug/echo.d/log");
   CHECK(mlog.find("\"agent\":\"coder\"") != std::string::npos);
   CHECK(mlog.find("reviewer") == std::string::npos);  // refused before it reached the model
+}
+
+TEST_CASE("while a model runs, nothing in the agent's sandbox shows its credentials, though both run as one uid",
+          "[root][userns]") {
+  ModelTree m = make_tree();
+  // The key is put together at run time, so that the script's own text
+  // (its command line, the launch's log) does not hold it.
+  RunResult r = m.sh(
+      "k=sk-live-; k=${k}secret; /ctx/bin/ctx model debug/slow x >/work/answer & sleep 0.5; "
+      "echo \"procs=$(ls -d /proc/[0-9]* | wc -l)\"; "
+      "grep -l \"$k\" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null; "
+      "grep -rl \"$k\" /ctx /work /run 2>/dev/null; wait; cat /work/answer");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  // Only the answer: no path of the sandbox named the key while the
+  // model, holding it in its environment, was running.
+  CHECK(r.out.find("sk-live-secret") == std::string::npos);
+  CHECK(r.out.find("/proc/") == std::string::npos);
+  CHECK(r.out.find("slow-done\n") != std::string::npos);
+  CHECK(r.out.rfind("procs=", 0) == 0);
 }
