@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <set>
@@ -27,27 +28,6 @@ int error(const Error& e) {
   return 1;
 }
 
-// Opens `abs`, making the directories that are missing (0755), each one
-// named in `made`. The part that exists is taken as it is.
-Result<UniqueFd> make_dirs(const std::string& abs, std::vector<std::string>& made) {
-  std::string base = abs;
-  std::vector<std::string> rest;
-  while (base != "/" && !sys::open_dir(base)) {
-    auto slash = base.rfind('/');
-    rest.push_back(base.substr(slash + 1));
-    base = slash == 0 ? "/" : base.substr(0, slash);
-  }
-  CTX_TRY_ASSIGN(UniqueFd fd, sys::open_dir(base));
-  std::string path = base;
-  for (auto it = rest.rbegin(); it != rest.rend(); ++it) {
-    CTX_TRY_ASSIGN(bool now, sys::make_dir_if_missing_at(fd.get(), *it, 0755));
-    CTX_TRY_ASSIGN(fd, sys::open_dir_at(fd.get(), *it));
-    path = path_join(path, *it);
-    if (now) made.push_back(path);
-  }
-  return fd;
-}
-
 // Makes rel below dirfd (each missing component), recording what it made.
 Result<UniqueFd> make_below(int dirfd, const std::string& at, const std::string& rel, std::vector<std::string>& made) {
   UniqueFd cur;
@@ -67,6 +47,16 @@ Result<UniqueFd> make_below(int dirfd, const std::string& at, const std::string&
     if (now) made.push_back(path);
   }
   return cur;
+}
+
+// Opens `abs`, making the directories that are missing (0755), each one
+// named in `made`. The part that exists is taken as it is.
+Result<UniqueFd> make_dirs(const std::string& abs, std::vector<std::string>& made) {
+  std::string base = abs;
+  while (base != "/" && !sys::open_dir(base)) base = base.substr(0, std::max<std::size_t>(base.rfind('/'), 1));
+  CTX_TRY_ASSIGN(UniqueFd fd, sys::open_dir(base));
+  if (base == abs) return fd;
+  return make_below(fd.get(), base, std::string(path_suffix(abs, base)), made);
 }
 
 // The caller's supplementary groups besides its primary gid: an
