@@ -38,6 +38,32 @@ Result<void> write_all(int fd, std::string_view data, const char* what) {
   return {};
 }
 
+// Appends data with as few write(2)s as the kernel allows and never leaves
+// a part of it behind: when a later write fails (ENOSPC, EDQUOT, EFBIG
+// after a short write), what this call wrote is cut off again, so a file
+// of lines only ever holds whole lines. The cut is made only while this
+// call's bytes are still the end of the file (another appender may have
+// written after them; its line is not cut).
+Result<void> append_whole(int fd, std::string_view data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    int err = n < 0 ? errno : EIO;  // a regular file never takes 0 bytes of a non-empty write
+    if (done > 0) {
+      struct stat st {};
+      off_t end = ::lseek(fd, 0, SEEK_CUR);
+      if (end >= 0 && ::fstat(fd, &st) == 0 && st.st_size == end) (void)::ftruncate(fd, end - static_cast<off_t>(done));
+    }
+    return fail(sys_error("write", err));
+  }
+  return {};
+}
+
 std::uint64_t random_u64() {
   static std::mt19937_64 rng{std::random_device{}()};
   return rng();
@@ -318,7 +344,14 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
     return fail(sys_error("fchown " + tmp, err));
   }
   // fchmod: the umask may have narrowed the create mode.
-  if (::fchmod(fd.get(), mode) < 0 || (durable && ::fsync(fd.get()) < 0)) {
+  if (::fchmod(fd.get(), mode) < 0) {
+    int err = errno;
+    cleanup();
+    return fail(sys_error("fchmod " + tmp, err));
+  }
+  // fsync can be where a full disk shows (delayed allocation): the old
+  // content stays then too.
+  if (durable && ::fsync(fd.get()) < 0) {
     int err = errno;
     cleanup();
     return fail(sys_error("fsync " + tmp, err));
@@ -399,7 +432,7 @@ Result<void> append_file(int dirfd, const std::string& name, std::string_view da
   CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
   if (!S_ISREG(st.mode)) return fail(Error{EINVAL, name + ": EINVAL: not a regular file"});
   if (owner && created && ::fchown(fd.get(), owner->uid, owner->gid) < 0) return CTX_FAIL_ERRNO("fchown " + name);
-  return write_all(fd.get(), data, "write");
+  return append_whole(fd.get(), data);
 }
 
 }  // namespace ctx::sys

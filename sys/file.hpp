@@ -170,7 +170,10 @@ Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode);
 
 /// Appends data to dirfd/name (created with mode if missing) with one
 /// write(2) on an O_APPEND descriptor, so concurrent appenders of lines
-/// shorter than PIPE_BUF do not interleave.
+/// shorter than PIPE_BUF do not interleave. All or nothing: when the file
+/// system fills up part-way (a short write, then ENOSPC or EDQUOT), the
+/// part written is truncated away again and the error returned, so a file
+/// of whole lines stays one.
 Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode = 0644,
                          std::optional<Ownership> owner = std::nullopt);
 
