@@ -1,5 +1,6 @@
 #include "launcher/agent_files.hpp"
 
+#include <cerrno>
 #include <cstdio>
 
 #include "base/names.hpp"
@@ -31,11 +32,42 @@ std::optional<AgentState> agent_state_of(std::string_view word) {
   return std::nullopt;
 }
 
-void AgentFiles::status(AgentState s) {
-  warn(sys::atomic_replace(ddir_, "status", std::string(to_string(s)) + "\n"), "status");
+namespace {
+
+bool disk_full(int code) { return code == ENOSPC || code == EDQUOT; }
+
+// "ENOSPC: no space left on device" (EDQUOT: "disk quota exceeded").
+std::string disk_full_words(int code) {
+  return errno_name(code) + (code == EDQUOT ? ": disk quota exceeded" : ": no space left on device");
 }
 
-void AgentFiles::pid(pid_t p) { warn(sys::atomic_replace(ddir_, "pid", std::to_string(p) + "\n"), "pid"); }
+}  // namespace
+
+Result<void> AgentFiles::start(pid_t supervisor) {
+  const std::pair<const char*, std::string> records[] = {{"status", std::string(to_string(AgentState::start)) + "\n"},
+                                                         {"pid", std::to_string(supervisor) + "\n"}};
+  for (const auto& [file, content] : records) {
+    auto r = sys::atomic_replace(ddir_, file, content);
+    if (r) continue;
+    const Error& e = r.error();
+    std::string path = ddir_path(file);
+    // Said here, in the launch's error; the warning would repeat it.
+    warned_.insert({path, e.code});
+    if (disk_full(e.code))
+      return fail(Error{e.code, path + ": " + disk_full_words(e.code) +
+                                    "; free space on its file system and launch again (the agent was not started)"});
+    return fail(e.with_context(path));
+  }
+  return {};
+}
+
+void AgentFiles::status(AgentState s) {
+  warn(sys::atomic_replace(ddir_, "status", std::string(to_string(s)) + "\n"), ddir_path("status"), Kind::replaced);
+}
+
+void AgentFiles::pid(pid_t p) {
+  warn(sys::atomic_replace(ddir_, "pid", std::to_string(p) + "\n"), ddir_path("pid"), Kind::replaced);
+}
 
 Result<void> append_capped_log(int dirfd, const std::string& line, std::uint64_t& size) {
   if (size == kUnknownLogSize) {
@@ -54,7 +86,7 @@ Result<void> append_capped_log(int dirfd, const std::string& line, std::uint64_t
 void AgentFiles::log(json j) {
   j["ts"] = timestamp_now();
   j["agent"] = plan_.name;
-  warn(append_capped_log(ddir_, j.dump(-1, ' ', true) + "\n", log_size_), "log");
+  warn(append_capped_log(ddir_, j.dump(-1, ' ', true) + "\n", log_size_), ddir_path("log"), Kind::appended);
 }
 
 void AgentFiles::event(const json& j) {
@@ -64,11 +96,14 @@ void AgentFiles::event(const json& j) {
   for (auto& [k, v] : j.items()) out[k] = v;
   out["agent"] = plan_.name;
   out["session"] = plan_.session;
-  warn(sys::append_file(session_.get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()), "events.jsonl");
+  warn(sys::append_file(session_.get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()),
+       session_path(plan_.name, plan_.session, "events.jsonl"), Kind::appended);
 }
 
 void AgentFiles::session_state(const std::string& s) {
-  if (open_session()) warn(sys::atomic_replace(session_.get(), "state", s + "\n"), "state");
+  if (open_session())
+    warn(sys::atomic_replace(session_.get(), "state", s + "\n"), session_path(plan_.name, plan_.session, "state"),
+         Kind::replaced);
 }
 
 void AgentFiles::event_of(const std::string& agent, const std::string& session, const json& j) {
@@ -76,15 +111,16 @@ void AgentFiles::event_of(const std::string& agent, const std::string& session, 
   if (!home) return;
   // Never through a symlink: the parent's agent may have planted one in
   // its own home, and this supervisor may be root.
+  const std::string path = session_path(agent, session, "events.jsonl");
   auto dir = sys::open_dir_beneath(home->get(), session_rel(plan_.owner, agent, session));
-  if (!dir) return warn(fail(dir.error()), "the parent's events.jsonl");
+  if (!dir) return warn(fail(dir.error()), path, Kind::appended);
   json out;
   out["ts"] = timestamp_now();
   for (auto& [k, v] : j.items()) out[k] = v;
   out["agent"] = agent;
   out["session"] = session;
-  warn(sys::append_file(dir->get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()),
-       "the parent's events.jsonl");
+  warn(sys::append_file(dir->get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()), path,
+       Kind::appended);
 }
 
 void AgentFiles::context_status(const std::string& dir, const std::string& s) {
@@ -92,17 +128,18 @@ void AgentFiles::context_status(const std::string& dir, const std::string& s) {
   auto root = sys::open_dir(plan_.ctx_root);
   if (!root) return;
   auto d = sys::open_dir_beneath(root->get(), std::string(path_suffix(dir, plan_.ctx_root)));
-  if (!d) return warn(fail(d.error()), "context status");
-  warn(sys::atomic_replace(d->get(), "status", s + "\n"), "context status");
+  if (!d) return warn(fail(d.error()), dir + "/status", Kind::replaced);
+  warn(sys::atomic_replace(d->get(), "status", s + "\n"), dir + "/status", Kind::replaced);
 }
 
 bool AgentFiles::open_session() {
   if (session_.valid()) return true;
+  const std::string path = session_path(plan_.name, plan_.session, "events.jsonl");
   auto home = sys::open_dir(plan_.ctx_root + "/home", true);
-  if (!home) return warn(fail(home.error()), "events.jsonl"), false;
+  if (!home) return warn(fail(home.error()), path, Kind::appended), false;
   std::string rel = session_rel(plan_.owner, plan_.name, plan_.session);
   auto dir = sys::open_or_make_dirs(home->get(), rel, 0755, owner());
-  if (!dir) return warn(fail(dir.error()), "events.jsonl"), false;
+  if (!dir) return warn(fail(dir.error()), path, Kind::appended), false;
   session_ = std::move(*dir);
   return true;
 }
@@ -114,10 +151,31 @@ std::optional<sys::Ownership> AgentFiles::owner() const {
   return sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
 }
 
-void AgentFiles::warn(const Result<void>& r, const char* what) {
-  if (!r)
-    std::fprintf(stderr, "ctx-agent-run: warning: %s.d/%s: %s\n", plan_.name.c_str(), what,
-                 printable(r.error().msg).c_str());
+std::string AgentFiles::ddir_path(const std::string& file) const {
+  return plan_.ctx_root + "/agent/" + plan_.name + ".d/" + file;
+}
+
+std::string AgentFiles::session_path(const std::string& agent, const std::string& session,
+                                     const std::string& file) const {
+  return plan_.ctx_root + "/home/" + session_rel(plan_.owner, agent, session) + "/" + file;
+}
+
+// Once per file and errno: on a full disk every line of a long run would
+// fail alike.
+void AgentFiles::warn(const Result<void>& r, const std::string& path, Kind kind) {
+  if (r || !warned_.insert({path, r.error().code}).second) return;
+  const int code = r.error().code;
+  std::string why = printable(r.error().msg);
+  if (disk_full(code)) {
+    const char* kept = "";
+    switch (kind) {
+      case Kind::replaced: kept = "it keeps its previous content"; break;
+      case Kind::appended: kept = "its new lines are dropped (the lines in it stay whole)"; break;
+    }
+    why = disk_full_words(code) + "; free space on its file system: until then " + kept +
+          " and the agent keeps running (said once)";
+  }
+  std::fprintf(stderr, "ctx-agent-run: warning: %s: %s\n", printable(path).c_str(), why.c_str());
 }
 
 }  // namespace ctx::launcher

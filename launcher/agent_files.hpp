@@ -1,8 +1,11 @@
 // The agent's files on the host that its supervisor keeps: <name>.d/status,
 // pid and log, the session's events.jsonl and state, and an owned child's
-// coordination status in its parent's session. Writes are best effort once
-// a launch is under way: a full disk must not kill a running agent, but it
-// is reported on stderr.
+// coordination status in its parent's session. Replaced files (status,
+// pid, state) change by atomic rename and appended ones (log, events.jsonl)
+// take whole lines or nothing, so a full disk never leaves a truncated
+// value or a partial line. Writes are best effort once a launch is under
+// way: a full disk must not kill a running agent, but each file's failure
+// is said on stderr, once (docs/launcher.md, "Full disks").
 #pragma once
 
 #include <sys/types.h>
@@ -10,7 +13,9 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
@@ -47,6 +52,12 @@ class AgentFiles {
   /// ddir: <ctx>/agent/<name>.d, open for the files' lifetime.
   AgentFiles(const LaunchPlan& plan, int ddir) : plan_(plan), ddir_(ddir) {}
 
+  /// The start records a launch cannot go without: status `start` and
+  /// pid (the supervisor's), each replaced atomically. The first failure,
+  /// naming the file (with what to do for ENOSPC and EDQUOT), for the
+  /// launch to refuse with; the files keep their previous content then.
+  Result<void> start(pid_t supervisor);
+
   /// Replaces <name>.d/status atomically.
   void status(AgentState s);
   /// Replaces <name>.d/pid atomically.
@@ -74,14 +85,20 @@ class AgentFiles {
   void context_status(const std::string& dir, const std::string& s);
 
  private:
+  /// How a failed write leaves its file, for the warning's words.
+  enum class Kind { replaced, appended };
+
   bool open_session();
   std::optional<sys::Ownership> owner() const;
-  void warn(const Result<void>& r, const char* what);
+  std::string ddir_path(const std::string& file) const;
+  std::string session_path(const std::string& agent, const std::string& session, const std::string& file) const;
+  void warn(const Result<void>& r, const std::string& path, Kind kind);
 
   const LaunchPlan& plan_;
   int ddir_;
   UniqueFd session_;
   std::uint64_t log_size_ = kUnknownLogSize;
+  std::set<std::pair<std::string, int>> warned_;  ///< (path, errno) already said
 };
 
 }  // namespace ctx::launcher
