@@ -8,12 +8,14 @@
 // The tmpfs lives in a mount namespace of a helper process (the host's
 // mounts stay untouched, and the tmpfs goes with the helper however the
 // test ends); launches enter that namespace, and the test reaches the
-// files through /proc/<helper>/root.
+// files through /proc/<helper>/root. Every TEST_CASE runs twice: launched
+// by root (a privileged launch) and by the unprivileged test user.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,24 +39,55 @@ namespace {
 
 constexpr std::size_t kPage = 4096;
 
+bool write_file(const char* path, const std::string& v) {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size());
+  ::close(fd);
+  return ok;
+}
+
 // A tmpfs of `size` over the tree's CTX root (its content copied in), in
-// the mount namespace of a helper that lives as long as this object.
+// the mount namespace of a helper that lives as long as this object; for
+// an unprivileged runner, in a user namespace of the helper's own too
+// (its ids mapped to themselves), which launches join as well.
 class FullDisk {
  public:
-  FullDisk(const CtxTree& t, const std::string& size) : ctx_root_(t.root()) {
+  FullDisk(const CtxTree& t, const std::string& size) : ctx_root_(t.root()), own_userns_(::geteuid() != 0) {
     const std::string stage = t.root() + ".stage";
-    const std::string uid = std::to_string(t.owner().uid), gid = std::to_string(t.owner().gid);
-    const std::string script = "set -e; cp -a " + t.root() + " " + stage + "; mount -t tmpfs -o size=" + size +
-                               ",mode=0755,uid=" + uid + ",gid=" + gid + " fulldisk " + t.root() + "; cp -a " + stage +
-                               "/. " + t.root() + "/; rm -rf " + stage + "; echo ready; exec sleep 600";
-    holder_ =
-        ctx::test::spawn_command({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
+    REQUIRE(ctx::test::run_command({"/bin/cp", "-a", t.root(), stage}).exit_code == 0);
+    const std::string opts =
+        "size=" + size + ",mode=0755" +
+        (own_userns_ ? std::string()
+                     : ",uid=" + std::to_string(t.owner().uid) + ",gid=" + std::to_string(t.owner().gid));
+    const bool userns = own_userns_;
+    const std::string root = t.root();
+    const uid_t uid = ::geteuid();
+    const gid_t gid = ::getegid();
+    // mount(2) itself: mount(8) refuses a caller that is not root by uid.
+    auto mount_tmpfs = [=]() {
+      if (userns) {
+        if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) return false;
+        if (!write_file("/proc/self/setgroups", "deny") ||
+            !write_file("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+            !write_file("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1"))
+          return false;
+      } else if (::unshare(CLONE_NEWNS) < 0) {
+        return false;
+      }
+      return ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+             ::mount("fulldisk", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) == 0;
+    };
+    holder_ = ctx::test::spawn_command(
+        {"/bin/sh", "-c",
+         "set -e; cp -a " + stage + "/. " + root + "/; rm -rf " + stage + "; echo ready; exec sleep 600"},
+        std::nullopt, {}, mount_tmpfs);
     std::string line;
     char c;
     while (::read(holder_.out_fd, &c, 1) == 1 && c != '\n') line += c;
     if (line != "ready") {
       RunResult r = ctx::test::wait_command(holder_, 5);
-      throw std::runtime_error("the tmpfs could not be mounted: " + r.err);
+      throw std::runtime_error("the tmpfs could not be mounted (exit " + std::to_string(r.exit_code) + "): " + r.err);
     }
   }
   FullDisk(const FullDisk&) = delete;
@@ -70,14 +103,20 @@ class FullDisk {
     return "/proc/" + std::to_string(holder_.pid) + "/root" + ctx_root_ + "/" + rel;
   }
 
-  /// Runs ctx-agent-run (as root: a privileged launch) in the namespace.
+  /// Runs ctx-agent-run as the runner (root: a privileged launch) in the
+  /// helper's namespaces.
   RunResult launch(const std::vector<std::string>& args, int timeout_s = 60) const {
     std::vector<std::string> argv{ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", ctx_root_};
     argv.insert(argv.end(), args.begin(), args.end());
-    const std::string ns = "/proc/" + std::to_string(holder_.pid) + "/ns/mnt";
-    return ctx::test::run_command(argv, std::nullopt, timeout_s, {}, [ns]() {
-      int fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
-      return fd >= 0 && ::setns(fd, CLONE_NEWNS) == 0;
+    const std::string ns = "/proc/" + std::to_string(holder_.pid) + "/ns/";
+    const bool userns = own_userns_;
+    return ctx::test::run_command(argv, std::nullopt, timeout_s, {}, [ns, userns]() {
+      auto join = [&](const char* name, int type) {
+        int fd = ::open((ns + name).c_str(), O_RDONLY | O_CLOEXEC);
+        return fd >= 0 && ::setns(fd, type) == 0;
+      };
+      // The user namespace first: it owns the mount namespace.
+      return (!userns || join("user", CLONE_NEWUSER)) && join("mnt", CLONE_NEWNS);
     });
   }
 
@@ -106,6 +145,7 @@ class FullDisk {
 
  private:
   std::string ctx_root_;
+  bool own_userns_;
   ctx::test::Spawned holder_;
 };
 
@@ -179,7 +219,7 @@ std::string events_rel(const CtxTree& t) {
 
 }  // namespace
 
-TEST_CASE("full disk: a launch that cannot write status is refused with ENOSPC and changes nothing", "[root]") {
+TEST_CASE("full disk: a launch that cannot write status is refused with ENOSPC and changes nothing", "[root][userns]") {
   CtxTree t(ctx::test::launch_mode().owner);
   t.agent("coder");
   FullDisk disk(t, "512k");
@@ -224,7 +264,8 @@ TEST_CASE("full disk: a launch that cannot write status is refused with ENOSPC a
   check_agent_files(disk, events_rel(t));
 }
 
-TEST_CASE("full disk: log and events that fill it mid-run are warned about once; the run ends as usual", "[root]") {
+TEST_CASE("full disk: log and events that fill it mid-run are warned about once; the run ends as usual",
+          "[root][userns]") {
   CtxTree t(ctx::test::launch_mode().owner);
   t.agent("coder");
   FullDisk disk(t, "512k");
