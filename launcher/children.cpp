@@ -6,6 +6,7 @@
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "launcher/child_request.hpp"
+#include "launcher/control_request.hpp"
 #include "launcher/sandbox.hpp"
 #include "sys/process.hpp"
 #include "sys/socket.hpp"
@@ -128,72 +129,69 @@ void Children::deny(int id, const std::string& op, const Error& e) {
 }
 
 void Children::request(int id, const std::string& line) {
-  json j = json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("op") || !j["op"].is_string())
-    return deny(id, "", bad_request("a request is one JSON object with \"op\" (create, start, stop, wait)"));
-  std::string op = j["op"].get<std::string>();
-  if (op == "create") {
-    if (!j.contains("request")) return deny(id, op, bad_request("create needs \"request\""));
-    auto r = create(j["request"]);
-    if (!r) return deny(id, op, r.error());
-    return answer(id, *r);
+  ControlDecode d = decode_control_request(
+      line, [this](const std::string& name, std::string_view perm) { return authorize(name, perm); });
+  if (!d.request) return deny(id, d.op, d.request.error());
+  ControlRequest& req = *d.request;
+  const std::string& op = d.op;
+  switch (req.op) {
+    case ControlOp::create: {
+      auto r = create(req.child);
+      if (!r) return deny(id, op, r.error());
+      return answer(id, *r);
+    }
+    case ControlOp::start: {
+      auto r = start(id, req);
+      if (!r) return deny(id, op, r.error());
+      return;  // answered once the child's runtime runs (or fails)
+    }
+    case ControlOp::stop:
+    case ControlOp::wait: return stop_or_wait(id, op, req.name);
+    case ControlOp::model: {
+      if (!cfg_.model) return deny(id, op, Error{ENOTSUP, "this agent's mounts show no model tier", "no_models"});
+      auto it = conns_.find(id);
+      if (it == conns_.end()) return;
+      auto r = cfg_.model(req.body, std::move(it->second.fds));
+      it->second.fds.clear();
+      if (auto* a = std::get_if<json>(&r)) return answer(id, *a);
+      models_.emplace(id, std::move(std::get<ModelRun>(r)));
+      return;  // answered when the model exits
+    }
+    case ControlOp::tool: {
+      if (!cfg_.tool) return deny(id, op, Error{ENOTSUP, "this agent's mounts show no tool tier", "no_tools"});
+      ToolAnswer a = cfg_.tool(req.body);
+      auto it = conns_.find(id);
+      if (it == conns_.end()) return;
+      std::string s = a.answer.dump() + "\n";
+      std::vector<int> fds;
+      if (a.tool.valid()) fds.push_back(a.tool.get());
+      (void)sys::send_message(it->second.fd.get(), s, fds);
+      return;
+    }
   }
-  if (op == "start") {
-    auto r = start(id, j);
-    if (!r) return deny(id, op, r.error());
-    return;  // answered once the child's runtime runs (or fails)
-  }
-  if (op == "stop" || op == "wait") return stop_or_wait(id, op, j);
-  if (op == "model") {
-    if (!cfg_.model) return deny(id, op, Error{ENOTSUP, "this agent's mounts show no model tier", "no_models"});
-    auto it = conns_.find(id);
-    if (it == conns_.end()) return;
-    auto r = cfg_.model(j, std::move(it->second.fds));
-    it->second.fds.clear();
-    if (auto* a = std::get_if<json>(&r)) return answer(id, *a);
-    models_.emplace(id, std::move(std::get<ModelRun>(r)));
-    return;  // answered when the model exits
-  }
-  if (op == "tool") {
-    if (!cfg_.tool) return deny(id, op, Error{ENOTSUP, "this agent's mounts show no tool tier", "no_tools"});
-    ToolAnswer a = cfg_.tool(j);
-    auto it = conns_.find(id);
-    if (it == conns_.end()) return;
-    std::string s = a.answer.dump() + "\n";
-    std::vector<int> fds;
-    if (a.tool.valid()) fds.push_back(a.tool.get());
-    (void)sys::send_message(it->second.fd.get(), s, fds);
-    return;
-  }
-  deny(id, op, bad_request("unknown op '" + op + "' (create, start, stop, wait, tool)"));
 }
 
-void Children::stop_or_wait(int id, const std::string& op, const json& req) {
-  auto name = own_child(req, op == "stop" ? "stop" : nullptr);
-  if (!name) return deny(id, op, name.error());
-  OwnedChild* c = children_.find(*name);
+void Children::stop_or_wait(int id, const std::string& op, const std::string& name) {
+  OwnedChild* c = children_.find(name);
   if (c == nullptr)
-    return deny(id, op, Error{ESRCH, *name + ": ESRCH: this supervisor has not started it", "not_started"});
-  if (c->exit_status) return answer(id, {{"ok", true}, {"op", op}, {"name", *name}, {"exit_status", *c->exit_status}});
+    return deny(id, op, Error{ESRCH, name + ": ESRCH: this supervisor has not started it", "not_started"});
+  if (c->exit_status) return answer(id, {{"ok", true}, {"op", op}, {"name", name}, {"exit_status", *c->exit_status}});
   if (op == "stop") {
     // Not a plea: the child's supervisor runs SIGTERM, grace, cgroup.kill.
     (void)sys::signal_pidfd(c->pidfd.get(), stop_signal());
-    cfg_.event({{"type", "agent.child.stop"}, {"parent", cfg_.parent->name}, {"child", *name}, {"status", "ok"}});
+    cfg_.event({{"type", "agent.child.stop"}, {"parent", cfg_.parent->name}, {"child", name}, {"status", "ok"}});
   }
   c->exit_waiters.emplace_back(id, op);
 }
 
-Result<std::string> Children::own_child(const json& req, const char* perm) {
-  if (!req.contains("name") || !req["name"].is_string()) return fail(bad_request("\"name\" is required"));
-  std::string name = req["name"].get<std::string>();
-  if (auto issue = agent_name_issue(name)) return fail(Error{EACCES, name + ": EACCES: " + *issue, "invalid_name"});
+Result<void> Children::authorize(const std::string& name, std::string_view perm) const {
   const std::string subject = cfg_.parent->subject();
-  if (perm != nullptr && (subject.empty() || !cfg_.parent->policy.allows(subject, policy::Class::agent, name, perm)))
+  if (subject.empty() || !cfg_.parent->policy.allows(subject, policy::Class::agent, name, perm))
     return fail(Error{EACCES,
                       name + ": EACCES: the policy of " + cfg_.parent->name + " lacks " +
                           policy::missing_rule(subject, policy::Class::agent, name, perm),
                       "agent_policy"});
-  return name;
+  return {};
 }
 
 // A host path as the parent's sandbox shows it, where it does.
@@ -202,8 +200,7 @@ std::string Children::shown(const std::string& host) const {
   return cfg_.inner_path(host).value_or(host);
 }
 
-Result<json> Children::create(const json& req) {
-  CTX_TRY_ASSIGN(agentdir::ChildRequest r, decode_child_request(req));
+Result<json> Children::create(const agentdir::ChildRequest& r) {
   CTX_TRY_ASSIGN(agentdir::ChildPlan plan,
                  agentdir::plan_child(*cfg_.parent, r, {cfg_.session, cfg_.run}, agentdir::passwd_primary_gid()));
   if (auto w = agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, cfg_.spawn.owner); !w) {
@@ -222,14 +219,8 @@ Result<json> Children::create(const json& req) {
               {"context", shown(agentdir::child_context_dir(*cfg_.parent, cfg_.session, r.name))}};
 }
 
-Result<std::string> Children::start(int id, const json& req) {
-  CTX_TRY_ASSIGN(std::string name, own_child(req, "start"));
-  std::vector<std::string> command;
-  if (req.contains("command")) {
-    CTX_TRY_ASSIGN(command, string_list(req["command"], "command"));
-  }
-  for (const auto& [k, v] : req.items())
-    if (k != "op" && k != "name" && k != "command") return fail(bad_request("unknown key '" + k + "' in start"));
+Result<std::string> Children::start(int id, const ControlRequest& req) {
+  const std::string& name = req.name;
   if (children_.running(name)) return fail(Error{EBUSY, name + ": EBUSY: already running", "running"});
   // Only an owned child of this agent, still within it (its files may
   // have changed since create, or it may be another owner's agent that
@@ -237,7 +228,7 @@ Result<std::string> Children::start(int id, const json& req) {
   auto spec = agentdir::load(cfg_.parent->ctx_root, name, {::geteuid() == 0});
   if (!spec) return fail(spec.error());
   CTX_TRY(agentdir::check_child(*cfg_.parent, *spec));
-  CTX_TRY_ASSIGN(OwnedChild c, spawn_child_supervisor(cfg_.spawn, *spec, command));
+  CTX_TRY_ASSIGN(OwnedChild c, spawn_child_supervisor(cfg_.spawn, *spec, req.command));
   c.start_waiters.push_back(id);
   children_.add(name, std::move(c));
   cfg_.event({{"type", "agent.child.start"}, {"parent", cfg_.parent->name}, {"child", name}, {"status", "ok"}});

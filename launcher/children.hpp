@@ -1,7 +1,7 @@
 // The supervisor's owned children (seed 003): the control socket that
 // `ctx agent create|start|stop|wait` talks to from inside the sandbox
 // (and `ctx tool`, whose requests go to a ToolGate: launcher/tool_gate.hpp).
-// The requests are decoded by child_request, the children kept in a
+// The requests are decoded by control_request (and child_request), the children kept in a
 // ChildRegistry, started and ended by child_spawn.
 //
 // Protocol: one JSON object per line in each direction.
@@ -29,6 +29,7 @@
 #include "base/unique_fd.hpp"
 #include "launcher/child_registry.hpp"
 #include "launcher/child_spawn.hpp"
+#include "launcher/control_request.hpp"
 #include "launcher/model_run.hpp"
 #include "launcher/tool_gate.hpp"
 
@@ -94,10 +95,11 @@ class Children {
   void answer(int id, const nlohmann::json& j);
   void deny(int id, const std::string& op, const Error& e);
   void request(int id, const std::string& line);
-  Result<nlohmann::json> create(const nlohmann::json& req);
-  Result<std::string> start(int id, const nlohmann::json& req);
-  Result<std::string> own_child(const nlohmann::json& req, const char* perm);
-  void stop_or_wait(int id, const std::string& op, const nlohmann::json& req);
+  Result<nlohmann::json> create(const agentdir::ChildRequest& r);
+  Result<std::string> start(int id, const ControlRequest& req);
+  /// Whether the parent's policy lets it `perm` the agent `name` (ControlAuthorize).
+  Result<void> authorize(const std::string& name, std::string_view perm) const;
+  void stop_or_wait(int id, const std::string& op, const std::string& name);
   void read_status(OwnedChild& c, const std::string& name);
   void exited(const std::string& name, int status);
 
