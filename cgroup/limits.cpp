@@ -1,5 +1,7 @@
 #include "cgroup/limits.hpp"
 
+#include <cstdint>
+
 #include "base/text.hpp"
 
 namespace ctx::cgroup {
@@ -26,9 +28,21 @@ std::optional<std::string> limit_issue(std::string_view key, std::string_view v)
     if (!n.empty() && std::string_view("KMGT").find(n.back()) != std::string_view::npos) n.remove_suffix(1);
     return number(n);
   };
+  // The kernel's memparse() (memory.max, tmpfs size=) shifts the K/M/G/T
+  // suffix in without an overflow check: 16777216T would wrap to 0.
+  auto fits = [](std::string_view n) {
+    auto suffix = std::string_view("KMGT").find(n.back());
+    if (suffix == std::string_view::npos) return true;  // 19 digits: below 2^64
+    n.remove_suffix(1);
+    std::uint64_t value = 0;
+    for (char c : n) value = value * 10 + static_cast<std::uint64_t>(c - '0');
+    return value <= (UINT64_MAX >> (10 * (suffix + 1)));
+  };
   if (key == "memory.max") {
-    if (v == "max" || bytes(v)) return std::nullopt;
-    return "memory.max must be 'max' or bytes, optionally with K, M, G or T";
+    if (v == "max") return std::nullopt;
+    if (!bytes(v)) return "memory.max must be 'max' or bytes, optionally with K, M, G or T";
+    if (!fits(v)) return "memory.max must be below 2^64 bytes";
+    return std::nullopt;
   }
   if (key == "pids.max") {
     if (v == "max" || number(v)) return std::nullopt;
@@ -43,8 +57,9 @@ std::optional<std::string> limit_issue(std::string_view key, std::string_view v)
     return std::nullopt;
   }
   if (key == "shm.max") {
-    if (bytes(v) && v.front() != '0') return std::nullopt;
-    return "shm.max must be bytes, optionally with K, M, G or T, and not 0";
+    if (!bytes(v) || v.front() == '0') return "shm.max must be bytes, optionally with K, M, G or T, and not 0";
+    if (!fits(v)) return "shm.max must be below 2^64 bytes";
+    return std::nullopt;
   }
   if (key == "nproc.max") {
     if (number(v) && v.front() != '0') return std::nullopt;

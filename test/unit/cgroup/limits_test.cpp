@@ -38,6 +38,10 @@ TEST_CASE("limits: each rejection, with its position", "[unit]") {
   CHECK(msg("shm.max=0\n") ==
         "coder.d/limits:1:9: EINVAL: shm.max must be bytes, optionally with K, M, G or T, and not 0");
   CHECK(msg("nproc.max=0\n") == "coder.d/limits:1:11: EINVAL: nproc.max must be a number of processes, not 0");
+  // Found by fuzz/limits_fuzz: the kernel's memparse() would wrap these to a small limit.
+  CHECK(msg("memory.max=18446744073701G\n") == "coder.d/limits:1:12: EINVAL: memory.max must be below 2^64 bytes");
+  CHECK(msg("shm.max=16777216T\n") == "coder.d/limits:1:9: EINVAL: shm.max must be below 2^64 bytes");
+  CHECK(msg("memory.max=16777215T\nshm.max=9999999999999999999\n") == "accepted");
   CHECK(msg("pids.max=10\npids.max=20\n") == "coder.d/limits:2:1: EINVAL: pids.max is set twice");
   CHECK(msg("pids.max=10") == "coder.d/limits:1:12: EINVAL: missing newline at end of file");
 }
