@@ -1,0 +1,77 @@
+// libFuzzer target: the sd_notify messages a runtime sends its supervisor
+// (apply_notify) and the rate limit on them (RateLimiter). Invariants:
+//  - the status after a message is the one before it or a lifecycle word,
+//    whatever the status before was;
+//  - a message is its lines applied in order: applying them one by one
+//    gives the same status, and ready is set iff some line is READY=1;
+//  - a message without a recognised line leaves any status alone;
+//  - the limiter, fed the input as 16-bit gaps between messages (in
+//    microseconds, time never going back), takes at most `burst` plus
+//    `per_second` for each second passed, takes the first `burst`
+//    messages, and counts exactly the messages it drops.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "launcher/notify.hpp"
+
+namespace {
+
+using ctx::launcher::apply_notify;
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+bool lifecycle(std::string_view s) { return s == "ready" || s == "busy" || s == "idle" || s == "stopping"; }
+
+void message(std::string_view in) {
+  for (std::string_view current : {"start", "ready", "stopping", ""}) {
+    auto e = apply_notify(in, current);
+    check(e.state == current || lifecycle(e.state));
+    std::string state(current);
+    bool ready = false, recognised = false;
+    for (std::size_t pos = 0; pos <= in.size();) {
+      std::size_t nl = in.find('\n', pos);
+      std::string_view line = in.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+      auto one = apply_notify(line, state);
+      if (apply_notify(line, "x").state != "x") recognised = true;
+      state = one.state;
+      ready = ready || one.ready;
+      check(one.ready == (line == "READY=1"));
+      if (nl == std::string_view::npos) break;
+      pos = nl + 1;
+    }
+    check(e.state == state && e.ready == ready);
+    if (!recognised) check(e.state == current && !e.ready);
+  }
+}
+
+void limiter(std::string_view in) {
+  const unsigned burst = ctx::launcher::kNotifyBurst, rate = ctx::launcher::kNotifyPerSecond;
+  ctx::launcher::RateLimiter l(burst, rate);
+  std::uint64_t now = 1, taken = 0, dropped = 0, n = 0;
+  for (std::size_t i = 0; i + 1 < in.size(); i += 2) {
+    now += static_cast<std::uint8_t>(in[i]) | (static_cast<std::uint64_t>(static_cast<std::uint8_t>(in[i + 1])) << 8);
+    const bool took = l.take(now);
+    ++n;
+    if (n <= burst) check(took);
+    taken += took ? 1 : 0;
+    if (n % 7 == 0) dropped += l.dropped_since_last();
+    check(static_cast<double>(taken) <= burst + static_cast<double>(now - 1) * rate / 1e6 + 1e-6);
+  }
+  dropped += l.dropped_since_last();
+  check(taken + dropped == n);
+  check(l.dropped_since_last() == 0);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  message(in);
+  limiter(in);
+  return 0;
+}
