@@ -13,6 +13,7 @@
 #include "agentdir/child.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
+#include "sys/fault.hpp"
 #include "sys/file.hpp"
 #include "sys/resolve.hpp"
 #include "sys/socket.hpp"
@@ -132,10 +133,12 @@ Result<bool> copy_entry(Made& made, std::size_t agents, const std::string& paren
 /// half-way; no <name>.d exists, which the caller checked): temporary
 /// `.<name>.d.tmp.*` directories, and the coordination directory when its
 /// status says "created", or when it has no status and holds only what a
-/// create writes before it (agent, session). Anything else is an earlier
-/// child's history and stays.
-Result<void> remove_unfinished_create(int ctxfd, int agentsfd, const std::string& context_rel,
-                                      const std::string& name) {
+/// create writes before it (agent, session), and with it the entry
+/// `agent/<name>` when it is the copy of the parent's entry that a create
+/// renames in just before <name>.d. Anything else is an earlier child's
+/// history and stays.
+Result<void> remove_unfinished_create(int ctxfd, int agentsfd, const std::string& context_rel, const std::string& name,
+                                      const std::string& parent_name) {
   CTX_TRY_ASSIGN(std::vector<std::string> entries, sys::list_dir(agentsfd));
   const std::string tmp_prefix = "." + name + ".d.tmp.";
   for (const auto& e : entries)
@@ -158,6 +161,14 @@ Result<void> remove_unfinished_create(int ctxfd, int agentsfd, const std::string
         std::all_of(names.begin(), names.end(), [](const std::string& n) { return n == "agent" || n == "session"; });
   }
   if (!unfinished) return {};
+  auto entry = sys::stat_at(agentsfd, name);
+  if (!entry) return fail(entry.error());
+  if (*entry && S_ISREG((*entry)->mode) && (*entry)->size <= kMaxEntrySize) {
+    auto ours = sys::read_small_file(agentsfd, name, kMaxEntrySize);
+    auto parents = sys::read_small_file(agentsfd, parent_name, kMaxEntrySize);
+    if (ours && parents && *ours && *parents && (*ours)->data == (*parents)->data)
+      CTX_TRY(sys::remove_at(agentsfd, name));
+  }
   return sys::remove_tree_at(parent->get(), leaf);
 }
 
@@ -191,14 +202,20 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
   auto agentsfd = sys::open_dir_at(made.fd(top), "agent");
   if (!agentsfd) return fail(agentsfd.error().with_context(name + ": " + agent_dir));
   std::size_t agents = made.hold(std::move(*agentsfd));
+  // What a create of this name that its parent did not finish left; never
+  // while <name>.d exists (then the create was finished).
+  auto have_d = sys::stat_at(made.fd(agents), name + ".d");
+  if (!have_d) return fail(have_d.error().with_context(name + ": " + agent_dir));
+  if (!*have_d)
+    CTX_TRY_CTX(remove_unfinished_create(made.fd(top), made.fd(agents), std::string(path_suffix(context, ctx)), name,
+                                         parent.name),
+                name);
   for (const std::string& n : {name, name + ".d", name + ".sock"}) {
     auto st = sys::stat_at(made.fd(agents), n);
     if (!st) return fail(st.error().with_context(name + ": " + agent_dir));
     if (*st) return fail(taken(name, path_join(agent_dir, n)));
   }
 
-  CTX_TRY_CTX(remove_unfinished_create(made.fd(top), made.fd(agents), std::string(path_suffix(context, ctx)), name),
-              name);
   // The parent session's coordination directory: new, or an earlier
   // child's results would be mixed with this one's.
   auto cdir = open_dirs(made, top, std::string(path_suffix(context, ctx)), true);
@@ -221,6 +238,7 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
   }
   auto artifact = open_dirs(made, *cdir, "artifact", true);
   if (!artifact) return fail(artifact.error().with_context(name + ": creating " + context + "/artifact"));
+  CTX_TRY_CTX(sys::fault_at("child.create.context"), name);
 
   // The child's root: kept if it is there already (the history of an
   // earlier child of that name lives beside it).
@@ -270,6 +288,7 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
   auto entry = copy_entry(made, agents, parent.name, tmp);
   if (!entry) return fail(entry.error().with_context(name + ": copying " + parent_entry));
   if (owner) CTX_TRY_CTX(made.give_directories(*owner, agents_part), name + ": chown");
+  CTX_TRY_CTX(sys::fault_at("child.create.files"), name);
 
   if (*entry) {
     if (auto r = sys::rename_noreplace_at(made.fd(tmp), kEntryTmp, made.fd(agents), name); !r) {
@@ -278,6 +297,7 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
     }
     made.file(agents, name);
   }
+  CTX_TRY_CTX(sys::fault_at("child.create.rename"), name);
   if (auto r = sys::rename_noreplace_at(made.fd(agents), *tmp_name, made.fd(agents), name + ".d"); !r) {
     if (r.error().code == EEXIST) return fail(taken(name, path_join(agent_dir, name + ".d")));
     return fail(r.error().with_context(name + ": " + agent_dir));

@@ -179,6 +179,22 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
   return std::optional<Placement>(std::move(p));
 }
 
+std::pair<std::string, std::vector<int>> Placement::handover() const {
+  return {agent_name_ + "\n" + agent_path_, {base_.get(), agent_.get()}};
+}
+
+Result<Placement> Placement::adopt(std::string_view bytes, std::vector<UniqueFd> fds) {
+  auto nl = bytes.find('\n');
+  if (nl == std::string_view::npos || fds.size() != 2)
+    return fail(Error{EPROTO, "EPROTO: a cgroup handover is a name, a path and two descriptors"});
+  Placement p;
+  p.agent_name_ = std::string(bytes.substr(0, nl));
+  p.agent_path_ = std::string(bytes.substr(nl + 1));
+  p.base_ = std::move(fds[0]);
+  p.agent_ = std::move(fds[1]);
+  return p;
+}
+
 Result<void> Placement::remove() {
   if (!agent_.valid()) return {};
   Result<void> r = kill_and_wait(agent_.get(), agent_path_);

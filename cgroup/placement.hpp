@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.hpp"
@@ -73,6 +75,14 @@ class Placement {
   /// but the placement or a requested limit fails.
   static Result<std::optional<Placement>> create(const PlacementOptions& o, std::string& why_not,
                                                  bool& reaped_leftovers);
+
+  /// What another process (the supervisor's watchdog) needs to kill and
+  /// remove the subtree: the descriptors of the base and of agent-<name>
+  /// (in that order), and the name and path (one line each).
+  std::pair<std::string, std::vector<int>> handover() const;
+  /// The placement a handover describes; only remove(), kill_subtree()
+  /// and wait_children_gone() work on it.
+  static Result<Placement> adopt(std::string_view bytes, std::vector<UniqueFd> fds);
 
   /// The directory fd for CLONE_INTO_CGROUP.
   int runtime_fd() const { return runtime_.get(); }

@@ -61,7 +61,6 @@ Result<OwnedChild> spawn_child_supervisor(const SpawnConfig& cfg, const agentdir
     if (auto st = sys::stat_at(base.get(), "child"); !st || !*st) CTX_TRY(sys::make_dir_at(base.get(), "child", 0755));
   }
   std::vector<std::string> argv = child_supervisor_argv(cfg, child.ctx_root, ::getpid(), child.name, command);
-  if (cfg.before_first_child) CTX_TRY(cfg.before_first_child());
   // The child's output is its own, not its parent's: stdin /dev/null,
   // stdout and stderr appended to its session's output.log (made beneath
   // the CTX root, never through a symlink).
@@ -71,6 +70,7 @@ Result<OwnedChild> spawn_child_supervisor(const SpawnConfig& cfg, const agentdir
   CTX_TRY_ASSIGN(sys::Child proc, sys::spawn_owned(cfg.self_exe, argv, cfg.env, parent_dead_signal(),
                                                    {pipe.second.get()}, {devnull.get(), out.get(), out.get()}));
   pipe.second.reset();
+  if (cfg.spawned) cfg.spawned(proc.pidfd.get());
   CTX_TRY(sys::set_nonblocking(pipe.first.get()));
   OwnedChild c;
   c.pid = proc.pid;

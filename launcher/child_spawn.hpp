@@ -42,9 +42,10 @@ struct SpawnConfig {
   int cancel_grace_ms = kDefaultCancelGraceMs;
   std::vector<std::string> env;         ///< the child supervisors' environment
   std::optional<sys::Ownership> owner;  ///< a root caller: files go to the agent's host ids
-  /// Runs before the first child supervisor is started (the parent's
-  /// watchdog); a failure refuses the start.
-  std::function<Result<void>()> before_first_child;
+  /// Runs once a child supervisor runs, with its pidfd (the parent's
+  /// watchdog keeps a copy, so that it waits for the child when the
+  /// parent's supervisor is killed).
+  std::function<void(int pidfd)> spawned;
 };
 
 /// The command line of a child's supervisor: owned by parent_pid, status
@@ -54,7 +55,7 @@ std::vector<std::string> child_supervisor_argv(const SpawnConfig& cfg, const std
                                                const std::string& name, const std::vector<std::string>& command);
 
 /// Starts the supervisor of a checked child: makes `<agent_cgroup>/child`
-/// when missing, runs before_first_child, then ctx-agent-run with stdin
+/// when missing, then ctx-agent-run (and `spawned`) with stdin
 /// /dev/null, stdout and stderr appended to the child's own session's
 /// output.log, its death signal parent_dead_signal() and its status pipe
 /// non-blocking in the returned record.

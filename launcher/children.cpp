@@ -8,6 +8,7 @@
 #include "launcher/child_request.hpp"
 #include "launcher/control_request.hpp"
 #include "launcher/sandbox.hpp"
+#include "sys/fault.hpp"
 #include "sys/process.hpp"
 #include "sys/socket.hpp"
 
@@ -179,6 +180,7 @@ void Children::stop_or_wait(int id, const std::string& op, const std::string& na
   if (op == "stop") {
     // Not a plea: the child's supervisor runs SIGTERM, grace, cgroup.kill.
     (void)sys::signal_pidfd(c->pidfd.get(), stop_signal());
+    (void)sys::fault_at("child.stop");
     cfg_.event({{"type", "agent.child.stop"}, {"parent", cfg_.parent->name}, {"child", name}, {"status", "ok"}});
   }
   c->exit_waiters.emplace_back(id, op);
@@ -212,6 +214,7 @@ Result<json> Children::create(const agentdir::ChildRequest& r) {
         e.msg.replace(at, root.size(), inner), at += inner.size();
     return fail(std::move(e));
   }
+  (void)sys::fault_at("child.create.answer");
   cfg_.event({{"type", "agent.child.create"}, {"parent", cfg_.parent->name}, {"child", r.name}, {"status", "ok"}});
   return json{{"ok", true},
               {"op", "create"},
@@ -228,7 +231,9 @@ Result<std::string> Children::start(int id, const ControlRequest& req) {
   auto spec = agentdir::load(cfg_.parent->ctx_root, name, {::geteuid() == 0});
   if (!spec) return fail(spec.error());
   CTX_TRY(agentdir::check_child(*cfg_.parent, *spec));
+  CTX_TRY(sys::fault_at("child.start"));
   CTX_TRY_ASSIGN(OwnedChild c, spawn_child_supervisor(cfg_.spawn, *spec, req.command));
+  (void)sys::fault_at("child.spawned");
   c.start_waiters.push_back(id);
   children_.add(name, std::move(c));
   cfg_.event({{"type", "agent.child.start"}, {"parent", cfg_.parent->name}, {"child", name}, {"status", "ok"}});

@@ -134,8 +134,11 @@ ctx::launcher::SuperviseOptions supervise_options(const Args& a, const ctx::laun
   so.cgroup_base = a.cgroup_base;
   so.require_cgroup = a.require_cgroup;
   so.self_exe = "/proc/self/exe";
+  // Not NOTIFY_SOCKET (ours), nor a test's injected fault (sys/fault.hpp),
+  // which names a step of this launch, not of its children's.
   for (char** e = environ; *e != nullptr; ++e)
-    if (std::string_view(*e).rfind("NOTIFY_SOCKET=", 0) != 0) so.child_env.emplace_back(*e);
+    if (std::string_view v(*e); v.rfind("NOTIFY_SOCKET=", 0) != 0 && v.rfind("CTX_FAULT=", 0) != 0)
+      so.child_env.emplace_back(*e);
   so.cancel_grace_ms = a.cancel_grace_ms;
   so.owned_by = a.owned_by;
   so.cgroup_leaf = a.cgroup_leaf;

@@ -16,6 +16,7 @@
 #include "launcher/preflight.hpp"
 #include "launcher/static_view.hpp"
 #include "mountspec/pseudo_fs.hpp"
+#include "sys/fault.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
 #include "sys/landlock.hpp"
@@ -45,6 +46,7 @@ class Reporter {
     if (count_ < kMaxSteps) steps_[count_++] = {current_, static_cast<std::uint32_t>(now - last_)};
     last_ = now;
     current_ = next;
+    if constexpr (sys::kFaultInjection) inject();
   }
   Step current() const { return current_; }
   int fd() const { return fd_; }
@@ -68,6 +70,17 @@ class Reporter {
   std::uint64_t last_;
   std::array<StepTiming, kMaxSteps> steps_{};
   std::size_t count_ = 0;
+
+  // Tests only (sys/fault.hpp): the step just entered fails, or its
+  // process is killed, when $CTX_FAULT names it.
+  void inject() {
+    std::string point = current_ == Step::exec ? "runtime.exec" : "sandbox." + std::string(to_string(current_));
+    if (auto f = sys::fault_at(point); !f) {
+      flush();
+      send({Record::Kind::error, current_, f.error().code, 0, f.error().msg}, {});
+      _exit(kExitLaunchFailed);
+    }
+  }
 };
 
 [[noreturn]] void die(Reporter& rep, const Error& e, int code = kExitLaunchFailed) {
@@ -671,6 +684,7 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // channel and the signalfd stay ours. The runtime's execve makes it
   // dumpable again.
   if (auto r = sys::set_not_dumpable(); !r) die(rep, r.error());
+  if (auto f = sys::fault_at("sandbox.fork"); !f) die(rep, f.error());
   auto pid = sys::fork_process();
   if (!pid) die(rep, pid.error());
   if (*pid == 0) exec_runtime(plan, io, rep, term);
@@ -681,6 +695,7 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // the master sees its end.
   sys::close_fd(io.channel);
   sys::close_fd(io.listen_fd);
+  (void)sys::fault_at("sandbox.init");
   if (term.peer.valid()) {
     (void)sys::set_process_group(*pid, *pid);
     (void)sys::set_foreground(term.peer.get(), *pid);

@@ -26,6 +26,7 @@
 #include "launcher/sandbox.hpp"
 #include "launcher/tool_gate.hpp"
 #include "launcher/view_process.hpp"
+#include "sys/fault.hpp"
 #include "sys/file.hpp"
 #include "sys/landlock.hpp"
 #include "sys/namespace.hpp"
@@ -133,42 +134,86 @@ bool in_sandbox(unsigned long sandbox_pidns, const Result<pid_t>& pid) {
   return ns && *ns == sandbox_pidns;
 }
 
-// The watchdog of a parent: a small process outside the agent's cgroup
-// that outlives a supervisor killed by SIGKILL and then does what its
-// teardown would have done: waits for the owned children (they got
-// PR_SET_PDEATHSIG and cancel themselves), kills and removes the cgroup
-// subtree, removes <name>.sock and marks the agent dead. Started with the
-// first child (a childless agent's leftovers are reaped by its next
-// launch), it closes every fd it does not need, the sandbox's lifeline
-// among them. A supervisor that ends normally writes 'c' to the returned
-// pipe and reaps it. It keeps the one-instance lock (the shared open file
-// of <name>.d) while it cleans.
-Result<std::pair<UniqueFd, pid_t>> start_watchdog(const LaunchPlan& plan, int agents, int ddir,
-                                                  cgroup::Placement* placement, int grace_ms) {
-  CTX_TRY_ASSIGN(auto pipe, sys::make_pipe());
-  CTX_TRY_ASSIGN(pid_t pid, sys::fork_process());
-  if (pid != 0) return std::pair<UniqueFd, pid_t>(std::move(pipe.second), pid);
+// The watchdog: a small process outside the agent's cgroup that outlives
+// a supervisor killed by SIGKILL and then does what its teardown would
+// have done: waits for the owned children (they got PR_SET_PDEATHSIG and
+// cancel themselves; the supervisor hands it each child's pidfd as the
+// child starts, so it waits for them with or without a cgroup), kills and
+// removes the cgroup subtree, removes <name>.sock and marks the agent
+// dead. Started as soon as the one-instance lock is taken, before the
+// cgroup exists (the supervisor hands it the placement's descriptors), so
+// that a supervisor killed at any later step of a launch leaves nothing
+// behind; it closes every fd it does not need, the sandbox's lifeline
+// among them. A supervisor that ends normally sends 'c' and reaps it. It
+// keeps the one-instance lock (the shared open file of <name>.d) while it
+// cleans. Messages: "c" (done), "p" + a child's pidfd, "g" + a cgroup
+// handover (cgroup::Placement::handover).
+struct WatchdogJob {
+  const LaunchPlan& plan;
+  int agents, ddir;
+  int grace_ms;
+  std::string handoff_dir;  ///< an owned child's coordination directory, or ""
+};
+
+// Until every pidfd is readable (its process ended), at most timeout_ms.
+void wait_pidfds(std::vector<UniqueFd>& pidfds, int timeout_ms) {
+  const std::uint64_t deadline = sys::now_us() + static_cast<std::uint64_t>(timeout_ms) * 1000;
+  while (!pidfds.empty()) {
+    std::uint64_t now = sys::now_us();
+    if (now >= deadline) return;
+    std::vector<struct pollfd> fds;
+    for (const auto& fd : pidfds) fds.push_back({fd.get(), POLLIN, 0});
+    if (!sys::poll_fds(fds, static_cast<int>((deadline - now + 999) / 1000))) return;
+    for (std::size_t i = fds.size(); i-- > 0;)
+      if (fds[i].revents != 0) pidfds.erase(pidfds.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+[[noreturn]] void be_watchdog(const WatchdogJob& job, UniqueFd sock) {
   // The supervisor's signal mask is inherited: SIGINT, SIGTERM etc. stay
   // blocked here, so a ^C to the process group does not stop the cleanup.
-  std::vector<int> keep{2, pipe.first.get(), agents, ddir};
-  if (placement != nullptr)
-    for (int fd : placement->fds()) keep.push_back(fd);
-  if (!sys::close_fds_except(keep)) _exit(1);
-  char c = 0;
-  auto r = sys::read_byte(pipe.first.get(), c);
-  if (r && *r && c == 'c') _exit(0);
-  AgentFiles files(plan, ddir);
+  if (!sys::close_fds_except({2, sock.get(), job.agents, job.ddir})) _exit(1);
+  std::vector<UniqueFd> children;
+  std::optional<cgroup::Placement> placement;
+  while (true) {
+    auto m = sys::recv_message(sock.get(), 8192, 2);
+    if (!m && m.error().code == EMSGSIZE) continue;
+    if (!m || !*m) break;  // EOF: the supervisor is gone
+    std::string_view bytes = (*m)->bytes;
+    if (bytes == "c") _exit(0);
+    if (bytes == "p" && (*m)->fds.size() == 1) children.push_back(std::move((*m)->fds[0]));
+    if (!bytes.empty() && bytes[0] == 'g')
+      if (auto p = cgroup::Placement::adopt(bytes.substr(1), std::move((*m)->fds))) placement.emplace(std::move(*p));
+  }
+  AgentFiles files(job.plan, job.ddir);
   files.status(AgentState::stopping);
-  if (placement != nullptr) {
-    (void)placement->wait_children_gone(grace_ms + kChildRecordsMs);
+  wait_pidfds(children, job.grace_ms + kChildRecordsMs);
+  if (placement) {
+    (void)placement->wait_children_gone(job.grace_ms + kChildRecordsMs);
     (void)placement->remove();
   }
-  (void)sys::remove_at(agents, plan.name + ".sock");
+  (void)sys::remove_at(job.agents, job.plan.name + ".sock");
   files.status(AgentState::dead);
   files.log({{"event", "agent.stop"}, {"reason", "supervisor_killed"}});
-  files.event(
-      {{"type", "agent.stop"}, {"object", "agent/" + plan.name}, {"status", "error"}, {"reason", "supervisor_killed"}});
+  files.event({{"type", "agent.stop"},
+               {"object", "agent/" + job.plan.name},
+               {"status", "error"},
+               {"reason", "supervisor_killed"}});
+  if (!job.handoff_dir.empty()) {
+    files.session_state("failed");
+    files.context_status(job.handoff_dir, "failed");
+  }
   _exit(0);
+}
+
+Result<std::pair<UniqueFd, pid_t>> start_watchdog(const WatchdogJob& job) {
+  CTX_TRY_ASSIGN(auto pair, sys::make_seqpacket_pair());
+  CTX_TRY_ASSIGN(pid_t pid, sys::fork_process());
+  if (pid == 0) {
+    pair.second.reset();
+    be_watchdog(job, std::move(pair.first));
+  }
+  return std::pair<UniqueFd, pid_t>(std::move(pair.second), pid);
 }
 
 // A run id for the `parent` file of the children this run creates.
@@ -204,6 +249,7 @@ class Supervisor {
   int fail_launch(const Error& e);
   std::optional<int> open_agent();
   std::optional<int> place();
+  std::optional<int> watch();
   std::optional<int> start_sandbox();
   std::optional<int> finish_setup();
   void report_started();
@@ -300,6 +346,7 @@ std::optional<int> Supervisor::open_agent() {
     return failed(Error{EBUSY, plan_.name + ": EBUSY: already running (supervisor pid " + pid + "); stop it first"});
   }
   files_.emplace(plan_, ddir_.get());
+  if (auto f = sys::fault_at("supervisor.open_agent"); !f) return fail_launch(f.error());
   if (auto prev = sys::read_small_file(ddir_.get(), "status", 64); prev && *prev && (*prev)->data != "dead\n")
     files_->log({{"event", "agent.reap"}, {"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}});
   return std::nullopt;
@@ -317,6 +364,10 @@ std::optional<int> Supervisor::place() {
   if (reaped) files_->log({{"event", "agent.reap"}, {"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}});
   if (*pl) {
     placement_ = std::move(**pl);
+    auto [bytes, fds] = placement_->handover();
+    if (auto r = sys::send_message(watchdog_->first.get(), "g" + bytes, fds); !r)
+      return fail_launch(r.error().with_context("handing the cgroup to the watchdog"));
+    if (auto f = sys::fault_at("supervisor.place"); !f) return fail_launch(f.error());
     return std::nullopt;
   }
   bool limits = plan_.limits && (plan_.limits->memory_max || plan_.limits->pids_max || plan_.limits->cpu_max);
@@ -325,6 +376,19 @@ std::optional<int> Supervisor::place() {
                                              ": EOPNOTSUPP: no writable cgroup v2: " + why_not});
   files_->log({{"event", "agent.cgroup"}, {"status", "unavailable"}, {"reason", why_not}});
   warn_once_without_cgroup(opts_.marker_dir, why_not);
+  if (auto f = sys::fault_at("supervisor.place"); !f) return fail_launch(f.error());
+  return std::nullopt;
+}
+
+// The watchdog (start_watchdog), from before anything a launch makes
+// exists.
+std::optional<int> Supervisor::watch() {
+  WatchdogJob job{plan_, agents_.get(), ddir_.get(), opts_.cancel_grace_ms,
+                  spec_.parent ? opts_.handoff_dir : std::string()};
+  auto w = start_watchdog(job);
+  if (!w) return fail_launch(w.error().with_context("the watchdog"));
+  watchdog_ = std::move(*w);
+  if (auto f = sys::fault_at("supervisor.watchdog"); !f) return fail_launch(f.error());
   return std::nullopt;
 }
 
@@ -336,6 +400,7 @@ std::optional<int> Supervisor::start_sandbox() {
   if (!listen) return fail_launch(listen.error());
   socket_name_.dir = agents_.get();
   socket_name_.name = plan_.name + ".sock";
+  if (auto f = sys::fault_at("supervisor.listen"); !f) return fail_launch(f.error());
   auto sync = sys::make_seqpacket_pair();
   if (!sync) return fail_launch(sync.error());
   auto chan = sys::make_seqpacket_pair();
@@ -360,6 +425,7 @@ std::optional<int> Supervisor::start_sandbox() {
   // sandbox has taken its ids its memory is not dumpable, so an
   // unprivileged supervisor may no longer read /proc/<pid>/ns (EACCES).
   // The sandbox's pid namespace: only its processes may use the sockets.
+  if (auto f = sys::fault_at("supervisor.clone"); !f) return abort_child(f.error());
   auto pidns = sys::ns_inode(child_->pid, "pid");
   if (!pidns) return abort_child(pidns.error().with_context("the sandbox's pid namespace"));
   sandbox_pidns_ = *pidns;
@@ -373,6 +439,7 @@ std::optional<int> Supervisor::start_sandbox() {
                          : sys::write_id_maps(child_->pid, ids.uid_map, ids.gid_map, ids.deny_setgroups);
     if (!r) return abort_child(with_userns_remedy(plan_, r.error().with_context("writing id maps")));
   }
+  if (auto f = sys::fault_at("supervisor.id_maps"); !f) return abort_child(f.error());
   char go = 1;
   if (auto r = sys::write_all(lifeline_.get(), &go, 1); !r) return abort_child(r.error());
   return std::nullopt;
@@ -383,10 +450,20 @@ std::optional<int> Supervisor::start_sandbox() {
 // other CPU: they cost as much as the namespace setup, and nothing reads
 // the runtime's notifications before they are done.
 std::optional<int> Supervisor::finish_setup() {
-  files_->status(AgentState::start);
-  files_->pid(::getpid());
+  // Without status and pid nothing can see or stop the agent: refused
+  // (docs/launcher.md, "Full disks").
+  if (auto r = files_->start(::getpid()); !r) {
+    (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
+    (void)sys::wait_pid(child_->pid);
+    return fail_launch(r.error());
+  }
   files_->log({{"event", "agent.start"}, {"session", plan_.session}, {"argv", plan_.argv}});
   files_->event({{"type", "agent.start"}, {"object", "agent/" + plan_.name}, {"status", "ok"}});
+  if (auto f = sys::fault_at("supervisor.records"); !f) {
+    (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
+    (void)sys::wait_pid(child_->pid);
+    return fail_launch(f.error());
+  }
   setup_ = read_setup(channel_.get(), [this](UniqueFd fuse) -> Result<void> {
     // In the agent's cgroup (its own leaf): what an agent makes the view
     // hold counts against the agent's limits.
@@ -395,11 +472,20 @@ std::optional<int> Supervisor::finish_setup() {
     return {};
   });
   t_exec_ = sys::now_us();
-  if (!setup_.error && (!setup_.notify.valid() || !setup_.control.valid()))
-    setup_.error = Record{Record::Kind::error, Step::run_ctx, EPROTO, 0, "the sandbox did not hand over its sockets"};
+  // No error and no sockets: the sandbox ended (was killed) before it
+  // handed them over; its exit status is added below.
+  const bool vanished = !setup_.error && (!setup_.notify.valid() || !setup_.control.valid());
+  if (vanished)
+    setup_.error = Record{Record::Kind::error, Step::run_ctx, ECHILD, 0,
+                          "the sandbox ended during its setup, before it handed over its sockets"};
   if (!setup_.error)
     if (auto r = sys::set_nonblocking(setup_.control.get()); !r)
       setup_.error = Record{Record::Kind::error, Step::run_ctx, r.error().code, 0, r.error().msg};
+  if (!setup_.error)
+    if (auto f = sys::fault_at("supervisor.setup"); !f) {
+      setup_.error = Record{Record::Kind::error, Step::exec, f.error().code, 0, f.error().msg};
+      (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
+    }
   if (!setup_.error && plan_.terminal) {
     // Output goes to the caller's terminal; to stdout when that is not one
     // (the runtime's stdout stays whatever the caller gave it then).
@@ -415,6 +501,7 @@ std::optional<int> Supervisor::finish_setup() {
   Error e{setup_.error->code == 0 ? EIO : setup_.error->code, setup_.error->detail};
   auto st = sys::wait_pid(child_->pid);
   int code = st ? exit_code_of(*st) : kExitLaunchFailed;
+  if (vanished) e.msg += " (its exit status: " + std::to_string(code) + ")";
   if (code != kExitNotFound && code != kExitNotExecutable) {
     if (setup_.error->step == Step::private_mounts) e = with_userns_remedy(plan_, e);
     return fail_launch(e);
@@ -463,11 +550,8 @@ void Supervisor::start_children() {
   cc.spawn.env = opts_.child_env;
   if (plan_.ids.privileged) cc.spawn.owner = sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
   cc.event = [this](json j) { files_->event(j); };
-  cc.spawn.before_first_child = [this]() -> Result<void> {
-    if (watchdog_) return {};
-    CTX_TRY_ASSIGN(watchdog_, start_watchdog(plan_, agents_.get(), ddir_.get(), placement_ ? &*placement_ : nullptr,
-                                             opts_.cancel_grace_ms));
-    return {};
+  cc.spawn.spawned = [this](int pidfd) {
+    if (watchdog_) (void)sys::send_message(watchdog_->first.get(), "p", {pidfd});
   };
   cc.peer_allowed = [this](int conn) { return in_sandbox(sandbox_pidns_, sys::peer_pid(conn)); };
   cc.inner_path = [this](const std::string& host) { return inner_path_of(plan_, host); };
@@ -523,12 +607,15 @@ void Supervisor::cancel(const char* reason) {
   if (cancelled_) return;
   cancelled_ = true;
   cancel_reason_ = reason;
+  (void)sys::fault_at("cancel.begin");
   set_state(AgentState::stopping);
   files_->log({{"event", "agent.cancel"}, {"reason", cancel_reason_}});
   socket_name_.remove();  // no new connections
   children_->close_control();
   children_->cancel_all();
+  (void)sys::fault_at("cancel.children");
   (void)sys::signal_pidfd(child_->pidfd.get(), SIGTERM);
+  (void)sys::fault_at("cancel.term");
   kill_at_ = sys::now_us() + static_cast<std::uint64_t>(opts_.cancel_grace_ms) * 1000;
 }
 
@@ -550,6 +637,7 @@ void Supervisor::on_signal(int sig) {
 void Supervisor::supervise_loop() {
   // The parent may have died between our start and now.
   if (opts_.owned_by != 0 && ::getppid() != opts_.owned_by) cancel("parent_dead");
+  (void)sys::fault_at("supervisor.supervise");
   while (true) {
     std::vector<struct pollfd> fds{
         {sigfd_.get(), POLLIN, 0}, {child_->pidfd.get(), POLLIN, 0}, {setup_.notify.get(), POLLIN, 0}};
@@ -568,6 +656,7 @@ void Supervisor::supervise_loop() {
       // without a cgroup, to the sandbox's init, whose end kills the pid
       // namespace).
       killed_ = true;
+      (void)sys::fault_at("cancel.kill");
       if (placement_) (void)placement_->kill_runtime();
       (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
     }
@@ -623,6 +712,7 @@ void Supervisor::read_lifeline() {
 // subtree ends whatever runtime is left below us at once. Then the
 // records of the end.
 int Supervisor::teardown() {
+  (void)sys::fault_at("teardown.begin");
   if (relay_) {
     relay_->drain(kDrainMs);
     relay_.reset();  // the caller's terminal as it was
@@ -633,12 +723,15 @@ int Supervisor::teardown() {
     children_->close_control();
     children_->cancel_all();
     children_->wait_all(opts_.cancel_grace_ms, false);
+    (void)sys::fault_at("teardown.children");
     if (placement_) (void)placement_->kill_subtree();
     children_->wait_all(kChildRecordsMs, true);
   }
   if (placement_)
     if (auto r = placement_->remove(); !r) files_->log({{"event", "agent.error"}, {"error", r.error().msg}});
+  (void)sys::fault_at("teardown.cgroup");
   files_->status(AgentState::dead);
+  (void)sys::fault_at("teardown.records");
   files_->log({{"event", "agent.stop"}, {"exit_status", exit_code_}});
   // A parent's stop ends in "stopped", the parent's death in "cancelled".
   const bool stopped = cancelled_ && cancel_reason_ == "stopped";
@@ -671,7 +764,6 @@ int Supervisor::run() {
                  "ctx-agent-run: notice: this kernel's Landlock (ABI %d) cannot scope abstract unix sockets and "
                  "signals (ABI %d, Linux 6.12): a granted network reaches the host's abstract sockets\n",
                  abi, sys::kLandlockScopeAbi);
-  if (auto code = place()) return *code;
   // Every return from here on releases the watchdog, if one was started.
   struct WatchdogGuard {
     std::optional<std::pair<UniqueFd, pid_t>>& w;
@@ -683,6 +775,8 @@ int Supervisor::run() {
       (void)sys::wait_pid(w->second);
     }
   } watchdog_guard{watchdog_};
+  if (auto code = watch()) return *code;
+  if (auto code = place()) return *code;
   if (auto code = start_sandbox()) return *code;
   if (auto code = finish_setup()) return *code;
   report_started();

@@ -356,11 +356,10 @@ TEST_CASE("SIGKILL of the parent's runtime or supervisor leaves no descendant an
                            {"--cancel-grace-ms", "200", "--json-status-fd", "1"});
       for (const char* a : {"coder", "rev", "sub"})
         REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/" + a + ".d/status", "ready\n", 20000));
-      // coder and rev: a supervisor, its watchdog and the sandbox's init;
-      // sub (no children): a supervisor and the init; each its agent
-      // view's server, forked from its supervisor (their command lines
-      // name the CTX root).
-      CHECK(ctx::test::processes_mentioning(f.t.root()).size() == 3 + 3 + 2 + 3);
+      // Each of coder, rev and sub: a supervisor, its watchdog, the
+      // sandbox's init and its agent view's server, forked from its
+      // supervisor (their command lines name the CTX root).
+      CHECK(ctx::test::processes_mentioning(f.t.root()).size() == 3 * 4);
       CHECK_FALSE(ctx::test::processes_mentioning(token).empty());
       if (std::string(victim) == "runtime") {
         // The sandbox's init is the runtime's host-side face: its death
@@ -545,4 +544,26 @@ TEST_CASE("a create answer names the child's context directory as the parent see
   REQUIRE(!lines.empty());
   CHECK(json::parse(lines[0])["context"] == "/ctx/home/" + f.uid + "/agent/coder/session/default/context/child/rev");
   CHECK(r.out.find("\ncreated\n") != std::string::npos);  // read through that path from inside
+}
+
+TEST_CASE("a SIGKILLed parent is marked dead only after its cancelled children have ended", "[root][userns]") {
+  // Without cgroups ([userns] here) the watchdog waits for the children's
+  // supervisors through their pidfds; it used to mark the parent dead at
+  // once while a child that ignores SIGTERM was still in its grace period.
+  Family f;
+  std::string token = "sleep:43." + std::to_string(::getpid());
+  auto sp = f.spawn_sh("set -e; /ctx/bin/ctx agent create '" + request("rev") +
+                           "' >/dev/null; /ctx/bin/ctx agent start rev -- /probe ignore:TERM notify:READY=1 " + token +
+                           " >/dev/null; exec /probe notify:READY=1 " + token,
+                       {"--cancel-grace-ms", "1500"});
+  for (const char* a : {"coder", "rev"})
+    REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/" + a + ".d/status", "ready\n", 20000));
+  REQUIRE(::kill(sp.pid, SIGKILL) == 0);
+  REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/coder.d/status", "dead\n", 20000));
+  // The moment the parent is dead, its child is too.
+  CHECK(f.read("ctx/agent/rev.d/status") == "dead\n");
+  CHECK(has_event(events(f, "rev"), {{"type", "agent.stop"}, {"status", "cancelled"}}));
+  RunResult r = ctx::test::wait_command(sp, 30);
+  CHECK(r.exit_code == 128 + SIGKILL);
+  CHECK(wait_gone(f.t.root()));
 }

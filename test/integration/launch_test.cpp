@@ -651,9 +651,8 @@ TEST_CASE("nothing keeps running after a failed launch or a killed supervisor", 
   std::string token = "sleep:29." + std::to_string(::getpid());
   auto sp = t.spawn({"coder", "--", "/probe", "notify:READY=1", token}, m.as);
   REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
-  // The supervisor, the sandbox init, the probe (a watchdog comes only
-  // with owned children: children_test.cpp).
-  CHECK(processes_mentioning(token).size() == 3);
+  // The supervisor, its watchdog, the sandbox init, the probe.
+  CHECK(processes_mentioning(token).size() == 4);
   REQUIRE(::kill(sp.pid, SIGKILL) == 0);
   RunResult r = ctx::test::wait_command(sp, 30);
   CHECK(r.exit_code == 128 + SIGKILL);
@@ -663,9 +662,12 @@ TEST_CASE("nothing keeps running after a failed launch or a killed supervisor", 
     if (!gone) ::usleep(20000);
   }
   CHECK(gone);
-  // The next launch finds the stale status and goes ahead.
+  // The watchdog left nothing stale: the agent is dead, with the reason,
+  // its socket is gone (it used to stay `ready` until the next launch).
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+  CHECK(t.dir().read("ctx/agent/coder.d/log").find("\"reason\":\"supervisor_killed\"") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(t.root() + "/agent/coder.sock"));
   probe(run_probe(t, m, "coder", {"ids"}));
-  CHECK(t.dir().read("ctx/agent/coder.d/log").find("\"previous_status\":\"ready\"") != std::string::npos);
 }
 
 TEST_CASE("iso uid outside the delegated range fails with the fix", "[userns]") {

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "cgroup/discover.hpp"
+#include "sys/fault.hpp"
 #include "sys/mountinfo.hpp"
 #include "test/support/launch.hpp"
 
@@ -106,7 +107,15 @@ std::optional<std::string> facility_missing(const std::string& facility) {
     if (::access("/dev/fuse", F_OK) != 0) return "/dev/fuse does not exist (modprobe fuse, or apt-get install fuse3)";
     return facility_missing("userns");
   }
-  return "unknown facility tag [" + facility + "] (this runner knows unit, fs, root, userns, cgroup, limits, fuse)";
+  if (facility == "fault") {
+    if (!sys::kFaultInjection)
+      return "this build has no fault injection (a test-only build: meson setup -Dfault_injection=true; "
+             "scripts/test makes its clang build so)";
+    if (auto no = facility_missing("root")) return no;
+    return facility_missing("userns");
+  }
+  return "unknown facility tag [" + facility +
+         "] (this runner knows unit, fs, root, userns, cgroup, limits, fuse, fault)";
 }
 
 }  // namespace ctx::test

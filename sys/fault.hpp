@@ -1,0 +1,40 @@
+// Fault injection for tests: a build with -Dfault_injection=true (never a
+// normal build) makes one named point of a launch, of a child's
+// create/start/stop or of the cancellation sequence fail or SIGKILL its
+// process, as $CTX_FAULT says ("<point>:fail" or "<point>:kill").
+// test/integration/fault_test.cpp walks every point of fault_points().
+// In a normal build fault_at() is an inline no-op.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace ctx::sys {
+
+/// One point: where it is, which process runs it, whether it can fail
+/// (an error path exists there) as well as be killed, and what a launch
+/// needs for it to be reached ("" any launch, "child", "terminal",
+/// "cancel", "children", "stop").
+struct FaultPoint {
+  std::string_view name;
+  std::string_view process;  ///< supervisor, sandbox (its init), runtime
+  bool can_fail;
+  std::string_view needs;
+};
+
+/// Every point, in the order a launch reaches them.
+const std::vector<FaultPoint>& fault_points();
+
+#ifdef CTX_FAULT_INJECTION
+inline constexpr bool kFaultInjection = true;
+/// At `point`: SIGKILLs this process when $CTX_FAULT is "<point>:kill";
+/// returns EIO "injected fault at <point>" when it is "<point>:fail".
+Result<void> fault_at(std::string_view point);
+#else
+inline constexpr bool kFaultInjection = false;
+inline Result<void> fault_at(std::string_view) { return {}; }
+#endif
+
+}  // namespace ctx::sys
