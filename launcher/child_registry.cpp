@@ -64,7 +64,10 @@ ChildWaiters ChildRegistry::mark_exited(const std::string& name, int exit_status
   OwnedChild* c = find(name);
   if (c == nullptr) return {};
   c->exit_status = exit_status;
+  // Its record stays (wait answers with the status); its descriptors go, or
+  // a parent would hold one per child it ever ran.
   c->status.reset();
+  c->pidfd.reset();
   ChildWaiters w{std::move(c->start_waiters), std::move(c->exit_waiters)};
   c->start_waiters.clear();
   c->exit_waiters.clear();

@@ -184,11 +184,14 @@ Result<void> new_session() {
 }
 
 Result<void> keep_only_fds(const std::vector<int>& keep) {
-  // First lift every kept fd above the target range so that moving one
-  // into place cannot overwrite another that is still to be moved.
+  // First lift every kept fd above the target range [3, 3+n) so that
+  // moving one into place cannot overwrite another that is still to be
+  // moved (just above it: any RLIMIT_NOFILE that leaves room for the copies
+  // works).
+  const int above = 3 + static_cast<int>(keep.size());
   std::vector<int> lifted;
   for (int fd : keep) {
-    int n = ::fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+    int n = ::fcntl(fd, F_DUPFD_CLOEXEC, above);
     if (n < 0) return CTX_FAIL_ERRNO("fcntl F_DUPFD_CLOEXEC");
     lifted.push_back(n);
   }

@@ -2,6 +2,9 @@
 // without a sandbox: no process is started.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "launcher/child_registry.hpp"
 #include "launcher/child_spawn.hpp"
 
@@ -63,6 +66,24 @@ TEST_CASE("the child registry polls only running children", "[unit]") {
   CHECK(fds.size() == 1);
 }
 
+TEST_CASE("an ended child's descriptors are closed; its record stays", "[unit]") {
+  // A parent used to keep one pidfd per child it ever ran, until EMFILE
+  // refused its ~1000th distinct child (issue #14).
+  ChildRegistry reg;
+  OwnedChild c = child(10);
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  c.pidfd = ctx::UniqueFd(fds[0]);
+  c.status = ctx::UniqueFd(fds[1]);
+  reg.add("rev", std::move(c));
+  reg.mark_exited("rev", 0);
+  CHECK_FALSE(reg.find("rev")->pidfd.valid());
+  CHECK_FALSE(reg.find("rev")->status.valid());
+  CHECK(::fcntl(fds[0], F_GETFD) < 0);
+  CHECK(::fcntl(fds[1], F_GETFD) < 0);
+  CHECK(reg.find("rev")->exit_status == 0);
+}
+
 TEST_CASE("a connection that goes away waits for nothing", "[unit]") {
   ChildRegistry reg;
   reg.add("rev", child(10, {1, 2}));
@@ -84,7 +105,9 @@ TEST_CASE("a child's status lines release its start waiters once it started", "[
   ChildRegistry reg;
   reg.add("rev", child(10, {4, 5}));
   OwnedChild& c = *reg.find("rev");
-  CHECK(reg.feed_status(c, R"({"event":"timing","step":"id_maps"})" "\n{\"event\":\"sta").empty());
+  CHECK(reg.feed_status(c, R"({"event":"timing","step":"id_maps"})"
+                           "\n{\"event\":\"sta")
+            .empty());
   CHECK_FALSE(c.runtime_pid);
   CHECK(reg.feed_status(c, "rted\",\"pid\":4242}\n").size() == 2);
   CHECK(c.runtime_pid == 4242);
@@ -103,22 +126,8 @@ TEST_CASE("a child's supervisor command line", "[unit]") {
   cfg.agent_cgroup = "/sys/fs/cgroup/agent-coder";
   cfg.require_cgroup = true;
   CHECK(ctx::launcher::child_supervisor_argv(cfg, "/ctx", 77, "rev", {"/probe", "sleep:1"}) ==
-        std::vector<std::string>{"/usr/bin/ctx-agent-run",
-                                 "--ctx-root",
-                                 "/ctx",
-                                 "--owned-by",
-                                 "77",
-                                 "--cancel-grace-ms",
-                                 "500",
-                                 "--json-status-fd",
-                                 "3",
-                                 "--cgroup-base",
-                                 "/sys/fs/cgroup/agent-coder/child",
-                                 "--cgroup-leaf",
-                                 "rev",
-                                 "--require-cgroup",
-                                 "rev",
-                                 "--",
-                                 "/probe",
-                                 "sleep:1"});
+        std::vector<std::string>{"/usr/bin/ctx-agent-run", "--ctx-root", "/ctx", "--owned-by", "77",
+                                 "--cancel-grace-ms", "500", "--json-status-fd", "3", "--cgroup-base",
+                                 "/sys/fs/cgroup/agent-coder/child", "--cgroup-leaf", "rev", "--require-cgroup", "rev",
+                                 "--", "/probe", "sleep:1"});
 }
