@@ -19,7 +19,8 @@ Result<std::string> child_name(const json& req, const char* perm, const ControlA
 }
 
 Result<ControlRequest> start(const json& req, const ControlAuthorize& authorize) {
-  ControlRequest r{.op = ControlOp::start};
+  ControlRequest r;
+  r.op = ControlOp::start;
   CTX_TRY_ASSIGN(r.name, child_name(req, "start", authorize));
   if (req.contains("command")) {
     CTX_TRY_ASSIGN(r.command, string_list(req["command"], "command"));
@@ -51,19 +52,25 @@ ControlDecode decode_control_request(std::string_view line, const ControlAuthori
   auto decoded = [&]() -> Result<ControlRequest> {
     if (op == "create") {
       if (!j.contains("request")) return fail(bad_request("create needs \"request\""));
-      ControlRequest r{.op = ControlOp::create};
+      ControlRequest r;
+      r.op = ControlOp::create;
       CTX_TRY_ASSIGN(r.child, decode_child_request(j["request"]));
       return r;
     }
     if (op == "start") return start(j, authorize);
     if (op == "stop" || op == "wait") {
       const bool stop = op == "stop";
-      ControlRequest r{.op = stop ? ControlOp::stop : ControlOp::wait};
+      ControlRequest r;
+      r.op = stop ? ControlOp::stop : ControlOp::wait;
       CTX_TRY_ASSIGN(r.name, child_name(j, stop ? "stop" : nullptr, authorize));
       return r;
     }
-    if (op == "model" || op == "tool")
-      return ControlRequest{.op = op == "model" ? ControlOp::model : ControlOp::tool, .body = j};
+    if (op == "model" || op == "tool") {
+      ControlRequest r;
+      r.op = op == "model" ? ControlOp::model : ControlOp::tool;
+      r.body = j;
+      return r;
+    }
     return fail(bad_request("unknown op '" + op + "' (create, start, stop, wait, tool)"));
   };
   return {op, decoded()};
