@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -24,6 +25,7 @@
 #include "sys/mountinfo.hpp"
 #include "test/support/launch.hpp"
 #include "test/support/pty.hpp"
+#include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
 using ctx::test::LaunchMode;
@@ -183,6 +185,12 @@ TEST_CASE("the fault points are named once each, by the process that runs them",
   for (const auto& p : ctx::sys::fault_points()) {
     CHECK(names.insert(p.name).second);
     CHECK((p.process == "supervisor" || p.process == "sandbox" || p.process == "runtime"));
+  }
+  // docs/reliability.md says what each does.
+  std::string doc = ctx::test::read_file(std::string(std::getenv("CTX_SOURCE_ROOT")) + "/docs/reliability.md");
+  for (const auto& p : ctx::sys::fault_points()) {
+    INFO(p.name);
+    CHECK(doc.find("`" + std::string(p.name) + "`") != std::string::npos);
   }
   // Every step of the sandbox's setup has one.
   for (const char* step : {"private_mounts", "owner_ids", "root", "binds", "proc", "dev", "run_ctx", "network",

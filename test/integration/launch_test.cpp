@@ -955,6 +955,13 @@ TEST_CASE("a planted runtime directory does not block a launch", "[root]") {
   std::string tmp = "/tmp/ctx-agent-run-" + std::to_string(u->uid);
   bool made = ::mkdir(tmp.c_str(), 0777) == 0;
   if (made) ::chmod(tmp.c_str(), 0777);
+  // Removed on every way out (a failed REQUIRE throws).
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      if (!path.empty()) ::rmdir(path.c_str());
+    }
+  } remove{made ? tmp : std::string()};
   CtxTree t(*u);
   t.agent("coder");
   RunResult r = ctx::test::run_command(
@@ -962,7 +969,6 @@ TEST_CASE("a planted runtime directory does not block a launch", "[root]") {
       {"XDG_RUNTIME_DIR=" + planted.path()});
   CHECK(r.exit_code == 0);
   CHECK(ctx::test::names_in(planted.path()).empty());
-  if (made) ::rmdir(tmp.c_str());
 }
 
 // Bounds that hold without cgroup controllers.
