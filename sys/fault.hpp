@@ -15,8 +15,10 @@ namespace ctx::sys {
 
 /// One point: where it is, which process runs it, whether it can fail
 /// (an error path exists there) as well as be killed, and what a launch
-/// needs for it to be reached ("" any launch, "child", "terminal",
-/// "cancel", "children", "stop").
+/// needs for it to be reached ("" any launch; "masks" a hidden shared
+/// space; "terminal" an interactive launch; "child" a child's create,
+/// start or stop; "cancel" a stopped agent; "children" a runtime that ends
+/// while its children run).
 struct FaultPoint {
   std::string_view name;
   std::string_view process;  ///< supervisor, sandbox (its init), runtime
