@@ -247,6 +247,7 @@ class Supervisor {
  private:
   int failed(Error e);
   int fail_launch(const Error& e);
+  int abort_sandbox(const Error& e);
   std::optional<int> open_agent();
   std::optional<int> place();
   std::optional<int> watch();
@@ -318,6 +319,13 @@ int Supervisor::fail_launch(const Error& e) {
                  {"error", e.msg}});
   files_->context_status(opts_.handoff_dir, "failed");
   return failed(e);
+}
+
+// A launch that fails once the sandbox exists: the sandbox goes first.
+int Supervisor::abort_sandbox(const Error& e) {
+  (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
+  (void)sys::wait_pid(child_->pid);
+  return fail_launch(e);
 }
 
 // Signals first, so that an owned child's PR_SET_PDEATHSIG
@@ -415,19 +423,14 @@ std::optional<int> Supervisor::start_sandbox() {
   child_ = std::move(*child);
   lifeline_ = std::move(sync->second);  // open until we exit: the sandbox's lifeline
   channel_ = std::move(chan->first);
-  auto abort_child = [&](const Error& e) {
-    (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
-    (void)sys::wait_pid(child_->pid);
-    return fail_launch(e);
-  };
   // Namespace ids are read while the child is held at the sync pipe: a
   // runtime that exits at once would take them with it, and once the
   // sandbox has taken its ids its memory is not dumpable, so an
   // unprivileged supervisor may no longer read /proc/<pid>/ns (EACCES).
   // The sandbox's pid namespace: only its processes may use the sockets.
-  if (auto f = sys::fault_at("supervisor.clone"); !f) return abort_child(f.error());
+  if (auto f = sys::fault_at("supervisor.clone"); !f) return abort_sandbox(f.error());
   auto pidns = sys::ns_inode(child_->pid, "pid");
-  if (!pidns) return abort_child(pidns.error().with_context("the sandbox's pid namespace"));
+  if (!pidns) return abort_sandbox(pidns.error().with_context("the sandbox's pid namespace"));
   sandbox_pidns_ = *pidns;
   if (opts_.json_status_fd >= 0)
     for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
@@ -437,11 +440,11 @@ std::optional<int> Supervisor::start_sandbox() {
     Result<void> r = ids.map_via_helpers
                          ? sys::run_id_map_helpers(child_->pid, ids.uid_map, ids.gid_map)
                          : sys::write_id_maps(child_->pid, ids.uid_map, ids.gid_map, ids.deny_setgroups);
-    if (!r) return abort_child(with_userns_remedy(plan_, r.error().with_context("writing id maps")));
+    if (!r) return abort_sandbox(with_userns_remedy(plan_, r.error().with_context("writing id maps")));
   }
-  if (auto f = sys::fault_at("supervisor.id_maps"); !f) return abort_child(f.error());
+  if (auto f = sys::fault_at("supervisor.id_maps"); !f) return abort_sandbox(f.error());
   char go = 1;
-  if (auto r = sys::write_all(lifeline_.get(), &go, 1); !r) return abort_child(r.error());
+  if (auto r = sys::write_all(lifeline_.get(), &go, 1); !r) return abort_sandbox(r.error());
   return std::nullopt;
 }
 
@@ -452,18 +455,10 @@ std::optional<int> Supervisor::start_sandbox() {
 std::optional<int> Supervisor::finish_setup() {
   // Without status and pid nothing can see or stop the agent: refused
   // (docs/launcher.md, "Full disks").
-  if (auto r = files_->start(::getpid()); !r) {
-    (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
-    (void)sys::wait_pid(child_->pid);
-    return fail_launch(r.error());
-  }
+  if (auto r = files_->start(::getpid()); !r) return abort_sandbox(r.error());
   files_->log({{"event", "agent.start"}, {"session", plan_.session}, {"argv", plan_.argv}});
   files_->event({{"type", "agent.start"}, {"object", "agent/" + plan_.name}, {"status", "ok"}});
-  if (auto f = sys::fault_at("supervisor.records"); !f) {
-    (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
-    (void)sys::wait_pid(child_->pid);
-    return fail_launch(f.error());
-  }
+  if (auto f = sys::fault_at("supervisor.records"); !f) return abort_sandbox(f.error());
   setup_ = read_setup(channel_.get(), [this](UniqueFd fuse) -> Result<void> {
     // In the agent's cgroup (its own leaf): what an agent makes the view
     // hold counts against the agent's limits.
