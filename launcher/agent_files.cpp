@@ -65,10 +65,6 @@ void AgentFiles::status(AgentState s) {
   warn(sys::atomic_replace(ddir_, "status", std::string(to_string(s)) + "\n"), ddir_path("status"), Kind::replaced);
 }
 
-void AgentFiles::pid(pid_t p) {
-  warn(sys::atomic_replace(ddir_, "pid", std::to_string(p) + "\n"), ddir_path("pid"), Kind::replaced);
-}
-
 Result<void> append_capped_log(int dirfd, const std::string& line, std::uint64_t& size) {
   if (size == kUnknownLogSize) {
     auto st = sys::stat_at(dirfd, "log");

@@ -60,8 +60,6 @@ class AgentFiles {
 
   /// Replaces <name>.d/status atomically.
   void status(AgentState s);
-  /// Replaces <name>.d/pid atomically.
-  void pid(pid_t p);
 
   /// Appends a line (with ts and agent) to <name>.d/log, capped
   /// (append_capped_log).
