@@ -274,3 +274,45 @@ TEST_CASE("conformance: CTX_PATH finds tools only: a model or agent name in a to
   CHECK(!m.t.dir().read("ctx/home/" + m.uid + "/agent/coder/session/default/events.jsonl").empty());
   CHECK(!fs::exists(m.t.root() + "/home/" + m.uid + "/agent/helper"));  // helper never started
 }
+
+TEST_CASE("conformance: a tool's .d/ is the one beside the executable found, not a same-named one in another tier",
+          "[root][userns]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  MarkTree m(*u);
+  // The system tier (first on CTX_PATH) has twin.d/ with a policy that
+  // refuses coder, but no executable twin; the user tier has the tool.
+  const std::string refuse = "allow other_t tool:twin execute\n";
+  m.t.write("ctx/tool/twin.d/policy", refuse);
+  m.t.write("ctx/home/" + m.uid + "/tool/twin", "#!/bin/sh\necho twin-ran\n", 0755);
+  m.coder("", "allow coder_t tool:twin execute\n");
+  RunResult r = m.sh("/ctx/bin/ctx tool twin; echo rc=$?");
+  INFO(r.out << r.err);
+  CHECK(r.out == "twin-ran\nrc=0\n");
+  // The control: the same policy beside the executable refuses.
+  m.t.write("ctx/home/" + m.uid + "/tool/twin.d/policy", refuse);
+  RunResult c = m.sh("/ctx/bin/ctx tool twin; echo rc=$?");
+  INFO(c.out << c.err);
+  CHECK(c.out == "rc=13\n");
+  CHECK(c.err.find("\"reason\":\"tool_policy\"") != std::string::npos);
+}
+
+TEST_CASE("conformance: status follows the runtime through start, ready, busy, idle, stopping and dead",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  const std::string status = t.root() + "/agent/coder.d/status";
+  auto sp = t.spawn({"coder", "--", "/probe", "sleep:1", "notify:READY=1", "sleep:1", "notify:CTX_STATE=busy",
+                     "sleep:1", "notify:CTX_STATE=idle", "sleep:1", "notify:STOPPING=1", "sleep:1"},
+                    m.as);
+  CHECK(ctx::test::wait_for_file(status, "start\n"));
+  CHECK(ctx::test::wait_for_file(status, "ready\n"));
+  CHECK(ctx::test::wait_for_file(status, "busy\n"));
+  CHECK(ctx::test::wait_for_file(status, "idle\n"));
+  CHECK(ctx::test::wait_for_file(status, "stopping\n"));
+  RunResult r = ctx::test::wait_command(sp, 30);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(ctx::test::read_file(status) == "dead\n");
+}
