@@ -180,6 +180,12 @@ TEST_CASE("conformance: init, a launch, a tool call and a child add no root entr
     INFO(p);
     CHECK((p.rfind("agent/", 0) == 0 || p.rfind(user_tier, 0) == 0));
   }
+  // No tool placeholder or copy in the durable tiers: the user tool tier
+  // holds what the script wrote there, nothing else.
+  std::set<std::string> tools_added;
+  for (const auto& p : after_run)
+    if (!after_init.count(p) && p.rfind(user_tier + "tool/", 0) == 0) tools_added.insert(p);
+  CHECK(tools_added == std::set<std::string>{user_tier + "tool/greet"});
   for (const auto& p : after_init) {
     if (p.rfind("tool/", 0) == 0 || p.rfind("model/", 0) == 0 || p.rfind("shared/", 0) == 0) CHECK(after_run.count(p));
   }
