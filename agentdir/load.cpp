@@ -573,6 +573,20 @@ Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const L
   auto spec = build_spec(name, ctx_root, d.files, passwd_primary_gid(), &errors);
   if (spec) spec->id_source = identity_source(d);
   if (spec) spec->tier_user = opts.user;
+  if (opts.require_trusted_files) {
+    std::uint32_t owner = 0;
+    if (spec) {
+      owner = spec->owner;
+    } else if (auto it = d.files.find("owner"); it != d.files.end()) {
+      owner = parse_id(std::string_view(it->second).substr(0, it->second.find('\n'))).value_or(0);
+    }
+    // A user agent's files are trusted when they are U's (or root's),
+    // whatever its owner file says.
+    auto t = trust_errors(name, d, opts.user.value_or(owner));
+    // Trust problems come first: they make every other line suspect.
+    errors.insert(errors.begin(), t.begin(), t.end());
+  }
+  // A user agent's own refusals first: they say which tier is wrong.
   if (opts.user) {
     std::optional<std::uint32_t> owner;
     if (spec) {
@@ -582,17 +596,6 @@ Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const L
     }
     auto u = user_tier_errors(name, *opts.user, owner, d.files.count("parent") != 0);
     errors.insert(errors.begin(), u.begin(), u.end());
-  }
-  if (opts.require_trusted_files) {
-    std::uint32_t owner = 0;
-    if (spec) {
-      owner = spec->owner;
-    } else if (auto it = d.files.find("owner"); it != d.files.end()) {
-      owner = parse_id(std::string_view(it->second).substr(0, it->second.find('\n'))).value_or(0);
-    }
-    auto t = trust_errors(name, d, owner);
-    // Trust problems come first: they make every other line suspect.
-    errors.insert(errors.begin(), t.begin(), t.end());
   }
   if (!errors.empty()) {
     if (all != nullptr) all->insert(all->end(), errors.begin(), errors.end());

@@ -24,7 +24,7 @@ Result<Tier> resolve_tier(std::string_view ctx_root, std::string_view name, Tier
     return fail(EEXIST, std::string(name) + ": EEXIST: defined in both tiers, " +
                             path_join(ctx_root, agents_rel(std::nullopt) + "/" + d) + " and " +
                             path_join(ctx_root, agents_rel(caller_uid) + "/" + d) +
-                            "; name the user agent with --user " + std::to_string(caller_uid) +
+                            "; name the one to launch with --system or --user " + std::to_string(caller_uid) +
                             ", or rename or remove one of them");
   }
   if (user_exists) return Tier(caller_uid);

@@ -68,6 +68,7 @@ struct Args {
   pid_t owned_by = 0;
   std::string cgroup_leaf;
   long long user = -1;  ///< --user U: the user agent of home/<U>/agent
+  bool system = false;  ///< --system: the system agent, even with a user agent of the name
 };
 
 // Parses the command line; an exit code when the launcher ends here.
@@ -103,7 +104,8 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
   app.add_option("--user", a.user,
                  "launch the user agent <ctx>/home/U/agent/NAME.d (default: the system agent, or "
                  "the caller's own user agent when only that exists)")
-      ->check(CLI::Range(0LL, 4294967294LL));
+      ->check(CLI::Range(0LL, 4294967294LL))
+      ->excludes(app.add_flag("--system", a.system, "launch the system agent <ctx>/agent/NAME.d"));
   app.add_option("NAME", a.name, "the agent")->required();
   try {
     app.parse(cli_argc, argv);
@@ -161,8 +163,10 @@ int main(int argc, char** argv) {
   if (auto code = parse_args(argc, argv, a)) return *code;
   ctx::agentdir::LoadOptions lo;
   lo.require_trusted_files = ::geteuid() == 0;
-  auto tier = ctx::agentdir::find_tier(a.ctx_root, a.name,
-                                       a.user < 0 ? std::nullopt : std::optional<std::uint32_t>(a.user), ::geteuid());
+  auto tier =
+      a.system ? ctx::Result<ctx::agentdir::Tier>(std::nullopt)
+               : ctx::agentdir::find_tier(
+                     a.ctx_root, a.name, a.user < 0 ? std::nullopt : std::optional<std::uint32_t>(a.user), ::geteuid());
   if (!tier) return report(tier.error(), ctx::launcher::kExitLaunchFailed);
   lo.user = *tier;
   auto spec = ctx::agentdir::load(a.ctx_root, a.name, lo);

@@ -25,8 +25,8 @@ TEST_CASE("resolve_tier: --user, one tier, both tiers", "[unit]") {
   REQUIRE_FALSE(r);
   CHECK(r.error().code == EEXIST);
   CHECK(r.error().msg ==
-        "coder: EEXIST: defined in both tiers, /ctx/agent/coder.d and /ctx/home/1000/agent/coder.d; name the user "
-        "agent with --user 1000, or rename or remove one of them");
+        "coder: EEXIST: defined in both tiers, /ctx/agent/coder.d and /ctx/home/1000/agent/coder.d; name the one "
+        "to launch with --system or --user 1000, or rename or remove one of them");
 }
 
 TEST_CASE("tier names never collide with a system agent's", "[unit]") {
