@@ -175,3 +175,25 @@ TEST_CASE("a user agent and its system namesake run at once: own lock, status an
   }
   CHECK(ctx::test::read_file(t.root() + "/agent/twin.d/status") == "dead\n");
 }
+
+TEST_CASE("CTX_HOME is the owner's home even when the runtime uid is not the owner's (iso uid)", "[root][userns]") {
+  Mode m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const std::string uid = std::to_string(m.owner.uid);
+  // 2000001 lies in the range scripts/setup delegates to the test user.
+  t.agent("isocoder", {{"iso", "uid\n"}, {"uid", "2000001\n"}, {"gid", "2000002\n"}});
+  user_agent(t, m.owner.uid, m.owner.gid, "isouser", {{"iso", "uid\n"}, {"uid", "2000001\n"}, {"gid", "2000002\n"}});
+  for (const std::string& agent : {std::string("isocoder"), std::string("isouser")}) {
+    INFO(agent);
+    std::vector<std::string> args{agent, "--", "/probe", "ids", "env"};
+    if (agent == "isouser") args.insert(args.begin(), {"--user", uid});
+    json j = probe_of(t.launch(args, m.as));
+    CHECK(j["ids"]["uid"] == json{2000001, 2000001, 2000001});
+    // Not home/2000001: that uid has no home tree; the sessions and state
+    // are the owner's (docs/launcher.md "Environment").
+    auto env = env_of(j);
+    CHECK(env.count("CTX_HOME=/ctx/home/" + uid) == 1);
+    CHECK(env.count("CTX_PATH=/ctx/tool:/ctx/home/" + uid + "/tool") == 1);
+    CHECK(env.count("HOME=/ctx/home/" + uid + "/agent/" + agent) == 1);
+  }
+}
