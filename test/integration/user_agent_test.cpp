@@ -90,10 +90,15 @@ TEST_CASE("a user agent's entry in .d/entry is what runs by default", "[root][us
              {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n"}});
   t.write("ctx/home/" + uid + "/agent/uentry.d/entry", "#!/bin/sh\necho \"entry ran as $(id -u) in $CTX_HOME\"\n",
           0755);
-  RunResult r = t.launch({"--static-view", "--user", uid, "uentry"}, m.as);
-  INFO("stdout: " << r.out << "\nstderr: " << r.err);
-  CHECK(r.exit_code == 0);
-  CHECK(r.out == "entry ran as " + uid + " in /ctx/home/" + uid + "\n");
+  // Through the live view (or its static fallback) and the static view.
+  for (const char* view : {"--user", "--static-view"}) {
+    std::vector<std::string> args{"--user", uid, "uentry"};
+    if (std::string(view) == "--static-view") args.insert(args.begin(), view);
+    RunResult r = t.launch(args, m.as);
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "entry ran as " + uid + " in /ctx/home/" + uid + "\n");
+  }
 }
 
 TEST_CASE("a user agent whose owner is not U is refused", "[root][userns]") {
