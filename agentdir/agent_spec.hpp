@@ -62,6 +62,10 @@ struct IdentitySource {
 struct AgentSpec {
   std::string name;
   std::string ctx_root;  ///< the CTX root the agent was read from, e.g. "/ctx"
+  /// The tier it was read from (docs/abi.md "User agents"): none for a
+  /// system agent (`<ctx>/agent/<name>.d`), the uid U for a user agent
+  /// (`<ctx>/home/<U>/agent/<name>.d`), whose owner is U.
+  std::optional<std::uint32_t> tier_user;
 
   std::uint32_t owner = 0;
   std::uint32_t uid = 0;  ///< defaults to owner

@@ -193,6 +193,11 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
                              const PrimaryGidLookup& primary_gid) {
   if (auto e = agent_name_issue(req.name))
     return fail(Error{EACCES, "child name '" + printable(req.name) + "': EACCES: " + *e, "invalid_name"});
+  if (parent.tier_user)
+    return fail(Error{ENOTSUP,
+                      parent.name + ": ENOTSUP: a user agent cannot create owned children (v0: docs/abi.md \"User "
+                                    "agents\"); make the parent a system agent",
+                      "not_supported"});
   const std::string& name = req.name;
   const std::string parent_type = parent.subject();
   if (!parent.policy.allows(parent_type, policy::Class::agent, name, "create")) {
@@ -259,6 +264,9 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
 }
 
 Result<void> check_child(const AgentSpec& parent, const AgentSpec& child) {
+  if (parent.tier_user || child.tier_user)
+    return fail(
+        Error{ENOTSUP, child.name + ": ENOTSUP: user agents have no owned children nor parents (v0)", "not_supported"});
   const std::string& name = child.name;
   const std::string dir = path_join(child.ctx_root, "agent/" + name + ".d");
   auto file = [&](std::string_view f) { return dir + "/" + std::string(f); };

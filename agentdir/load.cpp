@@ -7,12 +7,14 @@
 #include <set>
 
 #include "agentdir/json_syntax.hpp"
+#include "agentdir/tier.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "cgroup/limits.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
+#include "sys/resolve.hpp"
 
 namespace ctx::agentdir {
 
@@ -37,6 +39,7 @@ const std::vector<std::string_view>& known_control_files() {
       "owner", "uid",  "gid",   "groups", "label",  "iso",    "parent", "life", "root",      "cwd",
       "env",   "path", "mount", "model",  "policy", "status", "pid",    "log",  "meta.json", "limits",
       "log.1",  // the launcher's previous log, once `log` reached its cap
+      "entry",  // a user agent's executable (never read; unknown in the system tier)
   };
   return files;
 }
@@ -404,29 +407,50 @@ PrimaryGidLookup passwd_primary_gid() {
   };
 }
 
-Result<DirListing> read_control_files(std::string_view ctx_root, std::string_view name, std::vector<Error>* all) {
+Result<DirListing> read_control_files(std::string_view ctx_root, std::string_view name, std::vector<Error>* all,
+                                      std::optional<std::uint32_t> user) {
   std::string dname = std::string(name) + ".d";
   auto report = [&](Error e) -> Unexpected<Error> {
     if (all != nullptr) all->push_back(e);
     return fail(std::move(e));
   };
   if (auto e = agent_name_issue(name)) return report(Error{EINVAL, std::string(name) + ": EINVAL: " + *e});
-  auto agents = sys::open_dir(std::string(ctx_root) + "/agent");
-  if (!agents && agents.error().code == ENOENT)
-    return report(Error{ENOENT, std::string(ctx_root) + "/agent: ENOENT: " + std::string(ctx_root) +
-                                    " is not a CTX root (it has no agent/ directory); name yours with --ctx-root DIR "
-                                    "or CTX_ROOT=DIR"});
-  if (!agents) return report(agents.error().with_context(std::string(ctx_root) + "/agent"));
+  const std::string agents_path = path_join(ctx_root, agents_rel(user));
+  DirListing out;
+  out.user = user;
+  Result<UniqueFd> agents = fail(ENOENT, "");
+  if (!user) {
+    agents = sys::open_dir(agents_path);
+    if (!agents && agents.error().code == ENOENT)
+      return report(Error{ENOENT, agents_path + ": ENOENT: " + std::string(ctx_root) +
+                                      " is not a CTX root (it has no agent/ directory); name yours with --ctx-root "
+                                      "DIR or CTX_ROOT=DIR"});
+  } else {
+    // home, <U>, agent: one name at a time, never through a symlink.
+    agents = sys::open_dir(path_join(ctx_root, "home"), true);
+    const std::string rel[] = {"home/" + std::to_string(*user), agents_rel(user)};
+    for (const std::string& r : rel) {
+      if (!agents) break;
+      agents = sys::open_dir_at(agents->get(), std::string(path_basename(r)));
+      if (!agents) break;
+      auto st = sys::stat_fd(agents->get());
+      if (!st) return report(st.error().with_context(path_join(ctx_root, r)));
+      out.parents.emplace_back(r, *st);
+    }
+    if (!agents && (agents.error().code == ENOTDIR || agents.error().code == ELOOP))
+      return report(Error{agents.error().code, agents_path + ": " + errno_name(agents.error().code) +
+                                                   ": not a directory (a symlink on the way to a user agent is "
+                                                   "refused)"});
+  }
+  if (!agents) return report(agents.error().with_context(agents_path));
   auto dir = sys::open_dir_at(agents->get(), dname);
   if (!dir) {
     Error e = dir.error();
-    if (e.code == ENOENT)
-      return report(Error{ENOENT, dname + ": ENOENT: no such agent in " + std::string(ctx_root) + "/agent"});
+    if (e.code == ENOENT) return report(Error{ENOENT, dname + ": ENOENT: no such agent in " + agents_path});
     if (e.code == ENOTDIR || e.code == ELOOP)
       return report(Error{e.code, dname + ": " + errno_name(e.code) + ": not a directory (a symlinked .d is refused)"});
     return report(e.with_context(dname));
   }
-  DirListing out;
   std::vector<Error> errors;
   auto dst = sys::stat_fd(dir->get());
   if (!dst) return report(dst.error().with_context(dname));
@@ -437,8 +461,21 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
   for (const auto& n : *names) {
     bool is_known = false;
     for (auto k : known) is_known = is_known || k == n;
-    if (!is_known) {
+    if (!is_known || (n == "entry" && !user)) {
       out.unknown.push_back(n);
+      continue;
+    }
+    // A user agent's executable: its owner and mode are trusted like a
+    // control file's; it is never read, and never a symlink.
+    if (n == "entry") {
+      auto st = sys::stat_at(dir->get(), n);
+      if (!st) {
+        errors.push_back(st.error().with_context(dname + "/entry"));
+      } else if (*st && !S_ISREG((*st)->mode)) {
+        errors.push_back(Error{EINVAL, dname + "/entry: EINVAL: not a regular file (a symlink is refused)"});
+      } else if (*st) {
+        out.stats[n] = **st;
+      }
       continue;
     }
     // status, pid and log are the launcher's output, not configuration:
@@ -482,14 +519,38 @@ std::vector<Error> trust_errors(std::string_view name, const DirListing& d, std:
       out.push_back(Error{EPERM, what + ": EPERM: writable by group or other (mode " + mode + "); chmod go-w it"});
     }
   };
-  check(std::string(name) + ".d", d.dir_stat);
-  for (const auto& [n, st] : d.stats) check(std::string(name) + ".d/" + n, st);
+  const std::string where = d.user ? agents_rel(d.user) + "/" : std::string();
+  for (const auto& [p, st] : d.parents) check(p, st);
+  check(where + std::string(name) + ".d", d.dir_stat);
+  for (const auto& [n, st] : d.stats) check(where + std::string(name) + ".d/" + n, st);
   return out;
 }
 
-Result<AgentSpec> load_subject_policy(std::string_view ctx_root, std::string_view name) {
+std::vector<Error> user_tier_errors(std::string_view name, std::uint32_t user, std::optional<std::uint32_t> owner,
+                                    bool has_parent) {
+  std::vector<Error> out;
+  const std::string d = agents_rel(user) + "/" + std::string(name) + ".d";
+  if (owner && *owner != user)
+    out.push_back(Error{EPERM, d + "/owner: EPERM: says " + std::to_string(*owner) + ", but a user agent in home/" +
+                                   std::to_string(user) + " is owned by " + std::to_string(user) + "; write " +
+                                   std::to_string(user) + " or move the agent to its owner's home"});
+  if (has_parent)
+    out.push_back(Error{ENOTSUP, d + "/parent: ENOTSUP: a user agent cannot be an owned child (v0: owned children "
+                                     "and their parents are system agents); remove the parent file"});
+  return out;
+}
+
+Result<AgentSpec> load_subject_policy(std::string_view ctx_root, std::string_view name,
+                                      std::optional<std::uint32_t> user) {
   if (auto e = agent_name_issue(name)) return fail(EINVAL, std::string(name) + ": EINVAL: " + *e);
-  CTX_TRY_ASSIGN(UniqueFd agents, sys::open_dir(std::string(ctx_root) + "/agent"));
+  Result<UniqueFd> opened = fail(ENOENT, "");
+  if (!user) {
+    opened = sys::open_dir(std::string(ctx_root) + "/agent");
+  } else {
+    auto root = sys::open_dir(std::string(ctx_root));
+    opened = root ? sys::open_dir_beneath(root->get(), agents_rel(user)) : std::move(root);
+  }
+  CTX_TRY_ASSIGN(UniqueFd agents, std::move(opened));
   std::string dname = std::string(name) + ".d";
   auto dir = sys::open_dir_at(agents.get(), dname);
   if (!dir) return fail(dir.error().with_context(dname));
@@ -507,10 +568,11 @@ Result<AgentSpec> load_subject_policy(std::string_view ctx_root, std::string_vie
 
 Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const LoadOptions& opts,
                        std::vector<Error>* all) {
-  CTX_TRY_ASSIGN(DirListing d, read_control_files(ctx_root, name, all));
+  CTX_TRY_ASSIGN(DirListing d, read_control_files(ctx_root, name, all, opts.user));
   std::vector<Error> errors;
   auto spec = build_spec(name, ctx_root, d.files, passwd_primary_gid(), &errors);
   if (spec) spec->id_source = identity_source(d);
+  if (spec) spec->tier_user = opts.user;
   if (opts.require_trusted_files) {
     std::uint32_t owner = 0;
     if (spec) {
@@ -518,9 +580,22 @@ Result<AgentSpec> load(std::string_view ctx_root, std::string_view name, const L
     } else if (auto it = d.files.find("owner"); it != d.files.end()) {
       owner = parse_id(std::string_view(it->second).substr(0, it->second.find('\n'))).value_or(0);
     }
-    auto t = trust_errors(name, d, owner);
+    // A user agent's files are trusted when they are U's (or root's),
+    // whatever its owner file says.
+    auto t = trust_errors(name, d, opts.user.value_or(owner));
     // Trust problems come first: they make every other line suspect.
     errors.insert(errors.begin(), t.begin(), t.end());
+  }
+  // A user agent's own refusals first: they say which tier is wrong.
+  if (opts.user) {
+    std::optional<std::uint32_t> owner;
+    if (spec) {
+      owner = spec->owner;
+    } else if (auto it = d.files.find("owner"); it != d.files.end()) {
+      owner = parse_id(std::string_view(it->second).substr(0, it->second.find('\n')));
+    }
+    auto u = user_tier_errors(name, *opts.user, owner, d.files.count("parent") != 0);
+    errors.insert(errors.begin(), u.begin(), u.end());
   }
   if (!errors.empty()) {
     if (all != nullptr) all->insert(all->end(), errors.begin(), errors.end());

@@ -143,26 +143,33 @@ void check_launch(agentdir::AgentSpec spec, const std::function<void(const Error
 
 }  // namespace
 
-std::vector<Finding> check_agent(const std::string& given_root, const std::string& name) {
+std::vector<Finding> check_agent(const std::string& given_root, const std::string& name,
+                                 std::optional<std::uint32_t> user) {
   std::vector<Finding> out;
   // By its real path, as the launcher takes it.
   const std::string ctx_root = sys::real_path(given_root).value_or(given_root);
   auto error = [&](const Error& e) { out.push_back({Finding::Level::error, e.msg}); };
   auto warn = [&](const std::string& s) { out.push_back({Finding::Level::warning, s}); };
   std::vector<Error> errors;
-  auto listing = agentdir::read_control_files(ctx_root, name, &errors);
+  auto listing = agentdir::read_control_files(ctx_root, name, &errors, user);
   for (const auto& e : errors) error(e);
   if (!listing) return out;
   for (const auto& u : listing->unknown)
     warn(name + ".d/" + u + ": not a control file of the ABI; it is ignored (remove or rename it)");
   errors.clear();
   auto spec = agentdir::build_spec(name, ctx_root, listing->files, agentdir::passwd_primary_gid(), &errors);
+  if (user) {
+    std::optional<std::uint32_t> owner;
+    if (spec) owner = spec->owner;
+    for (const auto& e : agentdir::user_tier_errors(name, *user, owner, listing->files.count("parent") != 0)) error(e);
+  }
   for (const auto& e : errors) error(e);
   if (!spec) return out;
+  spec->tier_user = user;
   // Run as root, the check refuses what a root launch refuses: files it
   // does not trust, and ids the owner is not entitled to.
   if (::geteuid() == 0) {
-    for (const auto& e : agentdir::trust_errors(name, *listing, spec->owner)) error(e);
+    for (const auto& e : agentdir::trust_errors(name, *listing, user.value_or(spec->owner))) error(e);
     spec->id_source = agentdir::identity_source(*listing);
     if (auto owner = agentdir::read_owner_ids(spec->owner); !owner) {
       error(owner.error());
@@ -204,6 +211,28 @@ std::vector<std::string> agent_names(const std::string& ctx_root) {
     if (n.size() <= 2 || n.substr(n.size() - 2) != ".d") continue;
     auto st = sys::stat_at(d->get(), n);
     if (st && *st && S_ISDIR((*st)->mode)) out.push_back(n.substr(0, n.size() - 2));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::uint32_t, std::string>> user_agent_names(const std::string& ctx_root) {
+  std::vector<std::pair<std::uint32_t, std::string>> out;
+  auto home = sys::open_dir(ctx_root + "/home");
+  if (!home) return out;
+  auto users = sys::list_dir(home->get());
+  if (!users) return out;
+  for (const auto& u : *users) {
+    if (u.empty() || u.size() > 10 || u.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto agents = sys::open_dir(ctx_root + "/home/" + u + "/agent");
+    if (!agents) continue;
+    auto names = sys::list_dir(agents->get());
+    if (!names) continue;
+    for (const auto& n : *names) {
+      if (n.size() <= 2 || n.substr(n.size() - 2) != ".d") continue;
+      auto st = sys::stat_at(agents->get(), n);
+      if (st && *st && S_ISDIR((*st)->mode))
+        out.emplace_back(static_cast<std::uint32_t>(std::stoul(u)), n.substr(0, n.size() - 2));
+    }
   }
   return out;
 }

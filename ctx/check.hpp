@@ -1,8 +1,10 @@
 // `ctx check`: validates agents' control files and reports every finding.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ctx::helper {
@@ -25,9 +27,16 @@ struct Finding {
 };
 
 /// Every error and warning for one agent in a CTX root.
-std::vector<Finding> check_agent(const std::string& ctx_root, const std::string& name);
+/// With a uid, the user agent home/<user>/agent/<name>.d (docs/abi.md
+/// "User agents").
+std::vector<Finding> check_agent(const std::string& ctx_root, const std::string& name,
+                                 std::optional<std::uint32_t> user = {});
 
 /// Names of the agents (`<name>.d` directories) under <ctx_root>/agent.
 std::vector<std::string> agent_names(const std::string& ctx_root);
+
+/// (uid, name) of the user agents (`<name>.d` directories) under every
+/// <ctx_root>/home/<uid>/agent.
+std::vector<std::pair<std::uint32_t, std::string>> user_agent_names(const std::string& ctx_root);
 
 }  // namespace ctx::helper

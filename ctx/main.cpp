@@ -96,7 +96,8 @@ int print_json(const std::vector<std::pair<std::string, std::vector<ctx::helper:
   return errors > 0 ? 1 : 0;
 }
 
-int run_check(const std::string& ctx_root, const std::string& name, bool all, bool env, bool as_json) {
+int run_check(const std::string& ctx_root, const std::string& name, bool all, bool env, bool as_json,
+              std::optional<std::uint32_t> user = {}) {
   std::vector<std::string> names;
   if (env && name.empty() && !all) {
     // --env alone: the machine only.
@@ -112,7 +113,7 @@ int run_check(const std::string& ctx_root, const std::string& name, bool all, bo
   int errors = 0, warnings = 0;
   std::vector<std::pair<std::string, std::vector<ctx::helper::Finding>>> reports;
   if (env) reports.emplace_back("", ctx::helper::probe_environment());
-  for (const auto& n : names) reports.emplace_back(n, ctx::helper::check_agent(ctx_root, n));
+  for (const auto& n : names) reports.emplace_back(n, ctx::helper::check_agent(ctx_root, n, user));
   if (as_json) return print_json(reports);
   for (const auto& [n, findings] : reports) {
     int e = 0, low = 0;
@@ -272,6 +273,10 @@ int main(int argc, char** argv) {
   bool as_json = false;
   check->add_flag("--json", as_json, "one JSON document instead of lines");
   name_opt->excludes(all_opt);
+  long long check_user = -1;
+  check->add_option("--user", check_user, "check the user agent <ctx>/home/U/agent/NAME.d")
+      ->check(CLI::Range(0LL, 4294967294LL))
+      ->excludes(all_opt);
   auto* tool = app.add_subcommand("tool", "call a tool through CTX_PATH with the four permission checks");
   std::string tool_name;
   std::vector<std::string> tool_json;
@@ -338,7 +343,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ctx check: name an agent, or give --all or --env\n");
       return 2;
     }
-    return run_check(ctx_root, name, all, env, as_json);
+    return run_check(ctx_root, name, all, env, as_json,
+                     check_user < 0 ? std::nullopt : std::optional<std::uint32_t>(check_user));
   }
   return 2;
 }

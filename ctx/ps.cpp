@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "agentdir/load.hpp"
+#include "agentdir/tier.hpp"
 #include "base/text.hpp"
 #include "cgroup/discover.hpp"
 #include "ctx/check.hpp"
@@ -66,15 +67,18 @@ std::string format_uptime(double s) {
 
 std::vector<PsRow> running_agents(const std::string& ctx_root) {
   std::vector<PsRow> rows;
-  for (const auto& name : agent_names(ctx_root)) {
-    std::string d = ctx_root + "/agent/" + name + ".d";
+  std::vector<std::pair<std::string, agentdir::Tier>> all;
+  for (const auto& name : agent_names(ctx_root)) all.emplace_back(name, agentdir::Tier());
+  for (const auto& [u, name] : user_agent_names(ctx_root)) all.emplace_back(name, agentdir::Tier(u));
+  for (const auto& [name, tier] : all) {
+    std::string d = ctx_root + "/" + agentdir::agents_rel(tier) + "/" + name + ".d";
     std::string status = first_line(sys::read_or_empty(d, "status"));
     int pid = std::atoi(first_line(sys::read_or_empty(d, "pid")).c_str());
     if (status.empty() || status == "dead" || pid <= 0) continue;
     auto alive = sys::open_dir("/proc/" + std::to_string(pid));
     if (!alive) continue;  // a stale pid file: the agent is not running
     PsRow r;
-    r.name = name;
+    r.name = agentdir::tier_display(name, tier);
     r.status = status;
     r.pid = pid;
     std::string parent = first_line(sys::read_or_empty(d, "parent"));

@@ -10,7 +10,7 @@ namespace ctx::helper {
 
 /// One running agent as `ctx ps` shows it.
 struct PsRow {
-  std::string name;
+  std::string name;    ///< as shown: "<name>", or "<name>@<U>" for a user agent
   std::string parent;  ///< the parent agent's name, "" for a top-level agent
   std::string status;
   int pid = 0;          ///< the supervisor's pid (the `pid` file)
@@ -19,7 +19,7 @@ struct PsRow {
 };
 
 /// The agents whose `pid` names a live supervisor and whose status is not
-/// dead.
+/// dead: system agents, then the user agents of every home/<U>/agent.
 std::vector<PsRow> running_agents(const std::string& ctx_root);
 
 /// The rows as a tree: children under their parent, indented; orphans

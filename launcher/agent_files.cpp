@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "agentdir/tier.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
@@ -148,7 +149,7 @@ std::optional<sys::Ownership> AgentFiles::owner() const {
 }
 
 std::string AgentFiles::ddir_path(const std::string& file) const {
-  return plan_.ctx_root + "/agent/" + plan_.name + ".d/" + file;
+  return path_join(plan_.ctx_root, agentdir::agents_rel(plan_.tier_user)) + "/" + plan_.name + ".d/" + file;
 }
 
 std::string AgentFiles::session_path(const std::string& agent, const std::string& session,

@@ -228,7 +228,7 @@ Result<std::string> Children::start(int id, const ControlRequest& req) {
   // Only an owned child of this agent, still within it (its files may
   // have changed since create, or it may be another owner's agent that
   // names us), is ours to start.
-  auto spec = agentdir::load(cfg_.parent->ctx_root, name, {::geteuid() == 0});
+  auto spec = agentdir::load(cfg_.parent->ctx_root, name, {::geteuid() == 0, {}});
   if (!spec) return fail(spec.error());
   CTX_TRY(agentdir::check_child(*cfg_.parent, *spec));
   CTX_TRY(sys::fault_at("child.start"));

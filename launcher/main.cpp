@@ -1,7 +1,8 @@
 // ctx-agent-run [--ctx-root DIR] [--session S] [--dry-run]
-//               [--json-status-fd FD] NAME [-- CMD ARG...]
+//               [--json-status-fd FD] [--user U] NAME [-- CMD ARG...]
 //
-// Reads <ctx>/agent/NAME.d/* strictly, plans the sandbox, and launches and
+// Reads <ctx>/agent/NAME.d/* (or a user agent's
+// <ctx>/home/<U>/agent/NAME.d/*, agentdir/tier.hpp) strictly, plans the sandbox, and launches and
 // supervises the agent's runtime inside it. The one place that prints
 // errors of the launcher.
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 
 #include "agentdir/child.hpp"
 #include "agentdir/load.hpp"
+#include "agentdir/tier.hpp"
 #include "base/names.hpp"
 #include "base/text.hpp"
 #include "launcher/ancestry.hpp"
@@ -65,6 +67,8 @@ struct Args {
   int cancel_grace_ms = ctx::launcher::kDefaultCancelGraceMs;
   pid_t owned_by = 0;
   std::string cgroup_leaf;
+  long long user = -1;  ///< --user U: the user agent of home/<U>/agent
+  bool system = false;  ///< --system: the system agent, even with a user agent of the name
 };
 
 // Parses the command line; an exit code when the launcher ends here.
@@ -97,6 +101,11 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
       ->check(CLI::Range(0, 600000));
   app.add_option("--owned-by", a.owned_by, "(internal) the parent supervisor's pid; its death cancels this agent");
   app.add_option("--cgroup-leaf", a.cgroup_leaf, "(internal) the subtree's name below --cgroup-base");
+  app.add_option("--user", a.user,
+                 "launch the user agent <ctx>/home/U/agent/NAME.d (default: the system agent, or "
+                 "the caller's own user agent when only that exists)")
+      ->check(CLI::Range(0LL, 4294967294LL))
+      ->excludes(app.add_flag("--system", a.system, "launch the system agent <ctx>/agent/NAME.d"));
   app.add_option("NAME", a.name, "the agent")->required();
   try {
     app.parse(cli_argc, argv);
@@ -154,6 +163,12 @@ int main(int argc, char** argv) {
   if (auto code = parse_args(argc, argv, a)) return *code;
   ctx::agentdir::LoadOptions lo;
   lo.require_trusted_files = ::geteuid() == 0;
+  auto tier =
+      a.system ? ctx::Result<ctx::agentdir::Tier>(std::nullopt)
+               : ctx::agentdir::find_tier(
+                     a.ctx_root, a.name, a.user < 0 ? std::nullopt : std::optional<std::uint32_t>(a.user), ::geteuid());
+  if (!tier) return report(tier.error(), ctx::launcher::kExitLaunchFailed);
+  lo.user = *tier;
   auto spec = ctx::agentdir::load(a.ctx_root, a.name, lo);
   if (!spec) return report(spec.error(), ctx::launcher::kExitLaunchFailed);
   auto caller = ctx::launcher::probe_caller(*spec);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "agentdir/tier.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "mountspec/plan.hpp"
@@ -428,6 +429,7 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   plan.session = opts.session;
   plan.ctx_root = spec.ctx_root;
   plan.owner = spec.owner;
+  plan.tier_user = spec.tier_user;
   plan.root = spec.root;
   plan.cwd = spec.cwd;
   plan.hostname = spec.name;
@@ -480,7 +482,11 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   if (!opts.command.empty()) {
     plan.argv = opts.command;
   } else {
-    plan.argv = {std::string(kInnerCtxRoot) + "/agent/" + spec.name};
+    // A user agent's entry is in its .d/: home/<U>/agent/<name> is its
+    // home's state directory (seed 000 "Agent Home").
+    plan.argv = {spec.tier_user
+                     ? path_join(kInnerCtxRoot, agentdir::agents_rel(spec.tier_user) + "/" + spec.name + ".d/entry")
+                     : std::string(kInnerCtxRoot) + "/agent/" + spec.name};
   }
   return plan;
 }

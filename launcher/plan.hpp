@@ -75,6 +75,9 @@ struct LaunchPlan {
   std::string session;
   std::string ctx_root;  ///< host path of the CTX root
   std::uint32_t owner = 0;
+  /// A user agent's tier (its owner's uid), none for a system agent
+  /// (agentdir/tier.hpp): where its .d/, socket and entry are.
+  std::optional<std::uint32_t> tier_user;
   std::string root;  ///< host path that becomes "/"
   std::string cwd;
   IdPlan ids;

@@ -95,6 +95,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
   for (const auto& m : p.mounts) mounts.push_back(step_json(m, p.static_view));
   return json{
       {"agent", p.name},
+      {"tier", p.tier_user ? "user:" + std::to_string(*p.tier_user) : std::string("system")},
       {"session", p.session},
       {"ctx_root", p.ctx_root},
       {"ids", ids},

@@ -39,6 +39,7 @@ view::Viewer runtime_viewer(const LaunchPlan& plan) {
   view::Viewer v;
   v.agent = plan.name;
   v.owner = plan.owner;
+  v.user_tier = plan.tier_user.has_value();
   v.uid = plan.ids.host_uid;
   v.gid = plan.ids.host_gid;
   v.groups = plan.ids.host_groups;

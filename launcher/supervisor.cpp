@@ -11,6 +11,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "agentdir/tier.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
@@ -60,6 +61,18 @@ Error with_userns_remedy(const LaunchPlan& plan, Error e) {
 // once per user and boot where a verified private directory can hold the
 // marker (SuperviseOptions::marker_dir), otherwise every time; in the
 // agent's log every time.
+// The directory that holds the agent's .d/ and socket: <ctx>/agent, or
+// for a user agent <ctx>/home/<U>/agent reached beneath the CTX root
+// without a symlink (what the loader read; its owner U could otherwise
+// swap in a link to another agent's directory).
+Result<UniqueFd> open_agents_dir(const LaunchPlan& plan) {
+  if (!plan.tier_user) return sys::open_dir(plan.ctx_root + "/agent");
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(plan.ctx_root));
+  auto d = sys::open_dir_beneath(root.get(), agentdir::agents_rel(plan.tier_user));
+  if (!d) return fail(d.error().with_context(path_join(plan.ctx_root, agentdir::agents_rel(plan.tier_user))));
+  return d;
+}
+
 void warn_once_without_cgroup(const std::string& marker_dir, const std::string& why) {
   const char* marker = "ctx-agent-run.warned-no-cgroup";
   if (!marker_dir.empty())
@@ -339,7 +352,7 @@ std::optional<int> Supervisor::open_agent() {
   auto sigfd = sys::block_into_signalfd(watched);
   if (!sigfd) return failed(sigfd.error());
   sigfd_ = std::move(*sigfd);
-  auto agents = sys::open_dir(plan_.ctx_root + "/agent");
+  auto agents = open_agents_dir(plan_);
   if (!agents) return failed(agents.error());
   agents_ = std::move(*agents);
   auto ddir = sys::open_dir_at(agents_.get(), plan_.name + ".d");
@@ -365,8 +378,14 @@ std::optional<int> Supervisor::open_agent() {
 std::optional<int> Supervisor::place() {
   std::string why_not;
   bool reaped = false;
-  cgroup::PlacementOptions po{plan_.name,        plan_.ctx_root, plan_.owner,      plan_.ids.privileged,
-                              opts_.cgroup_base, plan_.limits,   opts_.cgroup_leaf};
+  // A user agent's cgroup is agent-<name>.u<U>: never its system namesake's.
+  cgroup::PlacementOptions po{agentdir::tier_instance(plan_.name, plan_.tier_user),
+                              plan_.ctx_root,
+                              plan_.owner,
+                              plan_.ids.privileged,
+                              opts_.cgroup_base,
+                              plan_.limits,
+                              opts_.cgroup_leaf};
   auto pl = cgroup::Placement::create(po, why_not, reaped);
   if (!pl) return fail_launch(pl.error());
   if (reaped) files_->log({{"event", "agent.reap"}, {"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}});
@@ -403,8 +422,9 @@ std::optional<int> Supervisor::watch() {
 // The agent socket, the lifeline and the channel, clone3 into the
 // namespaces (and the cgroup), the id maps; then the sandbox is released.
 std::optional<int> Supervisor::start_sandbox() {
-  auto listen =
-      sys::listen_unix_at(agents_.get(), plan_.name + ".sock", plan_.ctx_root + "/agent/" + plan_.name + ".sock");
+  auto listen = sys::listen_unix_at(
+      agents_.get(), plan_.name + ".sock",
+      path_join(plan_.ctx_root, agentdir::agents_rel(plan_.tier_user)) + "/" + plan_.name + ".sock");
   if (!listen) return fail_launch(listen.error());
   socket_name_.dir = agents_.get();
   socket_name_.name = plan_.name + ".sock";

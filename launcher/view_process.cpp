@@ -28,6 +28,7 @@ namespace {
   o.ctx_root = plan.ctx_root;
   o.agent = plan.name;
   o.owner = plan.owner;
+  o.user_tier = plan.tier_user.has_value();
   o.session = plan.session;
   o.uid = ids.host_uid;
   o.gid = ids.host_gid;

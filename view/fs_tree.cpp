@@ -31,7 +31,8 @@ HostEntry::Type type_of(mode_t m) {
 Viewer load_viewer(const std::string& ctx_root, Viewer who) {
   who.subject.clear();
   who.policy = policy::Policy();
-  if (auto spec = agentdir::load_subject_policy(ctx_root, who.agent)) {
+  if (auto spec = agentdir::load_subject_policy(
+          ctx_root, who.agent, who.user_tier ? std::optional<std::uint32_t>(who.owner) : std::nullopt)) {
     who.subject = spec->subject();
     who.policy = std::move(spec->policy);
   }

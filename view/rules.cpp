@@ -160,7 +160,8 @@ std::optional<Shown> tool_entry(const Viewer& v, const HostTree& t, const std::s
 
 bool agent_visible(const Viewer& v, const HostTree& t, const std::string& a) {
   if (agent_name_issue(a)) return false;
-  if (a == v.agent || grants(v, policy::Class::agent, a, "read")) return true;
+  if ((a == v.agent && !v.user_tier) || grants(v, policy::Class::agent, a, "read")) return true;
+  if (v.user_tier) return false;  // a system agent's parent is a system agent
   auto text = t.read("agent/" + a + ".d/parent");
   if (!text) return false;
   auto p = agentdir::parse_parent(a, *text);
@@ -190,7 +191,8 @@ std::optional<Shown> home_entry(const Viewer& v, const HostTree& t, const std::s
     return tier == "tool" || tier == "model" || tier == "agent" ? if_type(rel, e, Type::directory) : std::nullopt;
   if (tier == "tool") return tool_entry(v, t, join(c, 0, 3), rel, e, c, 3);
   if (tier == "model") return not_runnable(model_entry(v, t, rel, e, c, 3));
-  if (tier == "agent" && c[3] == v.agent) return c.size() == 4 ? if_type(rel, e, Type::directory) : if_plain(rel, e);
+  if (tier == "agent" && (c[3] == v.agent || (v.user_tier && c[3] == v.agent + ".d")))
+    return c.size() == 4 ? if_type(rel, e, Type::directory) : if_plain(rel, e);
   return std::nullopt;
 }
 
@@ -209,6 +211,7 @@ Viewer viewer_for(const agentdir::AgentSpec& spec) {
   Viewer v;
   v.agent = spec.name;
   v.owner = spec.owner;
+  v.user_tier = spec.tier_user.has_value();
   v.subject = spec.subject();
   v.policy = spec.policy;
   v.uid = spec.iso == agentdir::Iso::uid ? spec.uid : spec.owner;
@@ -346,7 +349,8 @@ std::string tool_at(const Viewer& v, const std::string& rel) {
 
 bool plain(const Viewer& v, const std::string& rel) {
   const auto c = split(rel);
-  if (c.size() >= 4 && c[0] == "home" && c[1] == std::to_string(v.owner) && c[2] == "agent" && c[3] == v.agent)
+  if (c.size() >= 4 && c[0] == "home" && c[1] == std::to_string(v.owner) && c[2] == "agent" &&
+      (c[3] == v.agent || (v.user_tier && c[3] == v.agent + ".d")))
     return true;
   return c[0] == "shared" && (c.size() == 1 || c.size() == 2 || c[2] != "tool");
 }

@@ -52,8 +52,11 @@ class HostTree {
 struct Viewer {
   std::string agent;        ///< its name
   std::uint32_t owner = 0;  ///< home/<owner> is its user tier
-  std::string subject;      ///< the label's type; "" (no label) is denied every grant
-  policy::Policy policy;    ///< the agent's policy
+  /// A user agent (home/<owner>/agent/<agent>.d): the system agent of the
+  /// same name is another agent, and its own .d/ is in its home.
+  bool user_tier = false;
+  std::string subject;    ///< the label's type; "" (no label) is denied every grant
+  policy::Policy policy;  ///< the agent's policy
   /// The runtime's host ids, for the execute bit of a tool.
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;

@@ -54,6 +54,7 @@ struct Served {
 Viewer who(const ServeOptions& o) {
   Viewer v;
   v.agent = o.agent;
+  v.user_tier = o.user_tier;
   v.owner = o.owner;
   v.uid = o.uid;
   v.gid = o.gid;

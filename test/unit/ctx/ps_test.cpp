@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include "ctx/check.hpp"
 #include "ctx/ps.hpp"
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
@@ -34,4 +37,37 @@ TEST_CASE("ctx status explains a missing status file", "[fs]") {
         "ctx status: " + (t / "ctx") +
             "/status: ENOENT: missing: the CTX root's mount status (seed 001) is written by whatever mounts the "
             "root; a tree made by hand has none (write one line, e.g. \"ok\", or check the --ctx-root)\n");
+}
+
+TEST_CASE("ctx ps shows a running user agent as name@U, apart from its system namesake", "[fs]") {
+  ctx::test::TempDir t;
+  const std::string me = std::to_string(::getpid());  // a live pid: this test's
+  for (const std::string d : {"agent/coder.d/", "home/999/agent/coder.d/"}) {
+    t.write(d + "status", "ready\n");
+    t.write(d + "pid", me + "\n");
+  }
+  t.mkdir("home/999/agent/coder");  // the agent home's state directory: not an agent
+  t.mkdir("home/x/agent/bad.d");    // not a uid: not a user tier
+  auto rows = ctx::helper::running_agents(t.path());
+  std::vector<std::string> names;
+  for (const auto& r : rows) names.push_back(r.name);
+  CHECK(names == std::vector<std::string>{"coder", "coder@999"});
+  CHECK(ctx::helper::user_agent_names(t.path()) == std::vector<std::pair<std::uint32_t, std::string>>{{999u, "coder"}});
+}
+
+TEST_CASE("ctx check --user reads the user tier and says its refusals", "[fs]") {
+  ctx::test::TempDir t;
+  t.mkdir("agent");
+  t.write("home/999/agent/coder.d/owner", "1000\n");
+  t.write("home/999/agent/coder.d/gid", "0\n");
+  t.write("home/999/agent/coder.d/parent", "agent:lead\n");
+  auto f = ctx::helper::check_agent(t.path(), "coder", 999u);
+  std::vector<std::string> errors;
+  for (const auto& x : f)
+    if (x.level == ctx::helper::Finding::Level::error) errors.push_back(x.text.substr(0, x.text.find(':', 30)));
+  REQUIRE(errors.size() >= 2);
+  CHECK(errors[0].rfind("home/999/agent/coder.d/owner: EPERM", 0) == 0);
+  CHECK(errors[1].rfind("home/999/agent/coder.d/parent: ENOTSUP", 0) == 0);
+  // The system tier has no coder.
+  CHECK(ctx::helper::check_agent(t.path(), "coder").front().text.find("ENOENT") != std::string::npos);
 }

@@ -236,3 +236,31 @@ TEST_CASE("ctx model's lookup: the user tier first, an alias as the model it nam
   CHECK(ctx::view::model_call(v, *f.tree, "../x").verdict == ModelVerdict::not_found);
   CHECK(ctx::view::model_call(v, *f.tree, "debug").verdict == ModelVerdict::agent_policy);  // a directory
 }
+
+TEST_CASE("a user agent's view shows its own .d in its home and not its system namesake", "[fs]") {
+  Fixture f;
+  f.t.write("home/1000/agent/coder.d/entry", "#!/bin/sh\n", 0755);
+  f.t.write("home/1000/agent/coder.d/policy", kPolicy);
+  const FsTree& tree = *f.tree;
+  using ctx::view::list;
+  Viewer u = coder();
+  u.user_tier = true;
+  // Its home holds its .d (entry and control files) next to its state.
+  CHECK(list(u, tree, "home/1000/agent") == Names{"coder", "coder.d"});
+  CHECK(list(u, tree, "home/1000/agent/coder.d") == Names{"entry", "policy"});
+  CHECK(ctx::view::plain(u, "home/1000/agent/coder.d"));
+  // The system agent "coder" is another agent: not itself, and
+  // reviewer's parent file names that one, not this one.
+  CHECK(list(u, tree, "agent") == Names{"peer.d"});
+  CHECK_FALSE(ctx::view::decide(u, tree, "agent/coder.d/policy"));
+  // A system agent of the same name does not see the user agent's .d.
+  Viewer s = coder();
+  CHECK(list(s, tree, "home/1000/agent") == Names{"coder"});
+  CHECK_FALSE(ctx::view::plain(s, "home/1000/agent/coder.d"));
+  // The viewer's label and policy are read from the tier it is in.
+  for (const std::string d : {"home/1000/agent/coder.d/", "agent/coder.d/"}) f.t.write(d + "owner", "1000\n");
+  f.t.write("home/1000/agent/coder.d/label", "user_t\n");
+  f.t.write("agent/coder.d/label", "sys_t\n");
+  CHECK(ctx::view::load_viewer(f.t.path(), u).subject == "user_t");
+  CHECK(ctx::view::load_viewer(f.t.path(), s).subject == "sys_t");
+}
