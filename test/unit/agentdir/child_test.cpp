@@ -132,7 +132,10 @@ TEST_CASE("child: the seed's request plans into exact control files that load", 
                         {"policy",
                          "allow reviewer_t tool:fs.read execute\n"
                          "allow reviewer_t model:openai/gpt-4o use\n"
-                         "allow reviewer_t shared:project-a read\n"},
+                         "allow reviewer_t shared:project-a read\n"
+                         // derived from its table: each target read
+                         "allow reviewer_t mount:/work read\n"
+                         "allow reviewer_t mount:/shared/project-a read\n"},
                     });
   auto again = build_spec("rev-1", "/ctx", p->files, gid_1000);
   REQUIRE(again);
@@ -158,7 +161,9 @@ TEST_CASE("child: every grant kind becomes one rule, in the order tools, model, 
         "allow reviewer_t model:openai/gpt-4o use\n"
         "allow reviewer_t shared:project-a read\n"
         "allow reviewer_t agent:sub create\n"
-        "allow reviewer_t network:default connect\n");
+        "allow reviewer_t network:default connect\n"
+        "allow reviewer_t mount:/work read\n"
+        "allow reviewer_t mount:/shared/project-a read\n");
   CHECK(p->spec.policy.allows("reviewer_t", ctx::policy::Class::agent, "sub", "create"));
 }
 
