@@ -412,7 +412,7 @@ TEST_CASE("a mount line needs its mount rule; a rw line needs write", "[root][us
           false);
   CHECK(probe(run_probe(t, m, "coder", {"exists:/data"}))["exists:/data"] == "yes");
   // ctx check names every line the policy lacks, as an error.
-  t.agent("coder", {{"mount", t.base_mounts() + data + "\t/data\trw\tbind\n"}}, false);
+  t.agent("coder", {{"mount", t.base_mounts() + data + "\t/data\trw\tbind\n"}, {"policy", ""}}, false);
   RunResult chk = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t.root(), "coder"});
   CHECK(chk.exit_code == 1);
   CHECK(chk.out.find("coder.d/mount:1: EACCES: ro mount /usr -> /usr needs 'allow coder_t mount:/usr read'") !=

@@ -414,7 +414,11 @@ TEST_CASE("another agent's control files are shown only with agent read, never w
   RunResult with = v.sh(cmd + "; cat /peer/policy");
   INFO(with.out << with.err);
   CHECK(with.exit_code == 0);
-  CHECK(with.out ==
-        "coder.d\nother\nother.d\nallow other_t tool:fs.write execute\nend\nallow other_t tool:fs.write execute\n");
-  CHECK(with.err.find("Read-only file system") != std::string::npos);
+  const std::string theirs = ctx::test::read_file(v.t.root() + "/agent/other.d/policy");
+  CHECK(theirs.find("allow other_t tool:fs.write execute\n") == 0);
+  CHECK(with.out == "coder.d\nother.d\n" + theirs + "end\n" + theirs);
+  // Refused (EACCES by the mode bits over FUSE, EROFS in the static view),
+  // and the file is unchanged.
+  CHECK(with.err.find("cannot create /ctx/agent/other.d/policy") != std::string::npos);
+  CHECK(ctx::test::read_file(v.t.root() + "/agent/other.d/policy") == theirs);
 }
