@@ -148,7 +148,7 @@ TEST_CASE("the ways around the tool gate that the durable tree offered are close
   // Granted, the space's tool runs, and is recorded. A model the agent
   // may use is shown but never runs with the agent's rights (seed 000: a
   // model is an inference endpoint in a sandbox of its own).
-  v.t.write("ctx/agent/coder.d/policy", std::string(kPolicy) + "allow coder_t tool:project.test execute\n");
+  v.t.set_policy("coder", std::string(kPolicy) + "allow coder_t tool:project.test execute\n");
   RunResult ok = v.sh(
       "/shared/project-a/tool/project.test; /ctx/model/debug/echo </dev/null; echo rc=$?; "
       "/ctx/model/main </dev/null; echo rc=$?; cat /ctx/model/main");
@@ -187,7 +187,7 @@ TEST_CASE("a revoked grant leaves the running agent's view", "[root][userns]") {
   // Started: the view showed fs.read; now the owner revokes it.
   v.t.write("ctx/home/" + v.uid + "/agent/coder/started", "");
   ::usleep(300000);
-  v.t.write("ctx/agent/coder.d/policy", "allow coder_t model:debug/echo use\nallow coder_t model:openai/gpt-4o use\n");
+  v.t.set_policy("coder", "allow coder_t model:debug/echo use\nallow coder_t model:openai/gpt-4o use\n");
   RunResult r = ctx::test::wait_command(sp, 30);
   INFO(r.err);
   CHECK(r.exit_code == 0);

@@ -221,6 +221,11 @@ std::string CtxTree::mount_rules_for(const std::string& label, const std::string
   return out;
 }
 
+void CtxTree::set_policy(const std::string& name, const std::string& text) {
+  const std::string d = root_ + "/agent/" + name + ".d/";
+  write("ctx/agent/" + name + ".d/policy", text + mount_rules_for(read_file(d + "label"), read_file(d + "mount")));
+}
+
 void CtxTree::agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files,
                     bool mount_rules) {
   std::string uid = std::to_string(owner_.uid);

@@ -88,6 +88,10 @@ class CtxTree {
   void agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files = {},
              bool mount_rules = true);
 
+  /// Rewrites <name>.d/policy as `text` and, like agent(), the rules its
+  /// current mount table needs.
+  void set_policy(const std::string& name, const std::string& text);
+
   /// The rules a mount table needs for a label's type, one line each.
   static std::string mount_rules_for(const std::string& label, const std::string& table);
 
