@@ -105,8 +105,12 @@ void lint_objects(const agentdir::AgentSpec& s, const std::function<void(const s
                " (the rule is inert)");
         break;
       }
-      case policy::Class::session:
       case policy::Class::agent:
+        if (r.permission == "write")
+          warn(s.name + ".d/policy:" + std::to_string(r.line) + ": agent:" + r.object +
+               " write: " + std::string(policy::enforcement_note(r.cls, r.permission)));
+        break;
+      case policy::Class::session:
       case policy::Class::network: break;
     }
     if (pool == nullptr || has(*pool, r.object)) continue;
