@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <set>
 
+#include "agentdir/mount_rules.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
@@ -187,6 +188,22 @@ Result<std::string> child_cwd(const AgentSpec& parent, const ChildRequest& req, 
   return c;
 }
 
+// A child's policy within its parent's: every rule but its own mount
+// rules the parent holds (check_subset). A mount rule of the child's type
+// can only allow a line of the child's table, and the caller checks that
+// every line is derived from a parent line (check_derived) which the
+// parent's policy allowed; one naming no line allows nothing.
+Result<void> within_parent_policy(const AgentSpec& parent, const AgentSpec& child, const std::string& file) {
+  std::vector<policy::Rule> others;
+  for (const auto& r : child.policy.rules())
+    if (r.cls != policy::Class::mount || r.subject != child.subject() || child.subject().empty()) others.push_back(r);
+  auto rest = policy::Policy::from_rules(std::move(others));
+  if (!rest) return fail(rest.error().with_context(child.name + ": " + file));
+  if (auto r = policy::check_subset(parent.policy, parent.subject(), *rest, child.subject()); !r)
+    return fail(r.error().with_context(child.name + ": " + file));
+  return {};
+}
+
 }  // namespace
 
 Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, const ChildOrigin& origin,
@@ -222,6 +239,12 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
     if (e.code == EINVAL) e.reason = "invalid_request";
     return fail(std::move(e));
   }
+  // The mount class: the child's policy gets the rules its own table
+  // needs (read each target, write a rw one). They are within the parent
+  // because the table is: attenuate derived every line from a parent
+  // line, which the parent's policy allows (docs/abi-policy.md).
+  if (!label.type.empty())
+    for (auto& r : mount_rules(*mounts, label.type)) rules.push_back(std::move(r));
   CTX_TRY_ASSIGN(std::vector<std::uint32_t> groups, child_groups(parent, req));
   CTX_TRY_ASSIGN(std::string cwd, child_cwd(parent, req, *mounts));
 
@@ -295,8 +318,7 @@ Result<void> check_child(const AgentSpec& parent, const AgentSpec& child) {
                             "remove " +
                             name + " and create it again from " + parent.name));
   CTX_TRY(groups_within(parent, name, file("groups"), child.groups));
-  if (auto r = policy::check_subset(parent.policy, parent.subject(), child.policy, child.subject()); !r)
-    return fail(r.error().with_context(name + ": " + file("policy")));
+  CTX_TRY(within_parent_policy(parent, child, file("policy")));
   for (const auto& e : child.mounts)
     if (auto r = mountspec::check_derived(parent.mounts, e); !r)
       return fail(refusal(name, file("mount") + ":" + std::to_string(e.line) + ": " + e.source + " -> " + e.target,

@@ -10,6 +10,7 @@
 
 #include "agentdir/entitlement.hpp"
 #include "agentdir/load.hpp"
+#include "agentdir/mount_rules.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/similar.hpp"
@@ -92,9 +93,24 @@ void lint_objects(const agentdir::AgentSpec& s, const std::function<void(const s
         pool = &spaces;
         kind = "no such shared space in " + s.ctx_root + "/shared";
         break;
-      case policy::Class::session:
-      case policy::Class::mount:
+      case policy::Class::mount: {
+        // A mount rule allows a line of the table whose target it names
+        // (write: a rw line); any other grants nothing.
+        bool used = std::any_of(s.mounts.begin(), s.mounts.end(), [&](const mountspec::Entry& e) {
+          return e.target == r.object && (r.permission == "read" || !e.attrs.rdonly);
+        });
+        if (!used)
+          warn(s.name + ".d/policy:" + std::to_string(r.line) + ": mount:" + r.object + " " + r.permission + ": no " +
+               (r.permission == "read" ? "" : "rw ") + "line of " + s.name + ".d/mount has target " + r.object +
+               " (the rule is inert)");
+        break;
+      }
       case policy::Class::agent:
+        if (r.permission == "write")
+          warn(s.name + ".d/policy:" + std::to_string(r.line) + ": agent:" + r.object +
+               " write: " + std::string(policy::enforcement_note(r.cls, r.permission)));
+        break;
+      case policy::Class::session:
       case policy::Class::network: break;
     }
     if (pool == nullptr || has(*pool, r.object)) continue;
@@ -137,6 +153,17 @@ void check_launch(agentdir::AgentSpec spec, const std::function<void(const Error
         !r)
       return error(r.error());
   auto plan = launcher::make_plan(spec, *caller, po);
+  // Mount lines the policy lacks are all reported by check_agent; the
+  // rest of the launch is still checked, as if the policy had them.
+  if (!plan && plan.error().reason == "mount_policy" && !spec.subject().empty()) {
+    auto rules = spec.policy.rules();
+    for (auto& r : agentdir::mount_rules(spec.mounts, spec.subject())) rules.push_back(std::move(r));
+    if (auto p = policy::Policy::from_rules(std::move(rules))) {
+      spec.policy = std::move(*p);
+      plan = launcher::make_plan(spec, *caller, po);
+    }
+  }
+  if (!plan && plan.error().reason == "mount_policy") return;
   if (!plan) return error(plan.error());
   for (const auto& e : launcher::preflight(*plan)) error(e);
 }
@@ -190,6 +217,8 @@ std::vector<Finding> check_agent(const std::string& given_root, const std::strin
   }
   lint_objects(*spec, warn);
   lint_mounts(*spec, warn);
+  // Every mount line the policy does not allow (a launch names the first).
+  for (const auto& e : agentdir::mount_policy_errors(name, spec->mounts, spec->policy, subject)) error(e);
   check_launch(*spec, error);
   // Every grant with its risk tier, highest first.
   for (const auto& g : grants_by_risk(*spec)) {

@@ -11,9 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "agentdir/mount_rules.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
+#include "mountspec/table.hpp"
+#include "policy/policy.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
 #include "sys/resolve.hpp"
@@ -84,6 +87,17 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
     if (auto d = sys::open_path_no_symlinks(etc)) mount += std::string(etc) + "\t" + etc + "\tro\tbind,nosuid,nodev\n";
   mount += ctx_root + "\t/ctx\tro\trbind,nosuid,nodev\n";
   mount += path_join(ctx_root, home_rel) + "\t/ctx/" + home_rel + "\trw\tbind,nosuid,nodev\n";
+  // Every mount line needs its rule (docs/abi-policy.md, "What each class
+  // gates"): read its target, and write it for a rw line.
+  std::string policy = "# " + name +
+                       "'s policy v0: one rule a line, default deny (docs/abi-policy.md). For example:\n"
+                       "# allow " +
+                       name +
+                       "_t tool:fs.read execute\n"
+                       "# Each line of the mount file needs its mount rules:\n";
+  auto mt = mountspec::parse(name + ".d/mount", mount);
+  if (mt)
+    for (const auto& r : agentdir::mount_rules(*mt, name + "_t")) policy += policy::format_rule(r) + "\n";
   std::vector<std::pair<std::string, std::string>> files{
       {"owner", std::to_string(uid) + "\n"},
       {"gid", std::to_string(gid) + "\n"},
@@ -93,10 +107,7 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
       {"cwd", "/ctx/" + home_rel + "\n"},
       {"path", "/ctx/tool\n/ctx/home/" + std::to_string(uid) + "/tool\n"},
       {"mount", mount},
-      {"policy", "# " + name +
-                     "'s policy v0: one rule a line, default deny (docs/abi-policy.md). For example:\n"
-                     "# allow " +
-                     name + "_t tool:fs.read execute\n"},
+      {"policy", policy},
   };
   if (auto g = groups_file(uid, gid); !g.empty()) files.emplace_back("groups", g);
   return files;

@@ -38,6 +38,13 @@ bool pseudo_fs_source(const mountspec::Entry& m) {
          (m.source == "/" && m.kind == mountspec::Kind::rbind);
 }
 
+// A table line's risk: what it shows, and whether the agent may write it.
+Risk mount_risk(const mountspec::Entry& m, const std::string& ctx_root) {
+  bool rw = !m.attrs.rdonly;
+  if (pseudo_fs_source(m) || container_socket(m.source) || (rw && sensitive_rw(m.source, ctx_root))) return Risk::high;
+  return rw ? Risk::medium : Risk::low;
+}
+
 }  // namespace
 
 std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec) {
@@ -53,9 +60,17 @@ std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec) {
         (r.cls == Class::agent && r.permission == "create")) {
       g.risk = Risk::high;
     } else if ((r.cls == Class::tool && r.object == "fs.write") ||
-               (r.cls == Class::shared && r.permission == "write") ||
-               (r.cls == Class::mount && r.permission == "write")) {
+               (r.cls == Class::shared && r.permission == "write")) {
       g.risk = Risk::medium;
+    } else if (r.cls == Class::mount) {
+      // A mount rule is as risky as what it allows of the lines ranked
+      // below: write, a rw line with its target; read, such a line as if
+      // it were read-only.
+      for (auto m : spec.mounts) {
+        if (m.target != r.object || (r.permission == "write" && m.attrs.rdonly)) continue;
+        if (r.permission == "read") m.attrs.rdonly = true;
+        g.risk = std::min(g.risk, mount_risk(m, spec.ctx_root));
+      }
     }
     out.push_back(g);
   }
@@ -64,14 +79,9 @@ std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec) {
     Grant g;
     g.what = std::string(rw ? "rw" : "ro") + " mount " + m.source + " -> " + m.target;
     g.where = spec.name + ".d/mount:" + std::to_string(m.line);
-    if (pseudo_fs_source(m)) {
-      g.risk = Risk::high;
+    g.risk = mount_risk(m, spec.ctx_root);
+    if (pseudo_fs_source(m))
       g.what += " (a pseudo file system: the host's processes and kernel state; a root launch refuses it)";
-    } else if (container_socket(m.source) || (rw && sensitive_rw(m.source, spec.ctx_root))) {
-      g.risk = Risk::high;
-    } else if (rw) {
-      g.risk = Risk::medium;
-    }
     out.push_back(g);
   }
   std::stable_sort(out.begin(), out.end(), [](const Grant& a, const Grant& b) { return a.risk < b.risk; });

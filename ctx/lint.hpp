@@ -24,7 +24,8 @@ struct Grant {
 /// below) and an rbind of / (pseudo file systems, refused by a root
 /// launch). Medium: fs.write, writing a
 /// shared space, other rw mounts. Low: the rest (reads, model use, other
-/// tools).
+/// tools). A mount rule ranks as the riskiest table line it allows (read:
+/// a line with its target; write: a rw one), low when it allows none.
 std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec);
 
 std::string_view to_string(Risk r);

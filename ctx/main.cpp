@@ -163,6 +163,7 @@ int run_explain(const std::string& ctx_root, const std::string& agent, const std
   std::printf("%s %s %s: %s\n", ctx::printable(agent).c_str(), ctx::printable(class_object).c_str(),
               ctx::printable(perm).c_str(), allowed ? "allowed" : "denied");
   for (const auto& l : layers) std::printf("  %s: %s\n", l.name.c_str(), ctx::printable(l.text).c_str());
+  std::printf("  enforced: %s\n", std::string(ctx::policy::enforcement_note(req->cls, req->permission)).c_str());
   return allowed ? 0 : 1;
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "agentdir/tier.hpp"
+#include "agentdir/mount_rules.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "mountspec/plan.hpp"
@@ -285,6 +286,9 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
                           "target " + e.target + " is provided by the launcher (fresh /proc, minimal /dev, " +
                               kNotifyDir + (opts.handoff_dir.empty() ? "" : std::string(", ") + kHandoffDir) +
                               "); remove the line"));
+    // The mount class of the policy: the line's target, read (and write
+    // for rw).
+    CTX_TRY(agentdir::check_mount_policy(spec.name, {e}, spec.policy, spec.subject()));
     CTX_TRY(shared.add(e, bind_of(e, opts.parent_mounts), binds, masks));
   }
   for (const auto& hidden : opts.hidden_dirs)

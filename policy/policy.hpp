@@ -112,4 +112,11 @@ struct Explanation {
 /// N" (the caller knows the file); an empty subject (no label) is denied.
 Explanation explain(const Policy& p, std::string_view subject, const Request& r);
 
+/// Where a class's permission takes effect, one sentence for people: the
+/// launcher at plan time, the supervisor, the agent view; or "no
+/// enforcement point in v0: <why>". Empty for a permission the class does
+/// not have. One table (policy/enforcement.cpp), documented in
+/// docs/abi-policy.md, "What each class gates".
+std::string_view enforcement_note(Class c, std::string_view perm);
+
 }  // namespace ctx::policy

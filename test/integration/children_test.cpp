@@ -516,7 +516,7 @@ TEST_CASE("start re-checks the child: another owner's agent or a widened child i
   // A child whose policy grew after create.
   RunResult made = f.sh("/ctx/bin/ctx agent create '" + request("rev") + "'");
   REQUIRE(made.exit_code == 0);
-  f.t.write("ctx/agent/rev.d/policy", "allow rev_t network:default connect\n");
+  f.t.set_policy("rev", "allow rev_t network:default connect\n");
   RunResult wide = f.sh("/ctx/bin/ctx agent start rev -- /probe ids");
   INFO(wide.err);
   CHECK(wide.exit_code == 13);

@@ -369,6 +369,57 @@ TEST_CASE("status, pid, log and events follow the runtime", "[root][userns]") {
   CHECK(stop["exit_status"] == 143);
 }
 
+TEST_CASE("a mount line needs its mount rule; a rw line needs write", "[root][userns]") {
+  // docs/abi-policy.md, "What each class gates": the object is the
+  // target. The fixture's automatic rules are off: the test writes them.
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("data");
+  const std::string data = t.dir().path() + "/data";
+  const std::string base_rules = CtxTree::mount_rules_for("coder_t\n", t.base_mounts());
+  // Without the rule for /data: refused before anything is made.
+  t.agent("coder", {{"mount", t.base_mounts() + data + "\t/data\tro\tbind\n"}, {"policy", base_rules}}, false);
+  RunResult denied = run_probe(t, m, "coder", {"exists:/data"});
+  CHECK(denied.exit_code == 125);
+  CHECK(denied.err == "ctx-agent-run: coder.d/mount:3: EACCES: ro mount " + data +
+                          " -> /data needs 'allow coder_t mount:/data read' in coder.d/policy; add the rule or "
+                          "remove the line\n");
+  // The source, or a path above the target, allows nothing.
+  t.agent("coder",
+          {{"mount", t.base_mounts() + data + "\t/data\tro\tbind\n"},
+           {"policy", base_rules + "allow coder_t mount:" + data + " read\nallow coder_t mount:/ read\n"}},
+          false);
+  CHECK(run_probe(t, m, "coder", {"exists:/data"}).exit_code == 125);
+  // With the rule it launches.
+  t.agent("coder",
+          {{"mount", t.base_mounts() + data + "\t/data\tro\tbind\n"},
+           {"policy", base_rules + "allow coder_t mount:/data read\n"}},
+          false);
+  CHECK(probe(run_probe(t, m, "coder", {"exists:/data"}))["exists:/data"] == "yes");
+  // rw needs write as well.
+  t.agent("coder",
+          {{"mount", t.base_mounts() + data + "\t/data\trw\tbind\n"},
+           {"policy", base_rules + "allow coder_t mount:/data read\n"}},
+          false);
+  RunResult rw = run_probe(t, m, "coder", {"exists:/data"});
+  CHECK(rw.exit_code == 125);
+  CHECK(rw.err == "ctx-agent-run: coder.d/mount:3: EACCES: rw mount " + data +
+                      " -> /data needs 'allow coder_t mount:/data write' in coder.d/policy; add the rule or "
+                      "remove the line\n");
+  t.agent("coder",
+          {{"mount", t.base_mounts() + data + "\t/data\trw\tbind\n"},
+           {"policy", base_rules + "allow coder_t mount:/data read\nallow coder_t mount:/data write\n"}},
+          false);
+  CHECK(probe(run_probe(t, m, "coder", {"exists:/data"}))["exists:/data"] == "yes");
+  // ctx check names every line the policy lacks, as an error.
+  t.agent("coder", {{"mount", t.base_mounts() + data + "\t/data\trw\tbind\n"}, {"policy", ""}}, false);
+  RunResult chk = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t.root(), "coder"});
+  CHECK(chk.exit_code == 1);
+  CHECK(chk.out.find("coder.d/mount:1: EACCES: ro mount /usr -> /usr needs 'allow coder_t mount:/usr read'") !=
+        std::string::npos);
+  CHECK(chk.out.find("coder.d/mount:3: EACCES: rw mount " + data + " -> /data needs") != std::string::npos);
+}
+
 TEST_CASE("a mount of a shared space needs the policy's permission", "[root][userns]") {
   Mode m = mode();
   CtxTree t(m.owner);

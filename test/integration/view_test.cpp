@@ -100,7 +100,8 @@ TEST_CASE("a mount of the CTX root shows the agent view, never the durable tree"
       "ls home home/*; ls home/*/agent; echo --; ls shared; echo --; "
       // No symbolic link in the view (the agent's own home is a bind of its own).
       "find /ctx -path /ctx/home/" +
-      v.uid + "/agent/coder -prune -o -type l -print | wc -l; "
+      v.uid +
+      "/agent/coder -prune -o -type l -print | wc -l; "
       "cat model/main; cat model/debug/echo.d/env; cat agent/other.d/policy; cat home/" +
       v.uid +
       "/agent/other/session/default/messages.jsonl; cat shared/secret/data/f; cat tool/fs.read.d/log; touch tool/new; mkdir x; echo end");
@@ -147,9 +148,10 @@ TEST_CASE("the ways around the tool gate that the durable tree offered are close
   // Granted, the space's tool runs, and is recorded. A model the agent
   // may use is shown but never runs with the agent's rights (seed 000: a
   // model is an inference endpoint in a sandbox of its own).
-  v.t.write("ctx/agent/coder.d/policy", std::string(kPolicy) + "allow coder_t tool:project.test execute\n");
-  RunResult ok = v.sh("/shared/project-a/tool/project.test; /ctx/model/debug/echo </dev/null; echo rc=$?; "
-                      "/ctx/model/main </dev/null; echo rc=$?; cat /ctx/model/main");
+  v.t.set_policy("coder", std::string(kPolicy) + "allow coder_t tool:project.test execute\n");
+  RunResult ok = v.sh(
+      "/shared/project-a/tool/project.test; /ctx/model/debug/echo </dev/null; echo rc=$?; "
+      "/ctx/model/main </dev/null; echo rc=$?; cat /ctx/model/main");
   INFO(ok.err);
   CHECK(ok.out == "project-test-ran\nrc=126\nrc=126\n#!/bin/sh\ncat\n");
   CHECK(v.events().find("\"object\":\"tool/project.test\"") != std::string::npos);
@@ -185,7 +187,7 @@ TEST_CASE("a revoked grant leaves the running agent's view", "[root][userns]") {
   // Started: the view showed fs.read; now the owner revokes it.
   v.t.write("ctx/home/" + v.uid + "/agent/coder/started", "");
   ::usleep(300000);
-  v.t.write("ctx/agent/coder.d/policy", "allow coder_t model:debug/echo use\nallow coder_t model:openai/gpt-4o use\n");
+  v.t.set_policy("coder", "allow coder_t model:debug/echo use\nallow coder_t model:openai/gpt-4o use\n");
   RunResult r = ctx::test::wait_command(sp, 30);
   INFO(r.err);
   CHECK(r.exit_code == 0);
@@ -326,8 +328,9 @@ TEST_CASE("where /dev/fuse cannot be used, the view is built at launch, with a w
   ctx::test::TempDir scratch;
   scratch.write("fuse", "", 0600);
   auto launch = [&](const std::string& flag) {
-    std::string cmd = "mount --bind " + scratch.path() + "/fuse /dev/fuse && exec setpriv --reuid=" +
-                      std::to_string(u->uid) + " --regid=" + std::to_string(u->gid) + " --clear-groups " +
+    std::string cmd = "mount --bind " + scratch.path() +
+                      "/fuse /dev/fuse && exec setpriv --reuid=" + std::to_string(u->uid) +
+                      " --regid=" + std::to_string(u->gid) + " --clear-groups " +
                       ctx::test::built("launcher/ctx-agent-run") + " --ctx-root " + v.t.root() + " " + flag +
                       " coder -- /bin/sh -c 'ls /ctx/tool; grep \" /ctx \" /proc/self/mountinfo | sed \"s/.* - //\" "
                       "| cut -d\" \" -f1; /ctx/tool/fs.read'";
@@ -383,4 +386,39 @@ TEST_CASE("find walks the whole view", "[root][userns]") {
   CHECK(r.out ==
         "/ctx/model\n/ctx/model/debug\n/ctx/model/debug/echo\n/ctx/model/debug/echo.d\n/ctx/model/debug/echo.d/id\n"
         "/ctx/model/main\n/ctx/tool\n/ctx/tool/fs.read\n/ctx/tool/fs.read.d\n/ctx/tool/fs.read.d/schema\n");
+}
+
+// docs/abi-policy.md, "What each class gates": agent:<x> read is the
+// view's; no bind of the CTX tree goes around it, and nothing is writable.
+TEST_CASE("another agent's control files are shown only with agent read, never writable", "[root][userns]") {
+  const std::string backend = GENERATE(as<std::string>{}, "fuse", "static");
+  INFO("backend " << backend);
+  ViewTree v = make_tree(backend);
+  const std::string cmd = "ls /ctx/agent; cat /ctx/agent/other.d/policy; echo x >> /ctx/agent/other.d/policy; echo end";
+  RunResult without = v.sh(cmd);
+  INFO(without.out << without.err);
+  CHECK(without.exit_code == 0);
+  CHECK(without.out == "coder.d\nend\n");
+  CHECK(without.err.find("other.d/policy: No such file or directory") != std::string::npos);
+  // A line binding the other agent's .d is that part of the view, which
+  // it does not have: the launch fails.
+  const std::string peer = v.t.root() + "/agent/other.d\t/peer\tro\tbind,nosuid,nodev\n";
+  std::string mounts = ctx::test::read_file(v.t.root() + "/agent/coder.d/mount");
+  v.t.agent("coder", {{"mount", mounts + peer}, {"policy", kPolicy}});
+  RunResult bypass = v.sh("cat /peer/policy");
+  CHECK(bypass.exit_code == 125);
+  CHECK(bypass.err.find("agent view") != std::string::npos);
+  CHECK(bypass.out.find("other_t") == std::string::npos);
+  // With the rule: shown, read-only, and no socket.
+  v.t.agent("coder", {{"mount", mounts + peer}, {"policy", std::string(kPolicy) + "allow coder_t agent:other read\n"}});
+  RunResult with = v.sh(cmd + "; cat /peer/policy");
+  INFO(with.out << with.err);
+  CHECK(with.exit_code == 0);
+  const std::string theirs = ctx::test::read_file(v.t.root() + "/agent/other.d/policy");
+  CHECK(theirs.find("allow other_t tool:fs.write execute\n") == 0);
+  CHECK(with.out == "coder.d\nother.d\n" + theirs + "end\n" + theirs);
+  // Refused (EACCES by the mode bits over FUSE, EROFS in the static view),
+  // and the file is unchanged.
+  CHECK(with.err.find("cannot create /ctx/agent/other.d/policy") != std::string::npos);
+  CHECK(ctx::test::read_file(v.t.root() + "/agent/other.d/policy") == theirs);
 }

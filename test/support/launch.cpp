@@ -195,7 +195,39 @@ std::string CtxTree::base_mounts() const {
   return "/usr\t/usr\tro\trbind,nodev\n" + built("test/ctx-probe") + "\t/probe\tro\tbind,nodev\n";
 }
 
-void CtxTree::agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files) {
+std::string CtxTree::mount_rules_for(const std::string& label, const std::string& table) {
+  std::string type = label.substr(0, label.find('\n'));
+  // user:role:type:level
+  if (auto c = type.find(':'); c != std::string::npos) {
+    auto c2 = type.find(':', c + 1);
+    type = type.substr(c2 + 1, type.find(':', c2 + 1) - c2 - 1);
+  }
+  std::string out;
+  std::size_t start = 0;
+  while (start < table.size()) {
+    std::size_t end = table.find('\n', start);
+    if (end == std::string::npos) end = table.size();
+    std::string line = table.substr(start, end - start);
+    start = end + 1;
+    std::vector<std::string> f;
+    std::size_t b = 0;
+    for (std::size_t t = line.find('\t'); t != std::string::npos; b = t + 1, t = line.find('\t', b))
+      f.push_back(line.substr(b, t - b));
+    f.push_back(line.substr(b));
+    if (f.size() != 4) continue;
+    out += "allow " + type + " mount:" + f[1] + " read\n";
+    if (f[2] == "rw") out += "allow " + type + " mount:" + f[1] + " write\n";
+  }
+  return out;
+}
+
+void CtxTree::set_policy(const std::string& name, const std::string& text) {
+  const std::string d = root_ + "/agent/" + name + ".d/";
+  write("ctx/agent/" + name + ".d/policy", text + mount_rules_for(read_file(d + "label"), read_file(d + "mount")));
+}
+
+void CtxTree::agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files,
+                    bool mount_rules) {
   std::string uid = std::to_string(owner_.uid);
   std::string home = "ctx/home/" + uid + "/agent/" + name;
   mkdir(home + "/root");
@@ -212,6 +244,11 @@ void CtxTree::agent(const std::string& name, const std::map<std::string, std::op
       {"mount", base_mounts()},
   };
   for (const auto& [k, v] : files) all[k] = v;
+  if (mount_rules && all["label"] && all["mount"]) {
+    std::string rules = mount_rules_for(*all["label"], *all["mount"]);
+    if (!rules.empty()) all["policy"] = all["policy"].value_or("") + rules;
+  }
+  for (auto it = all.begin(); it != all.end();) it = it->second ? std::next(it) : all.erase(it);
   mkdir("ctx/agent/" + name + ".d");
   for (const auto& [k, v] : all)
     if (v) write("ctx/agent/" + name + ".d/" + k, *v);

@@ -80,8 +80,20 @@ class CtxTree {
   /// Writes <name>.d with sensible defaults (owner, gid, label <name>_t,
   /// iso userns, root <ctx>/home/<uid>/agent/<name>/root, a mount table
   /// giving /usr and the probe at /probe) overridden by `files` (file name
-  /// -> content; an empty optional removes the default).
-  void agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files = {});
+  /// -> content; an empty optional removes the default). With mount_rules
+  /// the policy gets the rules its mount table needs (docs/abi-policy.md,
+  /// "What each class gates": `allow <type> mount:<target> read`, and
+  /// `write` for a rw line) after the lines given, when there is a label;
+  /// tests of that check pass false and write the policy themselves.
+  void agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files = {},
+             bool mount_rules = true);
+
+  /// Rewrites <name>.d/policy as `text` and, like agent(), the rules its
+  /// current mount table needs.
+  void set_policy(const std::string& name, const std::string& text);
+
+  /// The rules a mount table needs for a label's type, one line each.
+  static std::string mount_rules_for(const std::string& label, const std::string& table);
 
   /// The default mount lines (/usr ro rbind, probe ro bind).
   std::string base_mounts() const;

@@ -10,6 +10,7 @@
 
 #include "agentdir/child.hpp"
 #include "agentdir/load.hpp"
+#include "agentdir/mount_rules.hpp"
 #include "test/support/tempdir.hpp"
 
 using namespace ctx::agentdir;
@@ -132,7 +133,10 @@ TEST_CASE("child: the seed's request plans into exact control files that load", 
                         {"policy",
                          "allow reviewer_t tool:fs.read execute\n"
                          "allow reviewer_t model:openai/gpt-4o use\n"
-                         "allow reviewer_t shared:project-a read\n"},
+                         "allow reviewer_t shared:project-a read\n"
+                         // derived from its table: each target read
+                         "allow reviewer_t mount:/work read\n"
+                         "allow reviewer_t mount:/shared/project-a read\n"},
                     });
   auto again = build_spec("rev-1", "/ctx", p->files, gid_1000);
   REQUIRE(again);
@@ -158,7 +162,9 @@ TEST_CASE("child: every grant kind becomes one rule, in the order tools, model, 
         "allow reviewer_t model:openai/gpt-4o use\n"
         "allow reviewer_t shared:project-a read\n"
         "allow reviewer_t agent:sub create\n"
-        "allow reviewer_t network:default connect\n");
+        "allow reviewer_t network:default connect\n"
+        "allow reviewer_t mount:/work read\n"
+        "allow reviewer_t mount:/shared/project-a read\n");
   CHECK(p->spec.policy.allows("reviewer_t", ctx::policy::Class::agent, "sub", "create"));
 }
 
@@ -820,4 +826,33 @@ TEST_CASE("write_child: what an interrupted create left is cleaned up by the nex
     CHECK(r.t.read("outside") == "keep\n");
     CHECK(r.t.read("agent/rev-1.d/owner") == "1000\n");
   }
+}
+
+// docs/abi-policy.md, "What each class gates": a child's mount rules are
+// derived from its attenuated table at create, and at start its own
+// mount rules are judged by its table, not by the parent's exact rules.
+TEST_CASE("child: mount rules are derived at create and judged by the table at start", "[unit]") {
+  ChildRequest r = reviewer();
+  r.mounts = {mount("/work/src", "/src", kRw), mount("/shared/project-a", "/p", kRo)};
+  r.cwd = "/src";
+  auto p = plan(r);
+  REQUIRE(p);
+  // Exactly what its table needs: the launch of the child allows it.
+  CHECK(ctx::agentdir::check_mount_policy("rev-1", p->spec.mounts, p->spec.policy, "reviewer_t"));
+  CHECK(p->files.at("policy").find("allow reviewer_t mount:/src read\nallow reviewer_t mount:/src write\n"
+                                   "allow reviewer_t mount:/p read\n") != std::string::npos);
+  // The parent holds none of these rules, yet the child passes at start.
+  CHECK_FALSE(parent_spec().policy.allows("coder_t", ctx::policy::Class::mount, "/src", "write"));
+  CHECK(check_child(parent_spec(), p->spec));
+  // A mount rule naming no line of the child's table allows nothing and
+  // passes; the line it would need is what check_derived refuses.
+  AgentSpec extra = child_after({{"policy", p->files.at("policy") + "allow reviewer_t mount:/etc write\n"}});
+  CHECK(check_child(parent_spec(), extra));
+  check_refused(child_after({{"mount", "/etc\t/etc\tro\tbind\n"}}), "mount_not_visible",
+                "rev-1: /ctx/agent/rev-1.d/mount:1: /etc -> /etc: EACCES: not visible to the parent (no parent mount "
+                "shows /etc); remove the line or create the child again from coder");
+  // Every other class still needs the parent's exact rule.
+  check_refused(child_after({{"policy", "allow reviewer_t tool:zzz execute\n"}}), "exceeds_parent_policy",
+                "rev-1: /ctx/agent/rev-1.d/policy: child policy line 1: allow reviewer_t tool:zzz execute: EACCES: "
+                "the parent (coder_t) does not hold tool:zzz execute");
 }

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include "policy/policy.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,6 +48,13 @@ void make_launchable(const ctx::test::TempDir& t, const std::string& name) {
   t.write("ctx/agent/" + name + ".d/root", t / root + "\n");
   t.write("ctx/agent/" + name + ".d/cwd", "/usr\n");
   t.write("ctx/agent/" + name + ".d/mount", "/usr\t/usr\tro\trbind\n" + t / "ctx" + "\t/ctx\tro\trbind\n");
+  // The mount rules of that table, for the agent's type.
+  std::string label = ctx::test::read_file(t / ("ctx/agent/" + name + ".d/label"));
+  std::string type = label.substr(0, label.size() - 1);
+  if (auto c = type.find(':'); c != std::string::npos) type = type.substr(type.find(':', c + 1) + 1);
+  type = type.substr(0, type.find(':'));
+  t.write("ctx/agent/" + name + ".d/policy", ctx::test::read_file(t / ("ctx/agent/" + name + ".d/policy")) + "allow " +
+                                                 type + " mount:/usr read\nallow " + type + " mount:/ctx read\n");
 }
 
 std::optional<std::uint32_t> gid_1000(std::uint32_t) { return 1000; }
@@ -269,13 +277,13 @@ TEST_CASE("ctx check reports every error, compiler style, and its exit status", 
   std::string ctx = ctx::test::built("ctx/ctx");
   auto ok = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "coder"});
   CHECK(ok.exit_code == 0);
-  CHECK(ok.out == "risk low    3 more grants\ncoder: ok\n");
+  CHECK(ok.out == "risk low    5 more grants\ncoder: ok\n");
   // rev's policy names coder_t: inert, a warning.
   auto warn = ctx::test::run_command({ctx, "check", "--ctx-root", t / "ctx", "rev"});
   CHECK(warn.exit_code == 0);
   CHECK(warn.out ==
         "warning: rev.d/policy:1: inert: names subject coder_t, but the agent's label type is rev_t\n"
-        "risk low    2 more grants\nrev: ok\n0 errors, 1 warning\n");
+        "risk low    4 more grants\nrev: ok\n0 errors, 1 warning\n");
   t.write("ctx/agent/coder.d/iso", "jail\n");
   t.write("ctx/agent/coder.d/mount", "/a\tb\tro\tbind\n");
   t.write("ctx/agent/coder.d/notes", "x\n");
@@ -360,10 +368,22 @@ TEST_CASE("ctx check as a doctor: objects, suggestions, mounts, risk tiers", "[f
             "/shared; did you mean project-a?\n"
             "warning: coder.d/policy:6: tool:zzz: no such tool in the agent's CTX_PATH (the rule is inert)\n"
             "warning: coder.d/mount:2: rw mount /ro/inner lies under the read-only /ro (line 1) and its mount point " +
-            t / "ro" + "/inner does not exist; create it there\n" + docker_error +
-            "coder.d/mount:3: /nonexistent -> /n: open /nonexistent: ENOENT\n" + std::string(risk[0]) + "\n" + risk[1] +
-            "\n" + risk[2] + "\n" + risk[3] + "\n" + "risk low    6 more grants\n" + (docker ? "1 error" : "2 errors") +
-            ", 5 warnings\n");
+            t / "ro" + "/inner does not exist; create it there\n" +
+            // Its policy has no mount rule: every line is an error (and the
+            // rest of the launch is still checked).
+            "coder.d/mount:1: EACCES: ro mount " + t / "ro" +
+            " -> /ro needs 'allow coder_t mount:/ro read' in coder.d/policy; add the rule or remove the line\n"
+            "coder.d/mount:2: EACCES: rw mount " +
+            t / "ctx" +
+            " -> /ro/inner needs 'allow coder_t mount:/ro/inner read' in coder.d/policy; add the rule or remove the "
+            "line\n"
+            "coder.d/mount:3: EACCES: ro mount /nonexistent -> /n needs 'allow coder_t mount:/n read' in "
+            "coder.d/policy; add the rule or remove the line\n"
+            "coder.d/mount:4: EACCES: ro mount /run/docker.sock -> /docker.sock needs 'allow coder_t "
+            "mount:/docker.sock read' in coder.d/policy; add the rule or remove the line\n" +
+            docker_error + "coder.d/mount:3: /nonexistent -> /n: open /nonexistent: ENOENT\n" + std::string(risk[0]) +
+            "\n" + risk[1] + "\n" + risk[2] + "\n" + risk[3] + "\n" + "risk low    6 more grants\n" +
+            (docker ? "5 errors" : "6 errors") + ", 5 warnings\n");
 }
 
 TEST_CASE("ctx explain names the allowing rule or the missing one", "[fs]") {
@@ -375,18 +395,22 @@ TEST_CASE("ctx explain names the allowing rule or the missing one", "[fs]") {
   CHECK(ok.exit_code == 0);
   CHECK(
       ok.out ==
-      "coder model:debug/echo use: allowed\n  agent policy: allowed by policy line 2: allow coder_t model:debug/echo use\n");
+      "coder model:debug/echo use: allowed\n  agent policy: allowed by policy line 2: allow coder_t model:debug/echo use\n"
+      "  enforced: " +
+          std::string(ctx::policy::enforcement_note(ctx::policy::Class::model, "use")) + "\n");
   auto no = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "network:default", "connect"});
   CHECK(no.exit_code == 1);
   CHECK(no.out ==
         "coder network:default connect: denied\n  agent policy: denied: no rule 'allow coder_t network:default "
-        "connect' (policy v0 is default deny)\n");
+        "connect' (policy v0 is default deny)\n  enforced: enforced by the launcher at plan time: without it the "
+        "sandbox gets a network namespace of its own with loopback only\n");
   // A tool the policy allows but the sandbox cannot see (no mount of /ctx).
   auto hidden = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "tool:fs.read", "execute"});
   CHECK(hidden.exit_code == 1);
   CHECK(hidden.out ==
         "coder tool:fs.read execute: denied\n  lookup: no executable fs.read in CTX_PATH as the sandbox sees it\n"
-        "  agent policy: allowed by policy line 1: allow coder_t tool:fs.read execute\n");
+        "  agent policy: allowed by policy line 1: allow coder_t tool:fs.read execute\n  enforced: " +
+            std::string(ctx::policy::enforcement_note(ctx::policy::Class::tool, "execute")) + "\n");
   auto bad = ctx::test::run_command({ctx, "explain", "--ctx-root", t / "ctx", "coder", "file:x", "read"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err ==
@@ -417,7 +441,8 @@ TEST_CASE("ctx explain shows the four layers of a tool", "[fs]") {
             uid + " (mode 0744, owner " + uid + ":" + gid +
             ")\n"
             "  agent policy: denied: no rule 'allow reviewer_t tool:fs.write execute' (policy v0 is default deny)\n"
-            "  tool policy: none (the tool adds no restriction)\n");
+            "  tool policy: none (the tool adds no restriction)\n  enforced: " +
+            std::string(ctx::policy::enforcement_note(ctx::policy::Class::tool, "execute")) + "\n");
   auto s = ctx::test::run_command({ctx, "explain", "--ctx-root", root, "coder", "tool:shell.exec", "execute"});
   CHECK(s.exit_code == 0);
   CHECK(s.out.find("  tool policy: allowed by shell.exec.d/policy line 1\n") != std::string::npos);
@@ -430,7 +455,8 @@ TEST_CASE("ctx check --json gives the same findings as one document", "[fs]") {
   // No /ctx mount: the runtime the launch runs is the root's own.
   t.write("ctx/agent/coder.d/mount", "/usr\t/usr\tro\trbind\n");
   t.write("ctx/home/1000/agent/coder/root/ctx/agent/coder", "#!/bin/sh\n", 0755);
-  t.write("ctx/agent/coder.d/policy", "allow coder_t tool:shell.exec execute\nallow coder_t tool:fs.raed execute\n");
+  t.write("ctx/agent/coder.d/policy",
+          "allow coder_t tool:shell.exec execute\nallow coder_t tool:fs.raed execute\nallow coder_t mount:/usr read\n");
   t.write("ctx/tool/shell.exec", "#!/bin/sh\n", 0755);
   t.write("ctx/tool/fs.read", "#!/bin/sh\n", 0755);
   t.write("ctx/agent/bad.d/owner", "x\n");
@@ -449,11 +475,11 @@ TEST_CASE("ctx check --json gives the same findings as one document", "[fs]") {
   CHECK(coder["ok"] == true);
   CHECK(coder["warnings"][0] ==
         "coder.d/policy:2: tool:fs.raed: no such tool in the agent's CTX_PATH; did you mean fs.read?");
-  REQUIRE(coder["risk"].size() == 3);
+  REQUIRE(coder["risk"].size() == 4);
   CHECK(coder["risk"][0] ==
         nlohmann::json{{"tier", "high"}, {"grant", "tool:shell.exec execute"}, {"where", "coder.d/policy:1"}});
   CHECK(coder["risk"][1]["tier"] == "low");
-  CHECK(coder["risk"][2] ==
+  CHECK(coder["risk"][3] ==
         nlohmann::json{{"tier", "low"}, {"grant", "ro mount /usr -> /usr"}, {"where", "coder.d/mount:1"}});
 }
 

@@ -53,3 +53,31 @@ TEST_CASE("mounts of pseudo file systems are high risk, ro or rw", "[unit]") {
                      "low ro mount /srv -> /srv",
                  });
 }
+
+TEST_CASE("a mount rule ranks as the riskiest line it allows", "[unit]") {
+  ctx::agentdir::AgentSpec s;
+  s.name = "coder";
+  s.ctx_root = "/ctx";
+  s.label = ctx::agentdir::Label{"", "", "coder_t", ""};
+  s.policy = *ctx::policy::Policy::parse("p",
+                                         "allow coder_t mount:/h read\n"
+                                         "allow coder_t mount:/h write\n"
+                                         "allow coder_t mount:/work write\n"
+                                         "allow coder_t mount:/usr read\n"
+                                         "allow coder_t mount:/usr write\n"
+                                         "allow coder_t mount:/nowhere write\n");
+  s.mounts = *ctx::mountspec::parse("m", "/home/alice\t/h\trw\tbind\n/srv/p\t/work\trw\tbind\n/usr\t/usr\tro\tbind\n");
+  std::vector<std::string> order;
+  for (const auto& x : grants_by_risk(s)) order.push_back(std::string(to_string(x.risk)) + " " + x.what);
+  CHECK(order == std::vector<std::string>{
+                     "high mount:/h write",
+                     "high rw mount /home/alice -> /h",
+                     "medium mount:/work write",
+                     "medium rw mount /srv/p -> /work",
+                     "low mount:/h read",  // what read allows: /home/alice read-only
+                     "low mount:/usr read",
+                     "low mount:/usr write",  // the /usr line is ro: write allows nothing
+                     "low mount:/nowhere write",
+                     "low ro mount /usr -> /usr",
+                 });
+}

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "agentdir/load.hpp"
+#include "agentdir/mount_rules.hpp"
 #include "launcher/plan.hpp"
 #include "launcher/tool_gate.hpp"
 #include "mountspec/table.hpp"
@@ -16,7 +17,6 @@
 using ctx::agentdir::AgentSpec;
 using ctx::agentdir::Iso;
 using ctx::launcher::Caller;
-using ctx::launcher::make_plan;
 using ctx::launcher::PlanOptions;
 using ctx::mountspec::MountStep;
 using ctx::mountspec::StepKind;
@@ -41,6 +41,17 @@ AgentSpec coder(Iso iso = Iso::userns) {
                                     "/home/me/project\t/work\trw\trbind,nosuid,nodev\n");
   s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t tool:fs.read execute\n");
   return s;
+}
+
+// The plan of a spec whose policy also holds the rules its mount table
+// needs (the check itself is tested below and in mount_rules_test).
+ctx::Result<ctx::launcher::LaunchPlan> plan_of(AgentSpec s, const Caller& c, const PlanOptions& o) {
+  if (!s.subject().empty()) {
+    auto rules = s.policy.rules();
+    for (auto& r : ctx::agentdir::mount_rules(s.mounts, s.subject())) rules.push_back(r);
+    s.policy = *ctx::policy::Policy::from_rules(rules);
+  }
+  return ctx::launcher::make_plan(s, c, o);
 }
 
 Caller user(std::uint32_t uid = 1000) {
@@ -80,7 +91,7 @@ bool has_map(const std::vector<ctx::sys::IdMapLine>& m, std::uint32_t in, std::u
 TEST_CASE("unprivileged userns plan", "[unit]") {
   AgentSpec s = coder();
   s.uid = 0;  // namespace-local root, mapped to the owner
-  auto p = make_plan(s, user(), {});
+  auto p = plan_of(s, user(), {});
   REQUIRE(p);
   CHECK(p->clone_flags ==
         (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWNET));
@@ -118,7 +129,7 @@ TEST_CASE("env may override PATH and HOME, never CTX_*; path builds CTX_PATH", "
   PlanOptions o;
   o.session = "s1";
   o.command = {"sh", "-c", "true"};
-  auto p = make_plan(s, user(), o);
+  auto p = plan_of(s, user(), o);
   REQUIRE(p);
   CHECK(p->env[2] == "CTX_PATH=/ctx/tool:/ctx/shared/p/tool");
   CHECK(p->env[3] == "HOME=/work");
@@ -129,7 +140,7 @@ TEST_CASE("env may override PATH and HOME, never CTX_*; path builds CTX_PATH", "
 
 TEST_CASE("privileged plans drop to host ids after the mounts", "[unit]") {
   SECTION("userns") {
-    auto p = make_plan(coder(), root(), {});
+    auto p = plan_of(coder(), root(), {});
     REQUIRE(p);
     CHECK((p->clone_flags & CLONE_NEWUSER) == 0);
     CHECK(p->unshare_flags == CLONE_NEWUSER);
@@ -146,7 +157,7 @@ TEST_CASE("privileged plans drop to host ids after the mounts", "[unit]") {
     s.gid = 1501;
     s.groups = {20, 21};
     s.id_source = {true, true, true};  // root wrote uid, gid and groups
-    auto p = make_plan(s, root(), {});
+    auto p = plan_of(s, root(), {});
     REQUIRE(p);
     CHECK(p->clone_flags ==
           (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWNET));
@@ -158,7 +169,7 @@ TEST_CASE("privileged plans drop to host ids after the mounts", "[unit]") {
     CHECK(p->ids.fs.uid == 1000);  // sources are opened as the owner
   }
   SECTION("shared") {
-    auto p = make_plan(coder(Iso::shared), root(), {});
+    auto p = plan_of(coder(Iso::shared), root(), {});
     REQUIRE(p);
     CHECK_FALSE(p->ids.user_ns);
     CHECK(p->ids.host_ids->uid == 1000);
@@ -167,7 +178,7 @@ TEST_CASE("privileged plans drop to host ids after the mounts", "[unit]") {
 
 TEST_CASE("a root launch gives only ids the owner is entitled to, unless root wrote them", "[unit]") {
   auto msg = [](const AgentSpec& s) {
-    auto p = make_plan(s, root(), {});
+    auto p = plan_of(s, root(), {});
     REQUIRE_FALSE(p);
     CHECK(p.error().code == EPERM);
     return p.error().msg;
@@ -199,7 +210,7 @@ TEST_CASE("a root launch gives only ids the owner is entitled to, unless root wr
   AgentSpec ns = coder(Iso::userns);
   ns.uid = 0;
   ns.gid = 0;
-  auto p = make_plan(ns, root(), {});
+  auto p = plan_of(ns, root(), {});
   REQUIRE(p);
   CHECK(p->ids.host_uid == 1000);
   CHECK(p->ids.host_gid == 1000);
@@ -208,7 +219,7 @@ TEST_CASE("a root launch gives only ids the owner is entitled to, unless root wr
   ok.uid = 2000005;
   ok.gid = 2000007;
   ok.groups = {27, 1000, 2065535};
-  REQUIRE(make_plan(ok, root(), {}));
+  REQUIRE(plan_of(ok, root(), {}));
   // Root decided: any ids, each file on its own.
   AgentSpec r = coder(Iso::uid);
   r.uid = 0;
@@ -217,7 +228,7 @@ TEST_CASE("a root launch gives only ids the owner is entitled to, unless root wr
   r.id_source = {true, true, false};
   CHECK(msg(r).rfind("coder.d/groups: EPERM: gid 0", 0) == 0);
   r.id_source.groups_by_root = true;
-  auto rp = make_plan(r, root(), {});
+  auto rp = plan_of(r, root(), {});
   REQUIRE(rp);
   CHECK(rp->ids.host_ids->uid == 0);
   CHECK(rp->ids.host_ids->groups == std::vector<std::uint32_t>{0, 42});
@@ -225,7 +236,7 @@ TEST_CASE("a root launch gives only ids the owner is entitled to, unless root wr
 
 TEST_CASE("plans an unprivileged caller cannot have are refused with the fix", "[unit]") {
   auto msg = [](const AgentSpec& s, const Caller& c) {
-    auto p = make_plan(s, c, {});
+    auto p = plan_of(s, c, {});
     REQUIRE_FALSE(p);
     return p.error().msg;
   };
@@ -245,7 +256,7 @@ TEST_CASE("plans an unprivileged caller cannot have are refused with the fix", "
   CHECK(msg(u, helpers) ==
         "coder: iso uid: gid 1000 is not delegated to uid 1000 in /etc/subgid; add a range that holds it");
   helpers.subgid = {{1000, 1}};
-  auto ok = make_plan(u, helpers, {});
+  auto ok = plan_of(u, helpers, {});
   REQUIRE(ok);
   CHECK(ok->ids.map_via_helpers);
   REQUIRE(ok->ids.uid_map.size() == 2);
@@ -269,7 +280,7 @@ TEST_CASE("targets the launcher provides are reserved", "[unit]") {
   for (const char* t : {"/proc", "/dev/shm", "/run/ctx"}) {
     AgentSpec s = coder();
     s.mounts = *ctx::mountspec::parse("coder.d/mount", std::string("/usr\t") + t + "\tro\tbind\n");
-    auto p = make_plan(s, user(), {});
+    auto p = plan_of(s, user(), {});
     REQUIRE_FALSE(p);
     CHECK(p.error().msg == std::string("coder.d/mount:1: EINVAL: target ") + t +
                                " is provided by the launcher (fresh /proc, minimal /dev, /run/ctx); remove the line");
@@ -278,19 +289,20 @@ TEST_CASE("targets the launcher provides are reserved", "[unit]") {
 
 TEST_CASE("network namespace unless network:default connect", "[unit]") {
   AgentSpec s = coder();
-  CHECK(make_plan(s, user(), {})->net_ns);
+  CHECK(plan_of(s, user(), {})->net_ns);
   s.policy = *ctx::policy::Policy::parse("p", "allow coder_t network:default connect\n");
-  auto p = make_plan(s, user(), {});
+  auto p = plan_of(s, user(), {});
   CHECK_FALSE(p->net_ns);
   CHECK((p->clone_flags & CLONE_NEWNET) == 0);
-  s.label.reset();  // no label: default deny
-  CHECK(make_plan(s, user(), {})->net_ns);
+  s.label.reset();  // no label: default deny (and no mount)
+  s.mounts = {};
+  CHECK(plan_of(s, user(), {})->net_ns);
 }
 
 TEST_CASE("shared spaces: permission for direct mounts, masks under wider ones", "[unit]") {
   AgentSpec s = coder();
   s.mounts = *ctx::mountspec::parse("coder.d/mount", "/srv/ctx/shared/a/data\t/a\tro\tbind\n");
-  auto denied = make_plan(s, user(), {});
+  auto denied = plan_of(s, user(), {});
   REQUIRE_FALSE(denied);
   CHECK(denied.error().code == EACCES);
   CHECK(denied.error().reason == "shared_policy");
@@ -304,7 +316,7 @@ TEST_CASE("shared spaces: permission for direct mounts, masks under wider ones",
                                          "allow coder_t shared:b write\n");
   PlanOptions o;
   o.shared_spaces = {"a", "b", "c"};
-  auto p = make_plan(s, user(), o);
+  auto p = plan_of(s, user(), o);
   REQUIRE(p);
   REQUIRE(binds(*p).size() == 2);
   CHECK(binds(*p)[1].source == "/srv/ctx/shared/a");  // read only: rebound ro
@@ -324,7 +336,7 @@ TEST_CASE("plans of the example agents", "[fs]") {
   coder->ctx_root = "/ctx";
   PlanOptions o;
   o.shared_spaces = {"project-a", "project-b"};
-  auto p = make_plan(*coder, user(), o);
+  auto p = plan_of(*coder, user(), o);
   REQUIRE(p);
   std::vector<std::string> targets;
   for (const auto& b : binds(*p)) targets.push_back(b.target);
@@ -345,7 +357,7 @@ TEST_CASE("plans of the example agents", "[fs]") {
   auto reviewer = ctx::agentdir::load(root, "reviewer");
   REQUIRE(reviewer);
   reviewer->ctx_root = "/ctx";
-  auto r = make_plan(*reviewer, user(), o);
+  auto r = plan_of(*reviewer, user(), o);
   REQUIRE(r);
   CHECK(r->ids.user_ns);  // iso userns, as its parent coder's
   CHECK(r->ids.uid == 1000);
@@ -359,7 +371,7 @@ TEST_CASE("plans of the example agents", "[fs]") {
   // The reviewer's policy reads project-a but cannot write it: an rw mount
   // of the space is refused.
   reviewer->mounts[2].attrs.rdonly = false;
-  auto rw = make_plan(*reviewer, user(), o);
+  auto rw = plan_of(*reviewer, user(), o);
   REQUIRE_FALSE(rw);
   CHECK(rw.error().reason == "shared_policy");
 }
@@ -378,7 +390,7 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
   po.handoff_dir = "/srv/ctx/home/1000/agent/coder/session/default/context/child/rev";
   po.hidden_dirs = {"/srv/ctx/home/1000/agent/coder/session"};
   po.parent_mounts = *ctx::mountspec::parse("coder.d/mount", "/data\t/data\tro\tbind\n/usr\t/usr\tro\trbind,nodev\n");
-  auto p = make_plan(s, user(), po);
+  auto p = plan_of(s, user(), po);
   REQUIRE(p);
   auto bind = [&](const std::string& target) {
     const auto all = binds(*p);
@@ -409,7 +421,7 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
                       .attrs = {.rdonly = true},
                       .kind = ctx::mountspec::Kind::bind,
                       .line = 4});
-  auto refused = make_plan(s, user(), po);
+  auto refused = plan_of(s, user(), po);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().msg ==
         "rev.d/mount:4: EINVAL: target /handoff/x is provided by the launcher (fresh /proc, "
@@ -426,13 +438,13 @@ TEST_CASE("ctx tool's tiers: the planned CTX_PATH, where the plan shows the CTX 
                                     "/srv/other\t/other\tro\tbind\n");
   s.policy = *ctx::policy::Policy::parse("coder.d/policy",
                                          "allow coder_t shared:project-a read\nallow coder_t shared:project-a write\n");
-  s.path = {"/other/tool", "/mirror/tool", "/ctx/tool", "/shared/project-a/tool", "/ctx/home/1000/tool",
-            "/nowhere", "/ctx/tool"};
+  s.path = {"/other/tool",         "/mirror/tool", "/ctx/tool", "/shared/project-a/tool",
+            "/ctx/home/1000/tool", "/nowhere",     "/ctx/tool"};
   s.path_set = true;
   PlanOptions po;
   po.view = true;
   po.shared_spaces = {"project-a"};
-  auto p = make_plan(s, user(), po);
+  auto p = plan_of(s, user(), po);
   REQUIRE(p);
   std::vector<std::string> got;
   for (const auto& t : ctx::launcher::tool_tiers(*p))
@@ -445,7 +457,7 @@ TEST_CASE("ctx tool's tiers: the planned CTX_PATH, where the plan shows the CTX 
                                         "/ctx/home/1000/tool home/1000/tool"});
   // Without the view (the durable tree bound), the binds say the same.
   po.view = false;
-  auto d = make_plan(s, user(), po);
+  auto d = plan_of(s, user(), po);
   REQUIRE(d);
   CHECK(ctx::launcher::tool_tiers(*d).size() == 4);
 }
@@ -457,7 +469,7 @@ TEST_CASE("a root never shows the durable CTX tree: above it, the view at its pl
   PlanOptions po;
   po.view = true;
   s.root = "/";
-  auto p = make_plan(s, user(), po);
+  auto p = plan_of(s, user(), po);
   REQUIRE(p);
   REQUIRE(p->mounts.size() >= 2);
   CHECK(p->mounts[0].kind == StepKind::root);
@@ -466,15 +478,15 @@ TEST_CASE("a root never shows the durable CTX tree: above it, the view at its pl
   CHECK(p->mounts[1].source.empty());
   for (const char* inside : {"/srv/ctx", "/srv/ctx/home/1000/agent/other/root", "/srv/ctx/tool"}) {
     s.root = inside;
-    auto q = make_plan(s, user(), po);
+    auto q = plan_of(s, user(), po);
     REQUIRE_FALSE(q);
     CHECK(q.error().code == EACCES);
     CHECK(q.error().msg.find("lies in the CTX tree outside the agent's own home") != std::string::npos);
   }
   s.root = "/srv/ctx/home/1000/agent/coder/root";
-  CHECK(make_plan(s, user(), po));
+  CHECK(plan_of(s, user(), po));
   s.root = "/srv/roots/coder";
-  CHECK(make_plan(s, user(), po));
+  CHECK(plan_of(s, user(), po));
 }
 
 TEST_CASE("the agent view takes the place of every bind of the durable CTX tree", "[unit]") {
@@ -492,7 +504,7 @@ TEST_CASE("the agent view takes the place of every bind of the durable CTX tree"
   PlanOptions po;
   po.view = true;
   po.shared_spaces = {"project-a", "secret"};
-  auto p = make_plan(s, user(), po);
+  auto p = plan_of(s, user(), po);
   REQUIRE(p);
   std::vector<std::string> got;
   for (const MountStep& m : p->mounts)
@@ -517,8 +529,40 @@ TEST_CASE("the agent view takes the place of every bind of the durable CTX tree"
                });
   // Without the view, the same table binds the durable tree.
   po.view = false;
-  auto old = make_plan(s, user(), po);
+  auto old = plan_of(s, user(), po);
   REQUIRE(old);
   CHECK(std::none_of(old->mounts.begin(), old->mounts.end(),
                      [](const MountStep& m) { return m.kind == StepKind::view; }));
+}
+
+TEST_CASE("plan: every mount line needs its mount rule, rw its write", "[unit]") {
+  AgentSpec s = coder();
+  s.mounts = *ctx::mountspec::parse("coder.d/mount",
+                                    "/usr\t/usr\tro\trbind,nodev\n"
+                                    "/home/me/project\t/work\trw\trbind,nosuid,nodev\n");
+  auto r = ctx::launcher::make_plan(s, user(), {});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == EACCES);
+  CHECK(r.error().reason == "mount_policy");
+  CHECK(r.error().msg ==
+        "coder.d/mount:1: EACCES: ro mount /usr -> /usr needs 'allow coder_t mount:/usr read' in coder.d/policy; "
+        "add the rule or remove the line");
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy",
+                                         "allow coder_t mount:/usr read\n"
+                                         "allow coder_t mount:/work read\n");
+  r = ctx::launcher::make_plan(s, user(), {});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().msg.find("coder.d/mount:2: EACCES: rw mount /home/me/project -> /work needs 'allow coder_t "
+                           "mount:/work write'") == 0);
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy",
+                                         "allow coder_t mount:/usr read\n"
+                                         "allow coder_t mount:/work read\n"
+                                         "allow coder_t mount:/work write\n");
+  CHECK(ctx::launcher::make_plan(s, user(), {}));
+  CHECK(ctx::launcher::make_plan(s, root(), {}));
+  // No label: no mount at all.
+  s.label.reset();
+  r = ctx::launcher::make_plan(s, user(), {});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().reason == "mount_policy");
 }
