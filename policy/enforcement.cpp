@@ -30,7 +30,7 @@ std::string_view enforcement_note(Class c, std::string_view perm) {
       if (perm == "read" || perm == "write")
         return "enforced by the launcher at plan time: each line of <name>.d/mount needs read on its target, a rw "
                "line write as well (EACCES, reason mount_policy); an owned child's rules are derived from its "
-               "table at create and checked again by the parent's supervisor at start";
+               "table at create, and its launch checks them like any other";
       break;
     case Class::agent:
       if (perm == "create" || perm == "start" || perm == "stop")
