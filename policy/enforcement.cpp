@@ -42,8 +42,8 @@ std::string_view enforcement_note(Class c, std::string_view perm) {
                "CTX tree";
       if (perm == "write")
         return "no enforcement point in v0: nothing grants it; the agent view is read-only and never shows a "
-               "socket, and the supervisor takes requests about the agent's own children only, so no agent writes "
-               "another's control files or connects to its socket, with or without this rule";
+               "socket, and the supervisor takes only the agent's own calls and requests about its own children, so "
+               "no agent writes another's control files or connects to its socket, with or without this rule";
       break;
     case Class::network:
       if (perm == "connect")
