@@ -30,7 +30,7 @@ std::string_view enforcement_note(Class c, std::string_view perm) {
       if (perm == "read" || perm == "write")
         return "enforced by the launcher at plan time: each line of <name>.d/mount needs read on its target, a rw "
                "line write as well (EACCES, reason mount_policy); an owned child's rules are derived from its "
-               "table at create and checked again by the parent's supervisor at start";
+               "table at create, and its launch checks them like any other";
       break;
     case Class::agent:
       if (perm == "create" || perm == "start" || perm == "stop")
@@ -42,8 +42,8 @@ std::string_view enforcement_note(Class c, std::string_view perm) {
                "CTX tree";
       if (perm == "write")
         return "no enforcement point in v0: nothing grants it; the agent view is read-only and never shows a "
-               "socket, and the supervisor takes requests about the agent's own children only, so no agent writes "
-               "another's control files or connects to its socket, with or without this rule";
+               "socket, and the supervisor takes only the agent's own calls and requests about its own children, so "
+               "no agent writes another's control files or connects to its socket, with or without this rule";
       break;
     case Class::network:
       if (perm == "connect")
