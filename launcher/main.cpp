@@ -1,10 +1,11 @@
 // ctx-agent-run [--ctx-root DIR] [--session S] [--dry-run]
-//               [--json-status-fd FD] [--user U] NAME [-- CMD ARG...]
+//               [--json-status-fd FD] [--user U | --system] NAME
+//               [-- CMD ARG...]
 //
 // Reads <ctx>/agent/NAME.d/* (or a user agent's
-// <ctx>/home/<U>/agent/NAME.d/*, agentdir/tier.hpp) strictly, plans the sandbox, and launches and
-// supervises the agent's runtime inside it. The one place that prints
-// errors of the launcher.
+// <ctx>/home/<U>/agent/NAME.d/*, agentdir/tier.hpp) strictly, plans the
+// sandbox, and launches and supervises the agent's runtime inside it.
+// The one place that prints errors of the launcher.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -163,10 +164,12 @@ int main(int argc, char** argv) {
   if (auto code = parse_args(argc, argv, a)) return *code;
   ctx::agentdir::LoadOptions lo;
   lo.require_trusted_files = ::geteuid() == 0;
+  // An owned child (--owned-by) is always a system agent.
   auto tier =
-      a.system ? ctx::Result<ctx::agentdir::Tier>(std::nullopt)
-               : ctx::agentdir::find_tier(
-                     a.ctx_root, a.name, a.user < 0 ? std::nullopt : std::optional<std::uint32_t>(a.user), ::geteuid());
+      a.system || a.owned_by != 0
+          ? ctx::Result<ctx::agentdir::Tier>(std::nullopt)
+          : ctx::agentdir::find_tier(a.ctx_root, a.name,
+                                     a.user < 0 ? std::nullopt : std::optional<std::uint32_t>(a.user), ::geteuid());
   if (!tier) return report(tier.error(), ctx::launcher::kExitLaunchFailed);
   lo.user = *tier;
   auto spec = ctx::agentdir::load(a.ctx_root, a.name, lo);

@@ -202,3 +202,33 @@ TEST_CASE("CTX_HOME is the owner's home even when the runtime uid is not the own
     CHECK(env.count("HOME=/ctx/home/" + uid + "/agent/" + agent) == 1);
   }
 }
+
+TEST_CASE("an owned child is always the system agent, even when the caller has a user agent of its name",
+          "[root][userns]") {
+  Mode m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const std::string uid = std::to_string(m.owner.uid);
+  t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
+  std::string policy;
+  for (const char* perm : {"create", "start", "stop"}) policy += std::string("allow lead_t agent:rev ") + perm + "\n";
+  t.agent("lead", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" +
+                                 uid + "/agent/lead\t/ctx/home/" + uid + "/agent/lead\trw\tbind,nosuid,nodev\n"},
+                   {"policy", policy},
+                   {"iso", m.privileged ? "shared\n" : "userns\n"}});
+  // The launching user's own tier has a "rev" too (in a root launch the
+  // children's supervisors run as root: home/0).
+  user_agent(t, m.as.uid, m.as.gid, "rev");
+  const std::string req =
+      "{\"name\":\"rev\",\"label\":\"rev_t\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\",\"/probe\",\"ro\"]]}";
+  RunResult r = t.launch({"lead", "--", "/bin/sh", "-c",
+                          "set -e; /ctx/bin/ctx agent create '" + req +
+                              "'; /ctx/bin/ctx agent start rev -- /probe ids; /ctx/bin/ctx agent wait rev"},
+                         m.as, 90);
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("\"exit_status\":0") != std::string::npos);
+  CHECK(ctx::test::read_file(t.root() + "/agent/rev.d/status") == "dead\n");
+  // The user agent was not touched.
+  struct stat st {};
+  CHECK(::lstat((t.root() + "/home/" + std::to_string(m.as.uid) + "/agent/rev.d/status").c_str(), &st) != 0);
+}

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agentdir/child.hpp"
 #include "agentdir/load.hpp"
 #include "agentdir/tier.hpp"
 #include "test/support/tempdir.hpp"
@@ -140,4 +141,17 @@ TEST_CASE("a privileged load refuses a user agent's file owned by another user",
   r = load(t.path(), "coder", strict);
   REQUIRE_FALSE(r);
   CHECK(r.error().msg == "home/1000/agent: EPERM: owned by uid 1001, not by root or the owner 1000; chown it");
+}
+
+TEST_CASE("a user agent has no owned children nor parent (v0)", "[unit]") {
+  AgentSpec parent, child;
+  parent.name = "lead";
+  child.name = "kid";
+  parent.tier_user = 1000u;
+  auto r = check_child(parent, child);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ENOTSUP);
+  parent.tier_user.reset();
+  child.tier_user = 1000u;
+  CHECK(check_child(parent, child).error().code == ENOTSUP);
 }
