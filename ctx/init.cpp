@@ -133,6 +133,20 @@ int run_init(const std::string& ctx_root) {
     if (auto r = make_below(root->get(), ctx_root, rel, made); !r) return error(r.error());
   for (const char* tier : {"agent", "tool", "model"})
     if (auto r = make_below(root->get(), ctx_root, "home/" + uid + "/" + tier, made); !r) return error(r.error());
+  // The root's status (seed 001; docs/abi.md "The root's status file"):
+  // "ok" when missing, never replacing one that exists.
+  if (auto st = sys::stat_at(root->get(), "status"); !st) {
+    return error(st.error().with_context(ctx_root + "/status"));
+  } else if (!*st) {
+    if (auto r = sys::atomic_replace(root->get(), ".status.new", "ok\n", 0644); !r)
+      return error(r.error().with_context(ctx_root + "/status"));
+    if (auto r = sys::rename_noreplace_at(root->get(), ".status.new", root->get(), "status"); r) {
+      made.push_back(ctx_root + "/status");
+    } else {
+      (void)sys::remove_at(root->get(), ".status.new");
+      if (r.error().code != EEXIST) return error(r.error().with_context(ctx_root + "/status"));
+    }
+  }
   auto bin = sys::open_dir_at(root->get(), "bin");
   if (!bin) return error(bin.error());
   auto self = sys::read_link_at(AT_FDCWD, "/proc/self/exe");

@@ -96,3 +96,22 @@ TEST_CASE("ctx new writes an agent that ctx check passes, and refuses what it mu
   for (const auto& e : std::filesystem::directory_iterator(root + "/agent"))
     CHECK(e.path().filename().string().find(".new.") == std::string::npos);  // no temporary left
 }
+
+TEST_CASE("ctx init writes the root's status when missing and never replaces one", "[fs]") {
+  ctx::test::TempDir t;
+  const std::string root = t / "ctx";
+  auto r = ctx_cmd({"init", "--ctx-root", root});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(t.read("ctx/status") == "ok\n");
+  CHECK(r.out.find("created " + root + "/status\n") != std::string::npos);
+  CHECK(!std::filesystem::exists(root + "/.status.new"));
+  auto st = ctx_cmd({"status", "--ctx-root", root});
+  CHECK(st.exit_code == 0);
+  CHECK(st.out.find("ok") != std::string::npos);
+  t.write("ctx/status", "maintenance\n");
+  auto again = ctx_cmd({"init", "--ctx-root", root});
+  CHECK(again.exit_code == 0);
+  CHECK(t.read("ctx/status") == "maintenance\n");
+  CHECK(again.out.find("created " + root + "/status") == std::string::npos);
+}
