@@ -96,7 +96,11 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
       {"policy", "# " + name +
                      "'s policy v0: one rule a line, default deny (docs/abi-policy.md). For example:\n"
                      "# allow " +
-                     name + "_t tool:fs.read execute\n"},
+                     name +
+                     "_t tool:fs.read execute\n"
+                     "# Its session `default`: made by the first launch (write), continued by the next (resume).\n"
+                     "allow " +
+                     name + "_t session:default write\nallow " + name + "_t session:default resume\n"},
   };
   if (auto g = groups_file(uid, gid); !g.empty()) files.emplace_back("groups", g);
   return files;

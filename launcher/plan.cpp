@@ -422,6 +422,22 @@ void set_env(std::vector<std::string>& env, const std::string& key, const std::s
 
 }  // namespace
 
+Result<void> check_session_policy(const AgentSpec& spec, const std::string& session, bool exists) {
+  if (spec.parent) return {};
+  const std::string subject = spec.subject();
+  const std::string file = spec.ctx_root + "/agent/" + spec.name + ".d/policy";
+  for (const char* perm : {"write", "resume"}) {
+    if (!exists && std::string_view(perm) == "resume") break;
+    if (!subject.empty() && spec.policy.allows(subject, policy::Class::session, session, perm)) continue;
+    return fail(Error{EACCES,
+                      file + ": EACCES: " + (exists ? "resuming" : "creating") + " session " + session + " needs " +
+                          policy::missing_rule(subject, policy::Class::session, session, perm) +
+                          "; add that line to the policy (the agent was not started)",
+                      "session_policy"});
+  }
+  return {};
+}
+
 Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const PlanOptions& opts) {
   LaunchPlan plan;
   plan.name = spec.name;

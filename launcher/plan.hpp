@@ -151,6 +151,14 @@ inline constexpr const char* kDefaultPath = "/ctx/bin:/usr/local/bin:/usr/bin:/b
 inline constexpr const char* kDefaultShmSize = "64M";
 inline constexpr std::uint64_t kDefaultNproc = 1024;
 
+/// The session class at launch (docs/abi-policy.md, "session"): a new
+/// session S needs `allow <type> session:S write`, an existing one also
+/// `session:S resume`. EACCES naming the policy file and the line to add.
+/// An owned child's `default` session is its parent's decision
+/// (agent:<child> create and start) and is not checked here. The
+/// launcher asks it before make_plan (launcher/main.cpp).
+Result<void> check_session_policy(const agentdir::AgentSpec& spec, const std::string& session, bool exists);
+
 /// Makes the plan, or fails with the reason a person can act on: EPERM for
 /// an iso profile the caller cannot have, EACCES for a shared space the
 /// policy does not allow, EINVAL for targets the launcher reserves.

@@ -195,7 +195,8 @@ std::string CtxTree::base_mounts() const {
   return "/usr\t/usr\tro\trbind,nodev\n" + built("test/ctx-probe") + "\t/probe\tro\tbind,nodev\n";
 }
 
-void CtxTree::agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files) {
+void CtxTree::agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files,
+                    bool session_rules) {
   std::string uid = std::to_string(owner_.uid);
   std::string home = "ctx/home/" + uid + "/agent/" + name;
   mkdir(home + "/root");
@@ -212,6 +213,19 @@ void CtxTree::agent(const std::string& name, const std::map<std::string, std::op
       {"mount", base_mounts()},
   };
   for (const auto& [k, v] : files) all[k] = v;
+  // The session class (docs/abi-policy.md): the sessions tests launch
+  // into, for the label's type, unless the test is about that class.
+  if (session_rules && all["label"]) {
+    std::string type = all["label"]->substr(0, all["label"]->find('\n'));
+    if (auto c = type.find(':'); c != std::string::npos) {
+      type = type.substr(type.find(':', c + 1) + 1);
+      type = type.substr(0, type.find(':'));
+    }
+    std::string rules;
+    for (const char* s : {"default", "review"})
+      for (const char* p : {"write", "resume"}) rules += "allow " + type + " session:" + s + " " + p + "\n";
+    all["policy"] = rules + all["policy"].value_or("");
+  }
   mkdir("ctx/agent/" + name + ".d");
   for (const auto& [k, v] : all)
     if (v) write("ctx/agent/" + name + ".d/" + k, *v);

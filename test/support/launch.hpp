@@ -81,7 +81,10 @@ class CtxTree {
   /// iso userns, root <ctx>/home/<uid>/agent/<name>/root, a mount table
   /// giving /usr and the probe at /probe) overridden by `files` (file name
   /// -> content; an empty optional removes the default).
-  void agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files = {});
+  /// With session_rules the policy also allows the sessions `default` and
+  /// `review` (write and resume) for the label's type.
+  void agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files = {},
+             bool session_rules = true);
 
   /// The default mount lines (/usr ro rbind, probe ro bind).
   std::string base_mounts() const;

@@ -426,8 +426,8 @@ TEST_CASE("ctx tool's tiers: the planned CTX_PATH, where the plan shows the CTX 
                                     "/srv/other\t/other\tro\tbind\n");
   s.policy = *ctx::policy::Policy::parse("coder.d/policy",
                                          "allow coder_t shared:project-a read\nallow coder_t shared:project-a write\n");
-  s.path = {"/other/tool", "/mirror/tool", "/ctx/tool", "/shared/project-a/tool", "/ctx/home/1000/tool",
-            "/nowhere", "/ctx/tool"};
+  s.path = {"/other/tool",         "/mirror/tool", "/ctx/tool", "/shared/project-a/tool",
+            "/ctx/home/1000/tool", "/nowhere",     "/ctx/tool"};
   s.path_set = true;
   PlanOptions po;
   po.view = true;
@@ -521,4 +521,41 @@ TEST_CASE("the agent view takes the place of every bind of the durable CTX tree"
   REQUIRE(old);
   CHECK(std::none_of(old->mounts.begin(), old->mounts.end(),
                      [](const MountStep& m) { return m.kind == StepKind::view; }));
+}
+
+TEST_CASE("session policy: a new session needs write, a resume also resume; an owned child's is its parent's",
+          "[unit]") {
+  using ctx::launcher::check_session_policy;
+  AgentSpec s = coder();
+  // Nothing about sessions: neither new nor resumed.
+  auto none = check_session_policy(s, "default", false);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().code == EACCES);
+  CHECK(none.error().msg ==
+        "/srv/ctx/agent/coder.d/policy: EACCES: creating session default needs 'allow coder_t session:default write'; "
+        "add that line to the policy (the agent was not started)");
+  CHECK_FALSE(check_session_policy(s, "default", true));
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:default write\n");
+  CHECK(check_session_policy(s, "default", false));
+  auto resume = check_session_policy(s, "default", true);
+  REQUIRE_FALSE(resume);
+  CHECK(resume.error().msg.find("resuming session default needs 'allow coder_t session:default resume'") !=
+        std::string::npos);
+  // Names are concrete: default's rules say nothing about review.
+  CHECK_FALSE(check_session_policy(s, "review", false));
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy",
+                                         "allow coder_t session:default write\nallow coder_t session:default resume\n");
+  CHECK(check_session_policy(s, "default", true));
+  // resume alone does not make a new one, nor write-less resume continue.
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:default resume\n");
+  CHECK_FALSE(check_session_policy(s, "default", false));
+  CHECK_FALSE(check_session_policy(s, "default", true));
+  // No label: no rule can name it.
+  s.label.reset();
+  auto unlabeled = check_session_policy(s, "default", false);
+  REQUIRE_FALSE(unlabeled);
+  CHECK(unlabeled.error().msg.find("'allow <no label> session:default write'") != std::string::npos);
+  // An owned child: its default session comes with agent:<child> start.
+  s.parent = ctx::agentdir::Parent{"coder", "default", ""};
+  CHECK(check_session_policy(s, "default", true));
 }
