@@ -188,6 +188,8 @@ int main(int argc, char** argv) {
       ctx::sys::open_dir(spec->ctx_root + "/home/" + ctx::session_rel(spec->owner, spec->name, a.session), true));
   if (auto r = ctx::launcher::check_session_policy(*spec, a.session, session_exists); !r)
     return report(r.error(), ctx::launcher::kExitLaunchFailed);
+  if (auto dir = ctx::sys::open_dir(spec->ctx_root + "/home/" + ctx::sessions_rel(spec->owner, spec->name), true))
+    if (auto names = ctx::sys::list_dir(dir->get())) po.sessions = *names;
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
   if (a.dry_run) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "mountspec/plan.hpp"
@@ -290,6 +291,19 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
     for (const MountStep& b : binds)
       if (path_is_at_or_under(hidden, b.source))
         masks.push_back(mask(path_join(b.target, path_suffix(hidden, b.source)), "an ancestor's sessions"));
+  // The agent's other sessions: seen only with session:<name> read.
+  const std::string subject = spec.subject();
+  const std::string own_sessions = path_join(spec.ctx_root, "home/" + sessions_rel(spec.owner, spec.name));
+  for (const auto& other : opts.sessions) {
+    if (other == opts.session || other == "index" ||
+        (!subject.empty() && spec.policy.allows(subject, policy::Class::session, other, "read")))
+      continue;
+    const std::string hidden = path_join(own_sessions, other);
+    for (const MountStep& b : binds)
+      if (path_is_at_or_under(hidden, b.source))
+        masks.push_back(
+            mask(path_join(b.target, path_suffix(hidden, b.source)), "no 'session:" + other + " read' in policy"));
+  }
   if (!opts.handoff_dir.empty()) add_handoff(spec, opts.handoff_dir, binds);
   // A root inside the CTX tree lies in the agent's own home: anywhere
   // else there (another agent's home, a tier, the CTX root itself) it

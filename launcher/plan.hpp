@@ -119,6 +119,11 @@ struct PlanOptions {
   /// parent's messages.jsonl). Each is masked like a disallowed shared
   /// space.
   std::vector<std::string> hidden_dirs;
+  /// The names in the agent's own session/ directory (the caller lists
+  /// them): each one other than this launch's session and `index` is
+  /// masked wherever a bind shows it unless the policy allows
+  /// `session:<name> read` (docs/abi-policy.md, "session").
+  std::vector<std::string> sessions;
   /// An owned child's parent's mount table (host sources), to tie binds
   /// derived from the parent's non-recursive binds to their mount.
   mountspec::Table parent_mounts;

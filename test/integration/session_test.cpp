@@ -146,3 +146,29 @@ TEST_CASE("session policy: a launch into a session its policy does not grant is 
   CHECK(other.err.find("'allow coder_t session:review write'") != std::string::npos);
   CHECK_FALSE(exists(sessions + "/review"));
 }
+
+// docs/abi-policy.md, "session": the agent's other sessions are masked
+// wherever a bind shows them unless its policy has session:<name> read.
+TEST_CASE("session policy: another session is hidden in the sandbox without session:<name> read", "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const std::string home = t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder";
+  const std::string mounts = t.base_mounts() + home + "\t/home/coder\trw\tbind,nosuid,nodev\n";
+  t.agent("coder", {{"mount", mounts}});
+  REQUIRE(t.launch({"--session", "review", "coder", "--", "/bin/true"}, m.as).exit_code == 0);
+  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/review/messages.jsonl", "secret\n");
+  const std::string look =
+      "cat /home/coder/session/review/messages.jsonl; cat /home/coder/session/review/state; "
+      "ls /home/coder/session/review | wc -l; echo > /home/coder/session/review/x 2>/dev/null && echo wrote; "
+      "cat /home/coder/session/default/state";
+  RunResult hidden = t.launch({"coder", "--", "/bin/sh", "-c", look}, m.as);
+  INFO(hidden.out << hidden.err);
+  CHECK(hidden.exit_code == 0);
+  CHECK(hidden.out == "0\nrunning\n");
+  CHECK(hidden.out.find("secret") == std::string::npos);
+  // With the read rule the session shows.
+  t.agent("coder", {{"mount", mounts}, {"policy", "allow coder_t session:review read\n"}});
+  RunResult shown = t.launch({"coder", "--", "/bin/sh", "-c", "cat /home/coder/session/review/messages.jsonl"}, m.as);
+  INFO(shown.err);
+  CHECK(shown.out == "secret\n");
+}

@@ -395,7 +395,7 @@ TEST_CASE("tool calls are rate-limited and recorded where the agent cannot write
 // what the owner cannot see (it is refused, as the view hides it).
 TEST_CASE("a root supervisor decides ctx tool with the owner's rights to the tree", "[root]") {
   ToolTree tt = make_tree();
-  tt.t.write("ctx/agent/coder.d/policy", "allow coder_t tool:locked execute\n");
+  tt.t.write("ctx/agent/coder.d/policy", ctx::test::session_policy("coder_t") + "allow coder_t tool:locked execute\n");
   tt.tool("ctx/tool/locked", "#!/bin/sh\necho locked-ran\n");
   tt.t.write("ctx/tool/locked.d/policy", "allow coder_t tool:locked execute\n");
   REQUIRE(::chown((tt.t.root() + "/tool/locked.d/policy").c_str(), 0, 0) == 0);

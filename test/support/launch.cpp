@@ -221,14 +221,18 @@ void CtxTree::agent(const std::string& name, const std::map<std::string, std::op
       type = type.substr(type.find(':', c + 1) + 1);
       type = type.substr(0, type.find(':'));
     }
-    std::string rules;
-    for (const char* s : {"default", "review"})
-      for (const char* p : {"write", "resume"}) rules += "allow " + type + " session:" + s + " " + p + "\n";
-    all["policy"] = rules + all["policy"].value_or("");
+    all["policy"] = session_policy(type) + all["policy"].value_or("");
   }
   mkdir("ctx/agent/" + name + ".d");
   for (const auto& [k, v] : all)
     if (v) write("ctx/agent/" + name + ".d/" + k, *v);
+}
+
+std::string session_policy(const std::string& type) {
+  std::string rules;
+  for (const char* s : {"default", "review"})
+    for (const char* p : {"write", "resume"}) rules += "allow " + type + " session:" + s + " " + p + "\n";
+  return rules;
 }
 
 std::string install_example(const std::string& dest, const TestUser& owner) {

@@ -108,6 +108,10 @@ class CtxTree {
   std::string root_;
 };
 
+/// The policy lines CtxTree::agent adds for `type`: sessions default and
+/// review, write and resume.
+std::string session_policy(const std::string& type);
+
 /// Pids (other than the caller's) whose command line contains token.
 std::vector<int> processes_mentioning(const std::string& token);
 
