@@ -117,7 +117,9 @@ std::string runtime_script(const std::string& name) {
 
 }  // namespace
 
-int run_init(const std::string& ctx_root) {
+int run_init(const std::string& ctx_root, const std::vector<std::string>& shared) {
+  for (const auto& p : shared)
+    if (auto issue = space_name_issue(p)) return error(Error{EINVAL, "--shared " + p + ": EINVAL: " + *issue});
   std::vector<std::string> made;
   auto root = make_dirs(ctx_root, made);
   if (!root) return error(root.error());
@@ -126,6 +128,12 @@ int run_init(const std::string& ctx_root) {
     if (auto r = make_below(root->get(), ctx_root, rel, made); !r) return error(r.error());
   for (const char* tier : {"agent", "tool", "model"})
     if (auto r = make_below(root->get(), ctx_root, "home/" + uid + "/" + tier, made); !r) return error(r.error());
+  // A shared space as seed 001 lays it out: agent/ for its shared
+  // sessions, data/, and the queue's states.
+  for (const auto& p : shared)
+    for (const char* rel : {"agent", "data", "queue/inbox", "queue/pending", "queue/lease", "queue/claimed",
+                            "queue/done", "queue/failed", "queue/result"})
+      if (auto r = make_below(root->get(), ctx_root, "shared/" + p + "/" + rel, made); !r) return error(r.error());
   auto bin = sys::open_dir_at(root->get(), "bin");
   if (!bin) return error(bin.error());
   auto self = sys::read_link_at(AT_FDCWD, "/proc/self/exe");

@@ -189,7 +189,10 @@ int main(int argc, char** argv) {
   if (auto r = ctx::launcher::check_session_policy(*spec, a.session, session_exists); !r)
     return report(r.error(), ctx::launcher::kExitLaunchFailed);
   if (auto dir = ctx::sys::open_dir(spec->ctx_root + "/home/" + ctx::sessions_rel(spec->owner, spec->name), true))
-    if (auto names = ctx::sys::list_dir(dir->get())) po.sessions = *names;
+    if (auto names = ctx::sys::list_dir(dir->get()))
+      for (const auto& n : *names)
+        // Directories only (a .keep file or a planted link is no session).
+        if (auto st = ctx::sys::stat_at(dir->get(), n); st && *st && S_ISDIR((*st)->mode)) po.sessions.push_back(n);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
   if (a.dry_run) {

@@ -295,7 +295,7 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   const std::string subject = spec.subject();
   const std::string own_sessions = path_join(spec.ctx_root, "home/" + sessions_rel(spec.owner, spec.name));
   for (const auto& other : opts.sessions) {
-    if (other == opts.session || other == "index" ||
+    if (other == opts.session || session_name_issue(other) ||
         (!subject.empty() && spec.policy.allows(subject, policy::Class::session, other, "read")))
       continue;
     const std::string hidden = path_join(own_sessions, other);

@@ -119,8 +119,9 @@ struct PlanOptions {
   /// parent's messages.jsonl). Each is masked like a disallowed shared
   /// space.
   std::vector<std::string> hidden_dirs;
-  /// The names in the agent's own session/ directory (the caller lists
-  /// them): each one other than this launch's session and `index` is
+  /// The directories in the agent's own session/ directory (the caller
+  /// lists them): each one other than this launch's session that is a
+  /// session name (not `index`, not a dot name) is
   /// masked wherever a bind shows it unless the policy allows
   /// `session:<name> read` (docs/abi-policy.md, "session").
   std::vector<std::string> sessions;

@@ -157,6 +157,9 @@ TEST_CASE("session policy: another session is hidden in the sandbox without sess
   t.agent("coder", {{"mount", mounts}});
   REQUIRE(t.launch({"--session", "review", "coder", "--", "/bin/true"}, m.as).exit_code == 0);
   t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/review/messages.jsonl", "secret\n");
+  // Files in session/ are no sessions: nothing to mask, no refusal.
+  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/.keep", "");
+  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/notes", "");
   const std::string look =
       "cat /home/coder/session/review/messages.jsonl; cat /home/coder/session/review/state; "
       "ls /home/coder/session/review | wc -l; echo > /home/coder/session/review/x 2>/dev/null && echo wrote; "
