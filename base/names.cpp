@@ -87,4 +87,26 @@ std::string session_rel(std::uint32_t owner, std::string_view agent, std::string
   return sessions_rel(owner, agent) + "/" + std::string(session);
 }
 
+std::optional<std::string> session_name_issue(std::string_view n) {
+  if (auto e = space_name_issue(n)) return e;
+  if (n == "index")
+    return std::string("'index' is reserved (session/index/ holds the by-cwd index); choose another name");
+  return std::nullopt;
+}
+
+std::optional<std::string> cwd_index_name(std::string_view cwd) {
+  if (cwd.empty() || cwd.front() != '/') return std::nullopt;
+  std::string out;
+  for (char c : cwd) {
+    if (c == '%')
+      out += "%25";
+    else if (c == '/')
+      out += "%2F";
+    else
+      out += c;
+  }
+  if (out.size() > 255) return std::nullopt;
+  return out;
+}
+
 }  // namespace ctx

@@ -45,4 +45,15 @@ std::string sessions_rel(std::uint32_t owner, std::string_view agent);
 /// "<owner>/agent/<agent>/session/<session>".
 std::string session_rel(std::uint32_t owner, std::string_view agent, std::string_view session);
 
+/// A session name (--session): a space name (space_name_issue) other than
+/// "index", which is the session/index/ directory of the by-cwd index.
+std::optional<std::string> session_name_issue(std::string_view n);
+
+/// The entry name of a cwd in session/index/by-cwd/ (docs/abi.md,
+/// "Sessions"): the absolute path with '%' written "%25" and '/' written
+/// "%2F", so "/work/a" is "%2Fwork%2Fa". nullopt when the name would be
+/// longer than 255 bytes (NAME_MAX) or the path is not absolute: that cwd
+/// gets no entry.
+std::optional<std::string> cwd_index_name(std::string_view cwd);
+
 }  // namespace ctx

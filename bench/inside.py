@@ -78,7 +78,8 @@ def measure(build, files, policy, cmds, runs):
             "root": aroot + "\n", "path": "/ctx/tool\n",
             "mount": f"/usr\t/usr\tro\trbind,nodev\n{root}\t/ctx\tro\trbind,nosuid,nodev\n"
                      f"{bench}\t/bench\tro\tbind,nosuid,nodev\n",
-            "policy": "".join(f"allow bench_t {p}\n" for p in policy),
+            "policy": "".join(f"allow bench_t {p}\n"
+                              for p in ["session:default write", "session:default resume"] + list(policy)),
         }
         for k, v in control.items():
             write(os.path.join(d, k), v)

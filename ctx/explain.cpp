@@ -36,6 +36,19 @@ std::vector<Layer> explain_layers(const agentdir::AgentSpec& spec, const policy:
     auto e = policy::explain(spec.policy, spec.subject(), req);
     out.push_back({"agent policy", e.allowed, e.text});
   };
+  if (req.cls == policy::Class::session) {
+    agent_policy();
+    // Where the launcher asks this permission (docs/abi-policy.md, "session").
+    const std::string& p = req.permission;
+    std::string where = p == "write"
+                            ? "ctx-agent-run --session " + req.object + " refuses to make the session without it"
+                        : p == "resume" ? "ctx-agent-run --session " + req.object +
+                                              " refuses to launch into the existing session without it (and write)"
+                                        : "without it the launch masks session/" + req.object +
+                                              " wherever the agent's mounts show its own session directory";
+    out.push_back({"enforced at launch", out.back().allows, where});
+    return out;
+  }
   if (req.cls != policy::Class::tool) {
     agent_policy();
     return out;

@@ -94,6 +94,10 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
                        "# allow " +
                        name +
                        "_t tool:fs.read execute\n"
+                       "# Its session `default`: made by the first launch (write), continued by the next (resume).\n"
+                       "allow " +
+                       name + "_t session:default write\nallow " + name +
+                       "_t session:default resume\n"
                        "# Each line of the mount file needs its mount rules:\n";
   auto mt = mountspec::parse(name + ".d/mount", mount);
   if (mt)
@@ -124,7 +128,9 @@ std::string runtime_script(const std::string& name) {
 
 }  // namespace
 
-int run_init(const std::string& ctx_root) {
+int run_init(const std::string& ctx_root, const std::vector<std::string>& shared) {
+  for (const auto& p : shared)
+    if (auto issue = space_name_issue(p)) return error(Error{EINVAL, "--shared " + p + ": EINVAL: " + *issue});
   std::vector<std::string> made;
   auto root = make_dirs(ctx_root, made);
   if (!root) return error(root.error());
@@ -147,6 +153,12 @@ int run_init(const std::string& ctx_root) {
       if (r.error().code != EEXIST) return error(r.error().with_context(ctx_root + "/status"));
     }
   }
+  // A shared space as seed 001 lays it out: agent/ for its shared
+  // sessions, data/, and the queue's states.
+  for (const auto& p : shared)
+    for (const char* rel : {"agent", "data", "queue/inbox", "queue/pending", "queue/lease", "queue/claimed",
+                            "queue/done", "queue/failed", "queue/result"})
+      if (auto r = make_below(root->get(), ctx_root, "shared/" + p + "/" + rel, made); !r) return error(r.error());
   auto bin = sys::open_dir_at(root->get(), "bin");
   if (!bin) return error(bin.error());
   auto self = sys::read_link_at(AT_FDCWD, "/proc/self/exe");

@@ -234,7 +234,9 @@ std::vector<std::string> split_command(int& argc, char** argv) {
 void add_setup_commands(CLI::App& app, std::string& ctx_root, std::string& name, std::function<int()>& run) {
   auto* init = app.add_subcommand("init", "make a CTX tree for the calling user (what is missing of it)");
   init->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
-  init->callback([&] { run = [&] { return ctx::helper::run_init(ctx_root); }; });
+  static std::vector<std::string> shared;
+  init->add_option("--shared", shared, "also make the shared space NAME (agent/, data/, queue/...); repeatable");
+  init->callback([&] { run = [&] { return ctx::helper::run_init(ctx_root, shared); }; });
   auto* new_cmd = app.add_subcommand("new", "write a first agent that launches at once, then check it");
   new_cmd->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   new_cmd->add_option("NAME", name, "the agent")->required();

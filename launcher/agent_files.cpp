@@ -2,12 +2,14 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <vector>
 
 #include "agentdir/tier.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "base/timestamp.hpp"
+#include "sys/fault.hpp"
 #include "sys/resolve.hpp"
 
 namespace ctx::launcher {
@@ -62,6 +64,67 @@ Result<void> AgentFiles::start(pid_t supervisor) {
   return {};
 }
 
+Result<void> AgentFiles::session_file(const std::string& name, const std::string& content) {
+  return sys::atomic_replace(session_.get(), name, content);
+}
+
+Result<void> AgentFiles::begin_session() {
+  const std::string home_rel = std::to_string(plan_.owner) + "/agent/" + plan_.name;
+  const std::string home_path = plan_.ctx_root + "/home/" + home_rel;
+  // Said here, in the launch's error; the warning would repeat it.
+  auto refuse = [&](const Error& e, const std::string& path) -> Result<void> {
+    warned_.insert({path, e.code});
+    if (disk_full(e.code))
+      return fail(Error{e.code, path + ": " + disk_full_words(e.code) +
+                                    "; free space on its file system and launch again (the agent was not started)"});
+    return fail(Error{
+        e.code, e.with_context(path).msg + " (the session's files could not be made; the agent was not started)"});
+  };
+  auto home = sys::open_dir(plan_.ctx_root + "/home", true);
+  if (!home) return refuse(home.error(), plan_.ctx_root + "/home");
+  for (const char* d : {"data", "cache", "log", "session/index/by-cwd"})
+    if (auto r = sys::open_or_make_dirs(home->get(), home_rel + "/" + d, 0755, owner()); !r)
+      return refuse(r.error(), home_path + "/" + d);
+  auto dir = sys::open_or_make_dirs(home->get(), session_rel(plan_.owner, plan_.name, plan_.session), 0755, owner());
+  const std::string sdir = home_path + "/session/" + plan_.session;
+  if (!dir) return refuse(dir.error(), sdir);
+  session_ = std::move(*dir);
+  if (auto r = sys::fault_at("supervisor.session"); !r) return refuse(r.error(), sdir);
+  if (auto c = sys::open_or_make_dirs(session_.get(), "context", 0755, owner()); !c)
+    return refuse(c.error(), sdir + "/context");
+  const std::string now = timestamp_now() + "\n";
+  auto created = sys::stat_at(session_.get(), "created_at");
+  if (!created) return refuse(created.error(), sdir + "/created_at");
+  json meta{{"agent", plan_.name},
+            {"session", plan_.session},
+            {"owner", plan_.owner},
+            {"space", "home"},
+            {"written_by", "ctx-agent-run"}};
+  std::vector<std::pair<std::string, std::string>> files{{"updated_at", now},
+                                                         {"cwd", plan_.cwd + "\n"},
+                                                         {"meta.json", meta.dump(-1, ' ', true) + "\n"},
+                                                         {"state", "running\n"}};
+  if (!*created) files.insert(files.begin(), {"created_at", now});
+  for (const auto& [name, content] : files)
+    if (auto r = session_file(name, content); !r) return refuse(r.error(), sdir + "/" + name);
+  // The by-cwd index: the session last launched in this cwd.
+  if (auto entry = cwd_index_name(plan_.cwd)) {
+    const std::string idir = home_path + "/session/index/by-cwd";
+    auto index = sys::open_dir_beneath(home->get(), home_rel + "/session/index/by-cwd");
+    if (!index) return refuse(index.error(), idir);
+    if (auto r = sys::atomic_replace(index->get(), *entry, plan_.session + "\n"); !r)
+      return refuse(r.error(), idir + "/" + *entry);
+  }
+  return {};
+}
+
+void AgentFiles::end_session(const std::string& state) {
+  if (!open_session()) return;
+  const std::string sdir = plan_.ctx_root + "/home/" + session_rel(plan_.owner, plan_.name, plan_.session);
+  warn(session_file("state", state + "\n"), sdir + "/state", Kind::replaced);
+  warn(session_file("updated_at", timestamp_now() + "\n"), sdir + "/updated_at", Kind::replaced);
+}
+
 void AgentFiles::status(AgentState s) {
   warn(sys::atomic_replace(ddir_, "status", std::string(to_string(s)) + "\n"), ddir_path("status"), Kind::replaced);
 }
@@ -95,12 +158,6 @@ void AgentFiles::event(const json& j) {
   out["session"] = plan_.session;
   warn(sys::append_file(session_.get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()),
        session_path(plan_.name, plan_.session, "events.jsonl"), Kind::appended);
-}
-
-void AgentFiles::session_state(const std::string& s) {
-  if (open_session())
-    warn(sys::atomic_replace(session_.get(), "state", s + "\n"), session_path(plan_.name, plan_.session, "state"),
-         Kind::replaced);
 }
 
 void AgentFiles::event_of(const std::string& agent, const std::string& session, const json& j) {

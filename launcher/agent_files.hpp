@@ -58,6 +58,19 @@ class AgentFiles {
   /// launch to refuse with; the files keep their previous content then.
   Result<void> start(pid_t supervisor);
 
+  /// The session's start (docs/abi.md, "Sessions"), before any start
+  /// record: makes the agent home's data/, cache/ and log/, the session
+  /// directory with context/, and writes created_at (a new session only),
+  /// updated_at, cwd, meta.json, state `running` and the by-cwd index
+  /// entry, each replaced atomically, never through a symlink. The first
+  /// failure, naming the file (with what to do for ENOSPC and EDQUOT),
+  /// for the launch to refuse with.
+  Result<void> begin_session();
+
+  /// The session's end: `state` (done, failed, stopped, cancelled) and
+  /// updated_at; best effort like status.
+  void end_session(const std::string& state);
+
   /// Replaces <name>.d/status atomically.
   void status(AgentState s);
 
@@ -68,10 +81,6 @@ class AgentFiles {
   /// Appends an event (ts, type..., agent, session) to the session's
   /// events.jsonl, making the session directory when it is missing.
   void event(const nlohmann::json& j);
-
-  /// The session's `state` file (seed 003: an owned child's session ends
-  /// "cancelled" when its parent dies).
-  void session_state(const std::string& s);
 
   /// An event in another agent's session stream (the parent's, for
   /// agent.child.cancel), stamped with that agent and session; never
@@ -87,6 +96,7 @@ class AgentFiles {
   enum class Kind { replaced, appended };
 
   bool open_session();
+  Result<void> session_file(const std::string& name, const std::string& content);
   std::optional<sys::Ownership> owner() const;
   std::string ddir_path(const std::string& file) const;
   std::string session_path(const std::string& agent, const std::string& session, const std::string& file) const;

@@ -119,7 +119,7 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
     return report(ctx::Error{EBADF, "--json-status-fd " + std::to_string(a.status_fd) +
                                         ": EBADF: not an open file descriptor; open it for the launcher (e.g. 3>file)"},
                   2);
-  if (auto issue = ctx::space_name_issue(a.session))
+  if (auto issue = ctx::session_name_issue(a.session))
     return report(ctx::Error{EINVAL, "--session " + a.session + ": " + *issue}, 2);
   // The CTX root by its real path: a launch opens roots and mount sources
   // without following symbolic links, and the agent view recognises the
@@ -200,6 +200,17 @@ int main(int argc, char** argv) {
                                               [&](const std::string& n) { return ctx::agentdir::load(a.ctx_root, n); });
         !r)
       return report(r.error(), ctx::launcher::kExitLaunchFailed);
+  // The session class: a new session needs write, a resume also resume
+  // (docs/abi-policy.md, "session").
+  const bool session_exists = static_cast<bool>(
+      ctx::sys::open_dir(spec->ctx_root + "/home/" + ctx::session_rel(spec->owner, spec->name, a.session), true));
+  if (auto r = ctx::launcher::check_session_policy(*spec, a.session, session_exists); !r)
+    return report(r.error(), ctx::launcher::kExitLaunchFailed);
+  if (auto dir = ctx::sys::open_dir(spec->ctx_root + "/home/" + ctx::sessions_rel(spec->owner, spec->name), true))
+    if (auto names = ctx::sys::list_dir(dir->get()))
+      for (const auto& n : *names)
+        // Directories only (a .keep file or a planted link is no session).
+        if (auto st = ctx::sys::stat_at(dir->get(), n); st && *st && S_ISDIR((*st)->mode)) po.sessions.push_back(n);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
   if (a.dry_run) {

@@ -7,6 +7,7 @@
 
 #include "agentdir/tier.hpp"
 #include "agentdir/mount_rules.hpp"
+#include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "mountspec/plan.hpp"
@@ -295,6 +296,19 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
     for (const MountStep& b : binds)
       if (path_is_at_or_under(hidden, b.source))
         masks.push_back(mask(path_join(b.target, path_suffix(hidden, b.source)), "an ancestor's sessions"));
+  // The agent's other sessions: seen only with session:<name> read.
+  const std::string subject = spec.subject();
+  const std::string own_sessions = path_join(spec.ctx_root, "home/" + sessions_rel(spec.owner, spec.name));
+  for (const auto& other : opts.sessions) {
+    if (other == opts.session || session_name_issue(other) ||
+        (!subject.empty() && spec.policy.allows(subject, policy::Class::session, other, "read")))
+      continue;
+    const std::string hidden = path_join(own_sessions, other);
+    for (const MountStep& b : binds)
+      if (path_is_at_or_under(hidden, b.source))
+        masks.push_back(
+            mask(path_join(b.target, path_suffix(hidden, b.source)), "no 'session:" + other + " read' in policy"));
+  }
   if (!opts.handoff_dir.empty()) add_handoff(spec, opts.handoff_dir, binds);
   // A root inside the CTX tree lies in the agent's own home: anywhere
   // else there (another agent's home, a tier, the CTX root itself) it
@@ -426,6 +440,22 @@ void set_env(std::vector<std::string>& env, const std::string& key, const std::s
 }
 
 }  // namespace
+
+Result<void> check_session_policy(const AgentSpec& spec, const std::string& session, bool exists) {
+  if (spec.parent) return {};
+  const std::string subject = spec.subject();
+  const std::string file = spec.ctx_root + "/agent/" + spec.name + ".d/policy";
+  for (const char* perm : {"write", "resume"}) {
+    if (!exists && std::string_view(perm) == "resume") break;
+    if (!subject.empty() && spec.policy.allows(subject, policy::Class::session, session, perm)) continue;
+    return fail(Error{EACCES,
+                      file + ": EACCES: " + (exists ? "resuming" : "creating") + " session " + session + " needs " +
+                          policy::missing_rule(subject, policy::Class::session, session, perm) +
+                          "; add that line to the policy (the agent was not started)",
+                      "session_policy"});
+  }
+  return {};
+}
 
 Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const PlanOptions& opts) {
   LaunchPlan plan;

@@ -122,6 +122,12 @@ struct PlanOptions {
   /// parent's messages.jsonl). Each is masked like a disallowed shared
   /// space.
   std::vector<std::string> hidden_dirs;
+  /// The directories in the agent's own session/ directory (the caller
+  /// lists them): each one other than this launch's session that is a
+  /// session name (not `index`, not a dot name) is
+  /// masked wherever a bind shows it unless the policy allows
+  /// `session:<name> read` (docs/abi-policy.md, "session").
+  std::vector<std::string> sessions;
   /// An owned child's parent's mount table (host sources), to tie binds
   /// derived from the parent's non-recursive binds to their mount.
   mountspec::Table parent_mounts;
@@ -153,6 +159,14 @@ inline constexpr const char* kDefaultPath = "/ctx/bin:/usr/local/bin:/usr/bin:/b
 /// nproc.max.
 inline constexpr const char* kDefaultShmSize = "64M";
 inline constexpr std::uint64_t kDefaultNproc = 1024;
+
+/// The session class at launch (docs/abi-policy.md, "session"): a new
+/// session S needs `allow <type> session:S write`, an existing one also
+/// `session:S resume`. EACCES naming the policy file and the line to add.
+/// An owned child's `default` session is its parent's decision
+/// (agent:<child> create and start) and is not checked here. The
+/// launcher asks it before make_plan (launcher/main.cpp).
+Result<void> check_session_policy(const agentdir::AgentSpec& spec, const std::string& session, bool exists);
 
 /// Makes the plan, or fails with the reason a person can act on: EPERM for
 /// an iso profile the caller cannot have, EACCES for a shared space the

@@ -212,10 +212,8 @@ void wait_pidfds(std::vector<UniqueFd>& pidfds, int timeout_ms) {
                {"object", "agent/" + job.plan.name},
                {"status", "error"},
                {"reason", "supervisor_killed"}});
-  if (!job.handoff_dir.empty()) {
-    files.session_state("failed");
-    files.context_status(job.handoff_dir, "failed");
-  }
+  files.end_session("failed");
+  if (!job.handoff_dir.empty()) files.context_status(job.handoff_dir, "failed");
   _exit(0);
 }
 
@@ -330,6 +328,7 @@ int Supervisor::fail_launch(const Error& e) {
                  {"status", "error"},
                  {"exit_status", kExitLaunchFailed},
                  {"error", e.msg}});
+  files_->end_session("failed");
   files_->context_status(opts_.handoff_dir, "failed");
   return failed(e);
 }
@@ -367,6 +366,9 @@ std::optional<int> Supervisor::open_agent() {
     return failed(Error{EBUSY, plan_.name + ": EBUSY: already running (supervisor pid " + pid + "); stop it first"});
   }
   files_.emplace(plan_, ddir_.get());
+  // The session's files before any record: a launch that cannot make
+  // them is refused and leaves status, pid and log as they were.
+  if (auto r = files_->begin_session(); !r) return failed(r.error());
   if (auto f = sys::fault_at("supervisor.open_agent"); !f) return fail_launch(f.error());
   if (auto prev = sys::read_small_file(ddir_.get(), "status", 64); prev && *prev && (*prev)->data != "dead\n")
     files_->log({{"event", "agent.reap"}, {"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}});
@@ -525,6 +527,7 @@ std::optional<int> Supervisor::finish_setup() {
   files_->log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}, {"exit_status", code}});
   files_->event(
       {{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", "error"}, {"exit_status", code}});
+  files_->end_session("failed");
   files_->context_status(opts_.handoff_dir, "failed");
   error_ = e;
   return code;
@@ -546,10 +549,7 @@ void Supervisor::report_started() {
     std::string s = j.dump() + "\n";
     (void)sys::write_all(opts_.json_status_fd, s.data(), s.size());
   }
-  if (spec_.parent && !opts_.handoff_dir.empty()) {
-    files_->context_status(opts_.handoff_dir, "running");
-    files_->session_state("running");
-  }
+  if (spec_.parent && !opts_.handoff_dir.empty()) files_->context_status(opts_.handoff_dir, "running");
 }
 
 // The control socket's requests: owned children (launcher/children.hpp).
@@ -753,11 +753,9 @@ int Supervisor::teardown() {
   const char* outcome = stopped ? "stopped" : cancelled_ ? "cancelled" : exit_code_ == 0 ? "ok" : "error";
   files_->event(
       {{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", outcome}, {"exit_status", exit_code_}});
-  if (spec_.parent && !opts_.handoff_dir.empty()) {
-    const char* s = stopped ? "stopped" : cancelled_ ? "cancelled" : exit_code_ == 0 ? "done" : "failed";
-    files_->session_state(s);
-    files_->context_status(opts_.handoff_dir, s);
-  }
+  const char* end = stopped ? "stopped" : cancelled_ ? "cancelled" : exit_code_ == 0 ? "done" : "failed";
+  files_->end_session(end);
+  if (spec_.parent && !opts_.handoff_dir.empty()) files_->context_status(opts_.handoff_dir, end);
   if (cancelled_ && !stopped && spec_.parent)
     files_->event_of(spec_.parent->agent, spec_.parent->session.empty() ? "default" : spec_.parent->session,
                      {{"type", "agent.child.cancel"},

@@ -176,6 +176,16 @@ TEST_CASE("create, start and wait: the child runs in its own sandbox with only i
   CHECK(f.read(ctxdir + "artifact/patch.diff") == "probe\n");
   CHECK(f.read(ctxdir + "status") == "done\n");
   CHECK(f.read(f.session_dir("rev") + "/state") == "done\n");
+  // Seed 003 "Child Session": the launcher's files of the child's own
+  // session; messages.jsonl and latest.md are its runtime's (none here).
+  for (const char* file : {"created_at", "updated_at", "meta.json", "events.jsonl", "output.log"}) {
+    INFO(file);
+    CHECK(f.exists(f.session_dir("rev") + "/" + file));
+  }
+  CHECK(f.exists(f.session_dir("rev") + "/context"));
+  CHECK(f.read(f.session_dir("rev") + "/cwd").rfind('/', 0) == 0);
+  CHECK(json::parse(f.read(f.session_dir("rev") + "/meta.json"))["agent"] == "rev");
+  CHECK_FALSE(f.exists(f.session_dir("rev") + "/messages.jsonl"));
   auto pe = events(f, "coder");
   CHECK(has_event(pe, {{"type", "agent.child.create"}, {"child", "rev"}, {"status", "ok"}}));
   CHECK(has_event(pe, {{"type", "agent.child.start"}, {"child", "rev"}}));

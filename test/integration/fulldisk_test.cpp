@@ -213,13 +213,18 @@ void check_said_once(const RunResult& r) {
   }
 }
 
+std::string session_rel(const CtxTree& t, const std::string& file) {
+  return "home/" + std::to_string(t.owner().uid) + "/agent/coder/session/default/" + file;
+}
+
 std::string events_rel(const CtxTree& t) {
   return "home/" + std::to_string(t.owner().uid) + "/agent/coder/session/default/events.jsonl";
 }
 
 }  // namespace
 
-TEST_CASE("full disk: a launch that cannot write status is refused with ENOSPC and changes nothing", "[root][userns]") {
+TEST_CASE("full disk: a launch that cannot write its session or status is refused with ENOSPC and changes nothing",
+          "[root][userns]") {
   CtxTree t(ctx::test::launch_mode().owner);
   t.agent("coder");
   FullDisk disk(t, "512k");
@@ -233,7 +238,8 @@ TEST_CASE("full disk: a launch that cannot write status is refused with ENOSPC a
 
   std::map<std::string, std::string> before;
   for (const std::string& f :
-       std::vector<std::string>{"agent/coder.d/status", "agent/coder.d/pid", "agent/coder.d/log", events_rel(t)})
+       std::vector<std::string>{"agent/coder.d/status", "agent/coder.d/pid", "agent/coder.d/log", events_rel(t),
+                                session_rel(t, "state"), session_rel(t, "updated_at")})
     before[f] = ctx::test::read_file(disk.path(f));
   const auto names = ctx::test::names_in(disk.path("agent/coder.d"));
   const auto agent_names = ctx::test::names_in(disk.path("agent"));
@@ -241,8 +247,9 @@ TEST_CASE("full disk: a launch that cannot write status is refused with ENOSPC a
   RunResult full = disk.launch({"coder", "--", "/probe", "ids"});
   INFO(full.out << full.err << full.warnings);
   CHECK(full.exit_code == 125);
-  CHECK(full.err == "ctx-agent-run: " + t.root() +
-                        "/agent/coder.d/status: ENOSPC: no space left on device; free space on its file system and "
+  // The session's files come first (docs/launcher.md, "Full disks").
+  CHECK(full.err == "ctx-agent-run: " + t.root() + "/" + session_rel(t, "updated_at") +
+                        ": ENOSPC: no space left on device; free space on its file system and "
                         "launch again (the agent was not started)\n");
   check_said_once(full);
   for (const auto& [f, content] : before) {

@@ -195,13 +195,18 @@ std::string CtxTree::base_mounts() const {
   return "/usr\t/usr\tro\trbind,nodev\n" + built("test/ctx-probe") + "\t/probe\tro\tbind,nodev\n";
 }
 
-std::string CtxTree::mount_rules_for(const std::string& label, const std::string& table) {
+std::string CtxTree::label_type(const std::string& label) {
   std::string type = label.substr(0, label.find('\n'));
   // user:role:type:level
   if (auto c = type.find(':'); c != std::string::npos) {
     auto c2 = type.find(':', c + 1);
     type = type.substr(c2 + 1, type.find(':', c2 + 1) - c2 - 1);
   }
+  return type;
+}
+
+std::string CtxTree::mount_rules_for(const std::string& label, const std::string& table) {
+  const std::string type = label_type(label);
   std::string out;
   std::size_t start = 0;
   while (start < table.size()) {
@@ -223,11 +228,13 @@ std::string CtxTree::mount_rules_for(const std::string& label, const std::string
 
 void CtxTree::set_policy(const std::string& name, const std::string& text) {
   const std::string d = root_ + "/agent/" + name + ".d/";
-  write("ctx/agent/" + name + ".d/policy", text + mount_rules_for(read_file(d + "label"), read_file(d + "mount")));
+  const std::string label = read_file(d + "label");
+  write("ctx/agent/" + name + ".d/policy",
+        session_policy(label_type(label)) + text + mount_rules_for(label, read_file(d + "mount")));
 }
 
 void CtxTree::agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files,
-                    bool mount_rules) {
+                    bool mount_rules, bool session_rules) {
   std::string uid = std::to_string(owner_.uid);
   std::string home = "ctx/home/" + uid + "/agent/" + name;
   mkdir(home + "/root");
@@ -248,10 +255,20 @@ void CtxTree::agent(const std::string& name, const std::map<std::string, std::op
     std::string rules = mount_rules_for(*all["label"], *all["mount"]);
     if (!rules.empty()) all["policy"] = all["policy"].value_or("") + rules;
   }
+  // The session class (docs/abi-policy.md): the sessions tests launch
+  // into, for the label's type, unless the test is about that class.
+  if (session_rules && all["label"]) all["policy"] = session_policy(label_type(*all["label"])) + all["policy"].value_or("");
   for (auto it = all.begin(); it != all.end();) it = it->second ? std::next(it) : all.erase(it);
   mkdir("ctx/agent/" + name + ".d");
   for (const auto& [k, v] : all)
     if (v) write("ctx/agent/" + name + ".d/" + k, *v);
+}
+
+std::string session_policy(const std::string& type) {
+  std::string rules;
+  for (const char* s : {"default", "review"})
+    for (const char* p : {"write", "resume"}) rules += "allow " + type + " session:" + s + " " + p + "\n";
+  return rules;
 }
 
 std::string install_example(const std::string& dest, const TestUser& owner) {

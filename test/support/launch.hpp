@@ -83,14 +83,19 @@ class CtxTree {
   /// -> content; an empty optional removes the default). With mount_rules
   /// the policy gets the rules its mount table needs (docs/abi-policy.md,
   /// "What each class gates": `allow <type> mount:<target> read`, and
-  /// `write` for a rw line) after the lines given, when there is a label;
-  /// tests of that check pass false and write the policy themselves.
+  /// `write` for a rw line) after the lines given; with session_rules it
+  /// also allows the sessions `default` and `review` (write and resume),
+  /// when there is a label. Tests of those checks pass false and write the
+  /// policy themselves.
   void agent(const std::string& name, const std::map<std::string, std::optional<std::string>>& files = {},
-             bool mount_rules = true);
+             bool mount_rules = true, bool session_rules = true);
 
-  /// Rewrites <name>.d/policy as `text` and, like agent(), the rules its
-  /// current mount table needs.
+  /// Rewrites <name>.d/policy as `text` and, like agent(), the session
+  /// rules and the rules its current mount table needs.
   void set_policy(const std::string& name, const std::string& text);
+
+  /// The type of a label (`user:role:type:level`, or a bare type).
+  static std::string label_type(const std::string& label);
 
   /// The rules a mount table needs for a label's type, one line each.
   static std::string mount_rules_for(const std::string& label, const std::string& table);
@@ -116,6 +121,10 @@ class CtxTree {
   TestUser owner_;
   std::string root_;
 };
+
+/// The policy lines CtxTree::agent adds for `type`: sessions default and
+/// review, write and resume.
+std::string session_policy(const std::string& type);
 
 /// Pids (other than the caller's) whose command line contains token.
 std::vector<int> processes_mentioning(const std::string& token);

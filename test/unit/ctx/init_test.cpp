@@ -115,3 +115,21 @@ TEST_CASE("ctx init writes the root's status when missing and never replaces one
   CHECK(t.read("ctx/status") == "maintenance\n");
   CHECK(again.out.find("created " + root + "/status") == std::string::npos);
 }
+
+TEST_CASE("ctx init --shared makes a shared space with agent/, data/ and the queue's states", "[fs]") {
+  ctx::test::TempDir t;
+  const std::string root = t / "ctx";
+  auto r = ctx_cmd({"init", "--ctx-root", root, "--shared", "project-a"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* d : {"agent", "data", "queue/inbox", "queue/pending", "queue/lease", "queue/claimed", "queue/done",
+                        "queue/failed", "queue/result"}) {
+    INFO(d);
+    CHECK(std::filesystem::is_directory(root + "/shared/project-a/" + d));
+    CHECK(r.out.find("created " + root + "/shared/project-a/" + d + "\n") != std::string::npos);
+  }
+  auto bad = ctx_cmd({"init", "--ctx-root", root, "--shared", "../x"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("--shared ../x: EINVAL") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(t / "x"));
+}

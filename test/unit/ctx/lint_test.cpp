@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "ctx/explain.hpp"
 #include "ctx/lint.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
@@ -80,4 +81,23 @@ TEST_CASE("a mount rule ranks as the riskiest line it allows", "[unit]") {
                      "low mount:/nowhere write",
                      "low ro mount /usr -> /usr",
                  });
+}
+
+TEST_CASE("ctx explain says where each session permission is enforced", "[unit]") {
+  ctx::agentdir::AgentSpec s;
+  s.name = "coder";
+  s.label = ctx::agentdir::Label{"", "", "coder_t", ""};
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:default write\n");
+  auto layers = ctx::helper::explain_layers(s, {ctx::policy::Class::session, "default", "write"});
+  REQUIRE(layers.size() == 2);
+  CHECK(layers[0].allows);
+  CHECK(layers[1].name == "enforced at launch");
+  CHECK(layers[1].text.find("refuses to make the session without it") != std::string::npos);
+  auto resume = ctx::helper::explain_layers(s, {ctx::policy::Class::session, "default", "resume"});
+  REQUIRE(resume.size() == 2);
+  CHECK_FALSE(resume[0].allows);
+  CHECK_FALSE(resume[1].allows);
+  auto read = ctx::helper::explain_layers(s, {ctx::policy::Class::session, "review", "read"});
+  REQUIRE(read.size() == 2);
+  CHECK(read[1].text.find("masks session/review") != std::string::npos);
 }

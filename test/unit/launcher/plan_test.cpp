@@ -566,3 +566,40 @@ TEST_CASE("plan: every mount line needs its mount rule, rw its write", "[unit]")
   REQUIRE_FALSE(r);
   CHECK(r.error().reason == "mount_policy");
 }
+
+TEST_CASE("session policy: a new session needs write, a resume also resume; an owned child's is its parent's",
+          "[unit]") {
+  using ctx::launcher::check_session_policy;
+  AgentSpec s = coder();
+  // Nothing about sessions: neither new nor resumed.
+  auto none = check_session_policy(s, "default", false);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().code == EACCES);
+  CHECK(none.error().msg ==
+        "/srv/ctx/agent/coder.d/policy: EACCES: creating session default needs 'allow coder_t session:default write'; "
+        "add that line to the policy (the agent was not started)");
+  CHECK_FALSE(check_session_policy(s, "default", true));
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:default write\n");
+  CHECK(check_session_policy(s, "default", false));
+  auto resume = check_session_policy(s, "default", true);
+  REQUIRE_FALSE(resume);
+  CHECK(resume.error().msg.find("resuming session default needs 'allow coder_t session:default resume'") !=
+        std::string::npos);
+  // Names are concrete: default's rules say nothing about review.
+  CHECK_FALSE(check_session_policy(s, "review", false));
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy",
+                                         "allow coder_t session:default write\nallow coder_t session:default resume\n");
+  CHECK(check_session_policy(s, "default", true));
+  // resume alone does not make a new one, nor write-less resume continue.
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:default resume\n");
+  CHECK_FALSE(check_session_policy(s, "default", false));
+  CHECK_FALSE(check_session_policy(s, "default", true));
+  // No label: no rule can name it.
+  s.label.reset();
+  auto unlabeled = check_session_policy(s, "default", false);
+  REQUIRE_FALSE(unlabeled);
+  CHECK(unlabeled.error().msg.find("'allow <no label> session:default write'") != std::string::npos);
+  // An owned child: its default session comes with agent:<child> start.
+  s.parent = ctx::agentdir::Parent{"coder", "default", ""};
+  CHECK(check_session_policy(s, "default", true));
+}

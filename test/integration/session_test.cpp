@@ -1,0 +1,177 @@
+// Sessions as seeds 000, 001 and 003 shape them (docs/abi.md, "Sessions"):
+// the files a launch keeps in its session directory, the by-cwd index,
+// the agent home's data/, cache/ and log/, and the launches refused.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "test/support/launch.hpp"
+#include "test/support/tempdir.hpp"
+
+using ctx::test::CtxTree;
+using ctx::test::RunResult;
+using nlohmann::json;
+
+namespace {
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+uid_t owner_of(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 ? st.st_uid : static_cast<uid_t>(-1);
+}
+
+}  // namespace
+
+TEST_CASE("session: a launch keeps created_at, updated_at, cwd, meta.json, context/, state and the by-cwd index",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"cwd", "/usr\n"}});
+  const std::string home = t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder";
+  const std::string s = home + "/session/default";
+  RunResult r = t.launch({"coder", "--", "/probe", "ids"}, m.as);
+  INFO(r.err << r.warnings);
+  REQUIRE(r.exit_code == 0);
+  for (const char* d : {"data", "cache", "log", "session/index/by-cwd"}) {
+    INFO(d);
+    CHECK(is_dir(home + "/" + d));
+    CHECK(owner_of(home + "/" + d) == m.owner.uid);
+  }
+  CHECK(is_dir(s + "/context"));
+  CHECK(owner_of(s) == m.owner.uid);
+  const std::string created = ctx::test::read_file(s + "/created_at");
+  CHECK(created.rfind("20", 0) == 0);
+  CHECK(created.find("Z\n") == created.size() - 2);
+  CHECK(ctx::test::read_file(s + "/updated_at").size() == created.size());
+  CHECK(ctx::test::read_file(s + "/cwd") == "/usr\n");
+  CHECK(ctx::test::read_file(s + "/state") == "done\n");
+  json meta = json::parse(ctx::test::read_file(s + "/meta.json"));
+  CHECK(meta["agent"] == "coder");
+  CHECK(meta["session"] == "default");
+  CHECK(meta["space"] == "home");
+  CHECK(ctx::test::read_file(home + "/session/index/by-cwd/%2Fusr") == "default\n");
+  CHECK(ctx::test::read_file(s + "/events.jsonl").find("\"type\":\"agent.start\"") != std::string::npos);
+  // messages.jsonl and latest.md are the runtime's: the launcher makes neither.
+  CHECK_FALSE(exists(s + "/messages.jsonl"));
+  CHECK_FALSE(exists(s + "/latest.md"));
+
+  // Another session in the same cwd takes the index entry; a failed run
+  // ends "failed"; created_at of a resumed session stays.
+  ::sleep(1);
+  RunResult other = t.launch({"--session", "review", "coder", "--", "/probe", "exit:3"}, m.as);
+  CHECK(other.exit_code == 3);
+  CHECK(ctx::test::read_file(home + "/session/review/state") == "failed\n");
+  CHECK(ctx::test::read_file(home + "/session/index/by-cwd/%2Fusr") == "review\n");
+  REQUIRE(t.launch({"coder", "--", "/probe", "ids"}, m.as).exit_code == 0);
+  CHECK(ctx::test::read_file(s + "/created_at") == created);
+  CHECK(ctx::test::read_file(s + "/updated_at") > created);
+  CHECK(ctx::test::read_file(home + "/session/index/by-cwd/%2Fusr") == "default\n");
+}
+
+TEST_CASE("session: the name 'index' is refused before anything is made", "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  RunResult r = t.launch({"--session", "index", "coder", "--", "/probe", "ids"}, m.as);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--session index: 'index' is reserved") != std::string::npos);
+  CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
+  CHECK_FALSE(exists(t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder/session"));
+}
+
+TEST_CASE("session: a launch that cannot make its session directory is refused and writes no record",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  const std::string rel = "ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session";
+  t.mkdir(rel);
+  // A symlink where the session directory goes: never followed.
+  REQUIRE(::symlink("/tmp",
+                    (t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/default").c_str()) == 0);
+  RunResult r = t.launch({"coder", "--", "/probe", "ids"}, m.as);
+  INFO(r.err);
+  CHECK(r.exit_code == 125);
+  CHECK(r.err.find(t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/default") !=
+        std::string::npos);
+  CHECK(r.err.find("the agent was not started") != std::string::npos);
+  CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
+  CHECK_FALSE(exists(t.root() + "/agent/coder.d/pid"));
+  CHECK_FALSE(exists(t.root() + "/agent/coder.d/log"));
+  CHECK_FALSE(exists("/tmp/created_at"));
+}
+
+TEST_CASE("session policy: a launch into a session its policy does not grant is refused and runs nothing",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const std::string sessions = t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder/session";
+  const std::string policy = t.root() + "/agent/coder.d/policy";
+  // No session rule: a new session is refused, nothing is made or run.
+  t.agent("coder", {{"policy", "allow coder_t tool:fs.read execute\n"}}, true, false);
+  RunResult none = t.launch({"coder", "--", "/bin/sh", "-c", "echo ran"}, m.as);
+  CHECK(none.exit_code == 125);
+  CHECK(none.out.empty());
+  CHECK(none.err == "ctx-agent-run: " + policy +
+                        ": EACCES: creating session default needs 'allow coder_t session:default write'; add that "
+                        "line to the policy (the agent was not started)\n");
+  CHECK_FALSE(exists(sessions + "/default"));
+  CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
+  // write makes it; resuming it needs resume.
+  t.agent("coder", {{"policy", "allow coder_t session:default write\n"}}, true, false);
+  RunResult made = t.launch({"coder", "--", "/bin/sh", "-c", "echo ran"}, m.as);
+  INFO(made.err);
+  CHECK(made.exit_code == 0);
+  CHECK(made.out == "ran\n");
+  RunResult again = t.launch({"coder", "--", "/bin/sh", "-c", "echo ran"}, m.as);
+  CHECK(again.exit_code == 125);
+  CHECK(again.out.empty());
+  CHECK(again.err.find("resuming session default needs 'allow coder_t session:default resume'") != std::string::npos);
+  CHECK(ctx::test::read_file(sessions + "/default/state") == "done\n");
+  // Another session's rules grant nothing here.
+  RunResult other = t.launch({"--session", "review", "coder", "--", "/bin/sh", "-c", "echo ran"}, m.as);
+  CHECK(other.exit_code == 125);
+  CHECK(other.err.find("'allow coder_t session:review write'") != std::string::npos);
+  CHECK_FALSE(exists(sessions + "/review"));
+}
+
+// docs/abi-policy.md, "session": the agent's other sessions are masked
+// wherever a bind shows them unless its policy has session:<name> read.
+TEST_CASE("session policy: another session is hidden in the sandbox without session:<name> read", "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const std::string home = t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder";
+  const std::string mounts = t.base_mounts() + home + "\t/home/coder\trw\tbind,nosuid,nodev\n";
+  t.agent("coder", {{"mount", mounts}});
+  REQUIRE(t.launch({"--session", "review", "coder", "--", "/bin/true"}, m.as).exit_code == 0);
+  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/review/messages.jsonl", "secret\n");
+  // Files in session/ are no sessions: nothing to mask, no refusal.
+  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/.keep", "");
+  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/notes", "");
+  const std::string look =
+      "cat /home/coder/session/review/messages.jsonl; cat /home/coder/session/review/state; "
+      "ls /home/coder/session/review | wc -l; echo > /home/coder/session/review/x 2>/dev/null && echo wrote; "
+      "cat /home/coder/session/default/state";
+  RunResult hidden = t.launch({"coder", "--", "/bin/sh", "-c", look}, m.as);
+  INFO(hidden.out << hidden.err);
+  CHECK(hidden.exit_code == 0);
+  CHECK(hidden.out == "0\nrunning\n");
+  CHECK(hidden.out.find("secret") == std::string::npos);
+  // With the read rule the session shows.
+  t.agent("coder", {{"mount", mounts}, {"policy", "allow coder_t session:review read\n"}});
+  RunResult shown = t.launch({"coder", "--", "/bin/sh", "-c", "cat /home/coder/session/review/messages.jsonl"}, m.as);
+  INFO(shown.err);
+  CHECK(shown.out == "secret\n");
+}
