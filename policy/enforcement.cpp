@@ -23,8 +23,14 @@ std::string_view enforcement_note(Class c, std::string_view perm) {
                "view, which shows a space only with read";
       break;
     case Class::session:
-      if (perm == "read" || perm == "write" || perm == "resume")
-        return "session rules: see docs/abi-policy.md, \"What each class gates\"";
+      if (perm == "write")
+        return "enforced by the launcher at launch: a session that does not exist yet is made only with this rule "
+               "(EACCES otherwise, nothing made)";
+      if (perm == "resume")
+        return "enforced by the launcher at launch: launching into a session that exists needs this rule and write";
+      if (perm == "read")
+        return "enforced by the launcher's mount plan: the agent's other sessions are masked in the sandbox unless "
+               "this rule names them, where its mounts show its own session directory";
       break;
     case Class::mount:
       if (perm == "read" || perm == "write")

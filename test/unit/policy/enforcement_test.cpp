@@ -25,6 +25,8 @@ TEST_CASE("every permission of every class has an enforcement note", "[unit]") {
 TEST_CASE("enforcement notes name the enforcing layer or say there is none", "[unit]") {
   auto has = [](std::string_view note, std::string_view what) { return note.find(what) != std::string_view::npos; };
   CHECK(has(enforcement_note(Class::mount, "read"), "launcher at plan time"));
+  CHECK(has(enforcement_note(Class::session, "write"), "launcher at launch"));
+  CHECK(has(enforcement_note(Class::session, "read"), "masked"));
   CHECK(has(enforcement_note(Class::mount, "write"), "reason mount_policy"));
   CHECK(has(enforcement_note(Class::agent, "read"), "agent view"));
   CHECK(has(enforcement_note(Class::agent, "create"), "supervisor"));
