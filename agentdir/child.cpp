@@ -302,4 +302,24 @@ std::string child_context_dir(const AgentSpec& parent, std::string_view session,
                    "home/" + session_rel(parent.owner, parent.name, session) + "/context/child/" + std::string(child));
 }
 
+std::vector<std::string> ancestor_types(const AgentSpec& spec,
+                                        const std::function<Result<AgentSpec>(const std::string&)>& load) {
+  std::vector<std::string> out;
+  std::optional<Parent> next = spec.parent;
+  for (int depth = 0; next; ++depth) {
+    if (depth == kMaxAncestry) {
+      out.emplace_back();
+      break;
+    }
+    auto p = load(next->agent);
+    if (!p) {
+      out.emplace_back();
+      break;
+    }
+    out.push_back(p->subject());
+    next = p->parent;
+  }
+  return out;
+}
+
 }  // namespace ctx::agentdir

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,6 +91,17 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
 /// mount_widens_access, naming the file and what to do. A child rule for
 /// another subject stays check_subset's EINVAL wrong_subject.
 Result<void> check_child(const AgentSpec& parent, const AgentSpec& child);
+
+/// The deepest parent chain followed; a longer one ends in "" (below).
+inline constexpr int kMaxAncestry = 16;
+
+/// The label types of spec's ancestors, parent first, each read with
+/// `load` by name from the `parent` files. An ancestor without a label,
+/// one that cannot be read, and a chain longer than kMaxAncestry give "",
+/// which no policy admits: what nobody can vouch for grants nothing.
+/// Empty for an agent without a parent.
+std::vector<std::string> ancestor_types(const AgentSpec& spec,
+                                        const std::function<Result<AgentSpec>(const std::string&)>& load);
 
 /// Host path of a parent session's coordination directory for a child:
 /// <ctx>/home/<owner>/agent/<parent>/session/<session>/context/child/<child>

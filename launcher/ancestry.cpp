@@ -12,7 +12,7 @@ namespace ctx::launcher {
 
 namespace {
 
-constexpr int kMaxDepth = 16;
+constexpr int kMaxDepth = agentdir::kMaxAncestry;
 
 void keep_only_shared(agentdir::IdentitySource& mine, const agentdir::IdentitySource& theirs) {
   mine.uid_by_root = mine.uid_by_root && theirs.uid_by_root;
@@ -34,7 +34,7 @@ Result<void> plan_ancestry(agentdir::AgentSpec& spec, PlanOptions& po, const Age
                                       spec.name + ".d/parent to run it as an agent of its own");
     if (!p) {
       spec.id_source = {};  // an ancestor nobody can vouch for decided nothing
-      return {};
+      break;
     }
     keep_only_shared(spec.id_source, p->id_source);
     std::string session = cur->parent->session.empty() ? "default" : cur->parent->session;
@@ -48,6 +48,7 @@ Result<void> plan_ancestry(agentdir::AgentSpec& spec, PlanOptions& po, const Age
     cur = &*anc;
   }
   if (cur->parent) spec.id_source = {};
+  spec.ancestor_types = agentdir::ancestor_types(spec, load);
   return {};
 }
 

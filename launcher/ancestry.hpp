@@ -22,7 +22,9 @@ using AgentLoader = std::function<Result<agentdir::AgentSpec>(const std::string&
 /// children's files, but from ids an owner may have chosen; an ancestor
 /// that cannot be read, or a chain longer than 16, decided nothing.
 /// Fails closed when the parent itself cannot be read: a child's mounts
-/// are checked against its parent's.
+/// are checked against its parent's. Fills spec.ancestor_types
+/// (agentdir::ancestor_types), which the tool, model and view decisions
+/// apply.
 Result<void> plan_ancestry(agentdir::AgentSpec& spec, PlanOptions& po, const AgentLoader& load);
 
 }  // namespace ctx::launcher

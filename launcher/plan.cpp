@@ -428,6 +428,7 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   plan.session = opts.session;
   plan.ctx_root = spec.ctx_root;
   plan.owner = spec.owner;
+  plan.ancestor_types = spec.ancestor_types;
   plan.root = spec.root;
   plan.cwd = spec.cwd;
   plan.hostname = spec.name;

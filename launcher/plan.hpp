@@ -75,6 +75,10 @@ struct LaunchPlan {
   std::string session;
   std::string ctx_root;  ///< host path of the CTX root
   std::uint32_t owner = 0;
+  /// An owned child's ancestors' label types, parent first
+  /// (AgentSpec::ancestor_types): every tool's and model's own policy must
+  /// admit them too.
+  std::vector<std::string> ancestor_types;
   std::string root;  ///< host path that becomes "/"
   std::string cwd;
   IdPlan ids;

@@ -28,6 +28,7 @@ namespace {
   o.ctx_root = plan.ctx_root;
   o.agent = plan.name;
   o.owner = plan.owner;
+  o.ancestors = plan.ancestor_types;
   o.session = plan.session;
   o.uid = ids.host_uid;
   o.gid = ids.host_gid;

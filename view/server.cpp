@@ -55,6 +55,7 @@ Viewer who(const ServeOptions& o) {
   Viewer v;
   v.agent = o.agent;
   v.owner = o.owner;
+  v.ancestors = o.ancestors;
   v.uid = o.uid;
   v.gid = o.gid;
   v.groups = o.groups;

@@ -20,10 +20,12 @@ namespace ctx::view {
 
 /// What a server needs to know.
 struct ServeOptions {
-  int fuse_fd = -1;      ///< the /dev/fuse descriptor of the mount
-  std::string ctx_root;  ///< host path of the CTX root
-  std::string agent;     ///< whose view
+  int fuse_fd = -1;         ///< the /dev/fuse descriptor of the mount
+  std::string ctx_root;     ///< host path of the CTX root
+  std::string agent;        ///< whose view
   std::uint32_t owner = 0;  ///< its owner (home/<owner>), as the launch decided
+  /// An owned child's ancestors' label types (Viewer::ancestors).
+  std::vector<std::string> ancestors;
   std::string session = "default";
   /// The runtime's host ids (the execute bit of a tool is theirs).
   std::uint32_t uid = 0;

@@ -336,6 +336,92 @@ TEST_CASE("the parent's exit cancels a child that ignores SIGTERM, after the gra
   CHECK(f.read("ctx/agent/rev.d/log").find("\"event\":\"agent.cancel\"") != std::string::npos);
 }
 
+// A child runtime that forks a grandchild which traps SIGTERM: the
+// grandchild says it is armed in refs.jsonl and, on SIGTERM, writes
+// result.md and exits; the runtime, on SIGTERM, waits for it and exits 7.
+// Only a SIGTERM that reaches every process of the child's sandbox (seed
+// 003, step 4) writes the marker: one to the runtime alone leaves the
+// grandchild looping until the grace period's SIGKILL.
+const char* const kTermScript =
+    "sh -c 'trap \"echo term > /handoff/result.md; exit 0\" TERM; echo armed > /handoff/refs.jsonl; "
+    "while :; do sleep 0.05; done' &\n"
+    "trap 'wait $!; exit 7' TERM\n"
+    "wait $!\n";
+
+TEST_CASE("cancelling a child sends SIGTERM to its whole sandbox, not only to its runtime", "[root][userns]") {
+  for (const char* how : {"stop", "parent_dead"}) {
+    DYNAMIC_SECTION(how) {
+      Family f;
+      f.t.write("ctx/bin/term.sh", kTermScript, 0755);
+      std::string ctxdir = "/ctx/home/" + f.uid + "/agent/coder/session/default/context/child/rev";
+      std::string end = std::string(how) == "stop" ? "/ctx/bin/ctx agent stop rev" : "exit 3";
+      RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev") +
+                             "' >/dev/null; /ctx/bin/ctx agent start rev -- /bin/sh /ctx/bin/term.sh >/dev/null; "
+                             "until [ -s " +
+                             ctxdir + "/refs.jsonl ]; do sleep 0.02; done; " + end,
+                         {"--cancel-grace-ms", "5000"});
+      INFO("exit " << r.exit_code << " out " << r.out << " err " << r.err
+                   << (f.exists("ctx/agent/rev.d/log") ? f.read("ctx/agent/rev.d/log") : ""));
+      REQUIRE(f.exists("ctx/agent/rev.d/log"));
+      std::string host_ctxdir = f.session_dir("coder") + "/context/child/rev/";
+      CHECK(f.read(host_ctxdir + "refs.jsonl") == "armed\n");
+      CHECK(f.read(host_ctxdir + "result.md") == "term\n");  // the grandchild got SIGTERM
+      if (std::string(how) == "stop") {
+        REQUIRE(r.exit_code == 0);
+        CHECK(json::parse(json_lines(r.out).back()) ==
+              json{{"ok", true}, {"op", "stop"}, {"name", "rev"}, {"exit_status", 7}});
+      } else {
+        CHECK(r.exit_code == 3);
+        CHECK(f.read(f.session_dir("coder") + "/context/child/rev/status") == "cancelled\n");
+        CHECK(has_event(events(f, "rev"), {{"type", "agent.stop"}, {"status", "cancelled"}, {"exit_status", 7}}));
+      }
+      CHECK(wait_gone(f.t.root()));
+    }
+  }
+}
+
+// Seed 000 "Attenuation": a child's label never makes it more than its
+// parent. Tool x's own policy admits the child's type rev_t but not the
+// parent's coder_t; tool y's admits both. The parent holds both grants
+// and passes them on: the child runs y, and x is refused by the tool
+// policy layer, naming the ancestor's type.
+TEST_CASE("a tool whose own policy admits the child's label but not its parent's does not run for the child",
+          "[root][userns]") {
+  Family f("allow coder_t tool:x execute\nallow coder_t tool:y execute\n");
+  f.t.write("ctx/tool/x", "#!/bin/sh\necho ran-x\n", 0755);
+  f.t.write("ctx/tool/x.d/policy", "allow rev_t tool:x execute\n");
+  f.t.write("ctx/tool/y", "#!/bin/sh\necho ran-y\n", 0755);
+  f.t.write("ctx/tool/y.d/policy", "allow rev_t tool:y execute\nallow coder_t tool:y execute\n");
+  f.t.write("ctx/bin/calls.sh",
+            "/ctx/bin/ctx tool x; echo \"x=$?\"; /ctx/bin/ctx tool y; echo \"y=$?\"; ls /ctx/tool\n", 0755);
+  RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev", ",\"tools\":[\"x\",\"y\"]") +
+                     "' >/dev/null; /ctx/bin/ctx agent start rev -- /bin/sh /ctx/bin/calls.sh >/dev/null; "
+                     "/ctx/bin/ctx agent wait rev");
+  std::string out = f.exists(f.session_dir("rev") + "/output.log") ? f.read(f.session_dir("rev") + "/output.log") : "";
+  INFO(r.out << r.err << out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(out.find("ran-x") == std::string::npos);
+  CHECK(out.find("x=13\n") != std::string::npos);
+  CHECK(out.find("\"reason\":\"tool_policy\"") != std::string::npos);
+  CHECK(out.find("'allow coder_t tool:x execute' for rev's ancestor type coder_t") != std::string::npos);
+  CHECK(out.find("ran-y\ny=0\n") != std::string::npos);
+  // The view shows y and not x to the child.
+  CHECK(out.find("\ny\n") != std::string::npos);
+  CHECK(out.find("\nx\n") == std::string::npos);
+  CHECK(has_event(events(f, "rev"), {{"type", "tool.call"}, {"object", "tool/x"}, {"status", "denied"}}));
+  // ctx explain on the host answers the same for the child.
+  RunResult ex = ctx::test::run_command(
+      {ctx::test::built("ctx/ctx"), "explain", "--ctx-root", f.t.root(), "rev", "tool:x", "execute"});
+  INFO(ex.out << ex.err);
+  CHECK(ex.exit_code == 1);
+  CHECK(ex.out.find("rev tool:x execute: denied") != std::string::npos);
+  CHECK(ex.out.find("for rev's ancestor type coder_t") != std::string::npos);
+  RunResult ey = ctx::test::run_command(
+      {ctx::test::built("ctx/ctx"), "explain", "--ctx-root", f.t.root(), "rev", "tool:y", "execute"});
+  INFO(ey.out << ey.err);
+  CHECK(ey.exit_code == 0);
+}
+
 // Three levels: coder starts rev, whose runtime starts sub; all stay up
 // until the test kills coder's runtime or coder's supervisor.
 TEST_CASE("SIGKILL of the parent's runtime or supervisor leaves no descendant and no cgroup", "[root][userns]") {

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <map>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -820,4 +821,31 @@ TEST_CASE("write_child: what an interrupted create left is cleaned up by the nex
     CHECK(r.t.read("outside") == "keep\n");
     CHECK(r.t.read("agent/rev-1.d/owner") == "1000\n");
   }
+}
+
+TEST_CASE("child: ancestor_types walks the parent files; what cannot be read admits nothing", "[unit]") {
+  auto with = [](const std::string& name, const std::string& type, const std::string& parent) {
+    AgentSpec s;
+    s.name = name;
+    if (!type.empty()) s.label = Label{"u", "r", type, "s0"};
+    if (!parent.empty()) s.parent = Parent{parent, "default", ""};
+    return s;
+  };
+  std::map<std::string, AgentSpec> tree{{"coder", with("coder", "coder_t", "root")},
+                                        {"root", with("root", "root_t", "")},
+                                        {"nolabel", with("nolabel", "", "")},
+                                        {"loop", with("loop", "loop_t", "loop")}};
+  auto load = [&](const std::string& n) -> ctx::Result<AgentSpec> {
+    auto it = tree.find(n);
+    if (it == tree.end()) return ctx::fail(ENOENT, n + ": no such agent");
+    return it->second;
+  };
+  CHECK(ancestor_types(with("rev", "rev_t", ""), load).empty());
+  CHECK(ancestor_types(with("rev", "rev_t", "coder"), load) == std::vector<std::string>{"coder_t", "root_t"});
+  CHECK(ancestor_types(with("rev", "rev_t", "gone"), load) == std::vector<std::string>{""});
+  CHECK(ancestor_types(with("rev", "rev_t", "nolabel"), load) == std::vector<std::string>{""});
+  auto loop = ancestor_types(with("rev", "rev_t", "loop"), load);
+  REQUIRE(loop.size() == kMaxAncestry + 1);
+  CHECK(loop.front() == "loop_t");
+  CHECK(loop.back().empty());
 }
