@@ -52,4 +52,22 @@ Result<void> plan_ancestry(agentdir::AgentSpec& spec, PlanOptions& po, const Age
   return {};
 }
 
+Result<void> check_owned_launch(const agentdir::AgentSpec& spec, pid_t owned_by, pid_t parent_pid) {
+  if (!spec.parent || spec.life != agentdir::Life::owned) return {};
+  const std::string& p = spec.parent->agent;
+  auto refuse = [&](const std::string& why) -> Result<void> {
+    return fail(EPERM, spec.ctx_root + "/agent/" + spec.name + ".d/parent:1: EPERM: " + spec.name +
+                           " is owned by agent " + p + " (life owned): start it from " + p + " (ctx agent start " +
+                           spec.name + "), so that it is cancelled with its parent; " + why + "; or remove " +
+                           spec.name + ".d/parent to run it as an agent of its own");
+  };
+  if (owned_by <= 0) return refuse("it was launched directly");
+  if (owned_by != parent_pid)
+    return refuse("--owned-by " + std::to_string(owned_by) + " is not the process that started it");
+  std::string pid = sys::read_or_empty(spec.ctx_root + "/agent/" + p + ".d", "pid");
+  if (pid != std::to_string(owned_by) + "\n")
+    return refuse("--owned-by " + std::to_string(owned_by) + " is not the supervisor " + p + ".d/pid names");
+  return {};
+}
+
 }  // namespace ctx::launcher

@@ -182,6 +182,11 @@ int main(int argc, char** argv) {
                                               [&](const std::string& n) { return ctx::agentdir::load(a.ctx_root, n); });
         !r)
       return report(r.error(), ctx::launcher::kExitLaunchFailed);
+  // An owned child runs only under its parent's supervisor (seed 003 rule
+  // 5); a dry run touches nothing and may show its plan.
+  if (!a.dry_run)
+    if (auto r = ctx::launcher::check_owned_launch(*spec, a.owned_by, ::getppid()); !r)
+      return report(r.error(), ctx::launcher::kExitLaunchFailed);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
   if (a.dry_run) {

@@ -610,6 +610,34 @@ TEST_CASE("start re-checks the child: another owner's agent or a widened child i
   CHECK_FALSE(f.exists(f.session_dir("rev") + "/output.log"));  // nothing was started
 }
 
+// Seed 003 rule 5: an owned child (a `parent` file naming an agent; life
+// owned) runs only under its parent's supervisor, which cancels it with
+// the parent. Launched directly, or with a forged --owned-by, it is
+// refused before anything is made.
+TEST_CASE("an owned child cannot be launched outside its parent's supervisor", "[root][userns]") {
+  Family f;
+  RunResult made = f.sh("/ctx/bin/ctx agent create '" + request("rev") + "'");
+  REQUIRE(made.exit_code == 0);
+  const std::string want = f.t.root() +
+                           "/agent/rev.d/parent:1: EPERM: rev is owned by agent coder (life owned): "
+                           "start it from coder (ctx agent start rev), so that it is cancelled with its parent; ";
+  RunResult direct = f.t.launch({"rev", "--", "/probe", "ids"}, f.m.as);
+  INFO(direct.out << direct.err);
+  CHECK(direct.exit_code == 125);
+  CHECK(direct.err.rfind("ctx-agent-run: " + want + "it was launched directly", 0) == 0);
+  RunResult forged = f.t.launch({"--owned-by", "1", "rev", "--", "/probe", "ids"}, f.m.as);
+  INFO(forged.err);
+  CHECK(forged.exit_code == 125);
+  CHECK(forged.err.find(want + "--owned-by 1 is not the process that started it") != std::string::npos);
+  CHECK_FALSE(f.exists(f.session_dir("rev") + "/output.log"));  // nothing ran
+  CHECK_FALSE(f.exists("ctx/agent/rev.d/status"));
+  // Its parent starts it.
+  RunResult ok = f.sh("set -e; /ctx/bin/ctx agent start rev -- /probe ids >/dev/null; /ctx/bin/ctx agent wait rev");
+  INFO(ok.out << ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(json::parse(json_lines(ok.out).back())["exit_status"] == 0);
+}
+
 TEST_CASE("a child whose parent cannot be read is not launched", "[root][userns]") {
   Family f;
   f.t.agent("orphan", {{"parent", "agent:gone session:default\n"}});
