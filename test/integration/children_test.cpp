@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "agentdir/child.hpp"
 #include "cgroup/discover.hpp"
 #include "cgroup/placement.hpp"
 #include "sys/mountinfo.hpp"
@@ -636,6 +637,56 @@ TEST_CASE("an owned child cannot be launched outside its parent's supervisor", "
   INFO(ok.out << ok.err);
   CHECK(ok.exit_code == 0);
   CHECK(json::parse(json_lines(ok.out).back())["exit_status"] == 0);
+}
+
+// Seed 003 "Handoff Protocol": the create request's input references and
+// output contract land beside handoff.md (input.jsonl, output.md), read-only
+// for the child; bad ones are refused with a reason and write nothing.
+TEST_CASE("a create request's inputs and output contract reach the child's handoff, strictly checked",
+          "[root][userns]") {
+  Family f;
+  RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" +
+                     request("rev", ",\"inputs\":[\"/usr/bin\",\"/ctx/bin/ctx\"],\"output\":\"A patch.\\n\"") +
+                     "' >/dev/null; /ctx/bin/ctx agent start rev -- /probe read:/handoff/input.jsonl "
+                     "read:/handoff/output.md write:/handoff/output.md write:/handoff/input.jsonl >/dev/null; "
+                     "/ctx/bin/ctx agent wait rev");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::string ctxdir = f.session_dir("coder") + "/context/child/rev/";
+  CHECK(f.read(ctxdir + "input.jsonl") ==
+        "{\"parent_path\":\"/usr/bin\",\"path\":\"/usr/bin\"}\n"
+        "{\"parent_path\":\"/ctx/bin/ctx\",\"path\":\"/ctx/bin/ctx\"}\n");
+  CHECK(f.read(ctxdir + "output.md") == "A patch.\n");
+  auto out = json_lines(f.read(f.session_dir("rev") + "/output.log"));
+  REQUIRE(out.size() == 1);
+  json seen = json::parse(out[0]);
+  CHECK(seen["read:/handoff/input.jsonl"] == "ok");
+  CHECK(seen["read:/handoff/output.md"] == "ok");
+  CHECK(seen["write:/handoff/output.md"] == "EROFS");
+  CHECK(seen["write:/handoff/input.jsonl"] == "EROFS");
+
+  const std::pair<std::string, std::string> bad[] = {
+      {",\"inputs\":[\"usr/bin\"]", "\"reason\":\"invalid_request\""},
+      {",\"inputs\":[\"/usr/../etc\"]", "\"reason\":\"invalid_request\""},
+      {",\"inputs\":[\"/usr/bin/\"]", "\"reason\":\"invalid_request\""},
+      {",\"inputs\":[\"/usr\\u0000x\"]", "\"reason\":\"invalid_request\""},
+      {",\"inputs\":\"/usr\"", "\"reason\":\"invalid_request\""},
+      {",\"inputs\":[\"/etc/passwd\"]", "\"reason\":\"input_not_visible\""},
+      {",\"output\":7", "\"reason\":\"invalid_request\""},
+      {",\"output\":\"a\\u0000b\"", "\"reason\":\"invalid_request\""},
+  };
+  for (const auto& [more, reason] : bad) {
+    RunResult b = f.sh("/ctx/bin/ctx agent create '" + request("sub", more) + "'");
+    INFO(more << "\n" << b.err);
+    CHECK(b.exit_code != 0);
+    CHECK(b.err.find(reason) != std::string::npos);
+    CHECK_FALSE(f.exists("ctx/agent/sub.d"));
+  }
+  std::string big(ctx::agentdir::kMaxHandoffText + 1, 'x');
+  RunResult b = f.sh("/ctx/bin/ctx agent create '" + request("sub", ",\"output\":\"" + big + "\"") + "'");
+  CHECK(b.exit_code == 22);
+  CHECK(b.err.find("output is longer than 65536 bytes") != std::string::npos);
+  CHECK_FALSE(f.exists("ctx/agent/sub.d"));
 }
 
 TEST_CASE("a child whose parent cannot be read is not launched", "[root][userns]") {

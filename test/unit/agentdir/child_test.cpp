@@ -641,7 +641,7 @@ struct Root {
 
 TEST_CASE("write_child writes the .d, the entry, the root and the parent's coordination files", "[fs]") {
   Root r;
-  auto w = write_child(r.parent, r.child, "default", "Task: review\n", std::nullopt);
+  auto w = write_child(r.parent, r.child, "default", "Task: review\n", "", std::nullopt);
   REQUIRE(w);
   std::vector<std::string> files;
   for (const auto& [file, content] : r.child.files) {
@@ -670,8 +670,11 @@ TEST_CASE("write_child writes the .d, the entry, the root and the parent's coord
   CHECK(r.t.read(c + "result.md").empty());
   CHECK(r.t.read(c + "refs.jsonl").empty());
   CHECK(S_ISDIR(lstat_of(r.t / (c + "artifact")).st_mode));
-  CHECK(ctx::test::names_in(r.t / c) ==
-        std::vector<std::string>{"agent", "artifact", "handoff.md", "refs.jsonl", "result.md", "session", "status"});
+  CHECK(ctx::test::names_in(r.t / c) == std::vector<std::string>{"agent", "artifact", "handoff.md", "input.jsonl",
+                                                                 "output.md", "refs.jsonl", "result.md", "session",
+                                                                 "status"});
+  CHECK(r.t.read(c + "input.jsonl").empty());
+  CHECK(r.t.read(c + "output.md").empty());
   // No temporary name is left behind.
   CHECK(ctx::test::names_in(r.t / "agent") == std::vector<std::string>{"coder", "coder.d", "rev-1", "rev-1.d"});
   CHECK(r.t.read("home/1000/agent/coder/session/default/messages.jsonl") == "{}\n");
@@ -684,7 +687,7 @@ TEST_CASE("write_child gives the agent its channels and root, and keeps the .d a
   bool root = ::geteuid() == 0;
   ctx::sys::Ownership o{root ? 4242u : ::getuid(), root ? 4343u : ::getgid()};
   struct stat before = lstat_of(r.t / "home/1000/agent/coder/session/default");
-  REQUIRE(write_child(r.parent, r.child, "default", "x\n", o));
+  REQUIRE(write_child(r.parent, r.child, "default", "x\n", "", o));
   std::string c = r.context();
   for (const std::string& p : std::vector<std::string>{
            "home/1000/agent/rev-1", "home/1000/agent/rev-1/root", "home/1000/agent/coder/session/default/context", c,
@@ -723,13 +726,13 @@ TEST_CASE("write_child: a symlinked entry stays a symlink, a missing one is not 
     Root r;
     ::unlink((r.t / "agent/coder").c_str());
     r.t.symlink("/ctx/bin/runtime", "agent/coder");
-    REQUIRE(write_child(r.parent, r.child, "default", "", std::nullopt));
+    REQUIRE(write_child(r.parent, r.child, "default", "", "", std::nullopt));
     CHECK(std::filesystem::read_symlink(r.t / "agent/rev-1") == "/ctx/bin/runtime");
   }
   SECTION("none") {
     Root r;
     ::unlink((r.t / "agent/coder").c_str());
-    REQUIRE(write_child(r.parent, r.child, "default", "", std::nullopt));
+    REQUIRE(write_child(r.parent, r.child, "default", "", "", std::nullopt));
     CHECK(ctx::test::names_in(r.t / "agent") == std::vector<std::string>{"coder.d", "rev-1.d"});
   }
 }
@@ -744,7 +747,7 @@ TEST_CASE("write_child: a taken name is EACCES exists and nothing is written", "
       r.t.write(std::string("agent/") + clash, "");
     }
     auto before = tree(r.t.path());
-    auto w = write_child(r.parent, r.child, "default", "x\n", std::nullopt);
+    auto w = write_child(r.parent, r.child, "default", "x\n", "", std::nullopt);
     REQUIRE_FALSE(w);
     CHECK(w.error().code == EACCES);
     CHECK(w.error().reason == "exists");
@@ -758,7 +761,7 @@ TEST_CASE("write_child: an earlier child's coordination directory is not overwri
   Root r;
   r.t.write(r.context() + "/result.md", "earlier results\n");
   auto before = tree(r.t.path());
-  auto w = write_child(r.parent, r.child, "default", "x\n", std::nullopt);
+  auto w = write_child(r.parent, r.child, "default", "x\n", "", std::nullopt);
   REQUIRE_FALSE(w);
   CHECK(w.error().code == EACCES);
   CHECK(w.error().reason == "exists");
@@ -775,7 +778,7 @@ TEST_CASE("write_child: a failure late in the work removes what the call made, a
   ::unlink((r.t / "agent/coder").c_str());
   r.t.mkdir("agent/coder");
   auto before = tree(r.t.path());
-  auto w = write_child(r.parent, r.child, "default", "x\n", std::nullopt);
+  auto w = write_child(r.parent, r.child, "default", "x\n", "", std::nullopt);
   REQUIRE_FALSE(w);
   CHECK(w.error().code == EINVAL);
   CHECK(w.error().msg ==
@@ -787,7 +790,7 @@ TEST_CASE("write_child: a failure late in the work removes what the call made, a
 TEST_CASE("write_child: a session name that is not a name is refused", "[fs]") {
   Root r;
   auto before = tree(r.t.path());
-  auto w = write_child(r.parent, r.child, "../..", "x\n", std::nullopt);
+  auto w = write_child(r.parent, r.child, "../..", "x\n", "", std::nullopt);
   REQUIRE_FALSE(w);
   CHECK(w.error().code == EINVAL);
   CHECK(w.error().reason == "invalid_request");
@@ -812,7 +815,7 @@ TEST_CASE("write_child: what an interrupted create left is cleaned up by the nex
     r.t.write("outside", "keep\n");
     r.t.symlink(r.t / "outside", r.context() + "/link");
     if (*status == '\0') ::unlink((r.t / (r.context() + "/link")).c_str());  // only agent and session then
-    auto w = write_child(r.parent, r.child, "default", "Task\n", std::nullopt);
+    auto w = write_child(r.parent, r.child, "default", "Task\n", "", std::nullopt);
     INFO((w ? std::string() : w.error().msg));
     REQUIRE(w);
     CHECK(r.t.read(r.context() + "/status") == "created\n");
