@@ -85,6 +85,13 @@ struct AgentSpec {
   policy::Policy policy;
   std::optional<cgroup::Limits> limits;  ///< the `limits` file (cgroup/limits.hpp)
   IdentitySource id_source;
+  /// An owned child's ancestors' label types, parent first (filled by a
+  /// launch, `ctx explain` and `ctx view` from the parent chain; never
+  /// read from `<name>.d/`). "" stands for an ancestor without a label or
+  /// one that cannot be read: it admits nothing. A tool's or model's own
+  /// policy must admit every one of them as well as the agent's own type
+  /// (seed 000 "Attenuation"; agentdir::ancestor_types).
+  std::vector<std::string> ancestor_types;
 
   /// The label's type, or "" with no label.
   std::string subject() const { return label ? label->type : std::string(); }

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "agentdir/mount_rules.hpp"
+#include <nlohmann/json.hpp>
+
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
@@ -204,6 +206,30 @@ Result<void> within_parent_policy(const AgentSpec& parent, const AgentSpec& chil
   return {};
 }
 
+// The request's input references: strict absolute paths (no "..", no
+// control byte), each in a requested mount's source (so the parent sees
+// it), named as the child sees it through that mount (the deepest).
+Result<std::string> child_inputs(const ChildRequest& req) {
+  if (req.inputs.size() > kMaxInputs)
+    return fail(invalid(req.name, "inputs", "more than " + std::to_string(kMaxInputs) + " entries"));
+  std::string out;
+  for (std::size_t i = 0; i < req.inputs.size(); ++i) {
+    const std::string& p = req.inputs[i];
+    std::string where = "inputs[" + std::to_string(i) + "] " + printable(p);
+    if (auto issue = abs_path_issue(p))
+      return fail(invalid(req.name, where, issue->what + "; give a strict absolute path as the parent sees it"));
+    const mountspec::ChildMount* best = nullptr;
+    for (const auto& m : req.mounts)
+      if (path_is_at_or_under(p, m.source) && (best == nullptr || m.source.size() > best->source.size())) best = &m;
+    if (best == nullptr)
+      return fail(refusal(req.name, where, EACCES, "input_not_visible",
+                          "is in no mount of the child's request; add a mount that shows it, or leave it out"));
+    std::string inner = path_join(best->target, path_suffix(p, best->source));
+    out += nlohmann::json{{"path", inner}, {"parent_path", p}}.dump(-1, ' ', true) + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, const ChildOrigin& origin,
@@ -247,6 +273,7 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
     for (auto& r : mount_rules(*mounts, label.type)) rules.push_back(std::move(r));
   CTX_TRY_ASSIGN(std::vector<std::uint32_t> groups, child_groups(parent, req));
   CTX_TRY_ASSIGN(std::string cwd, child_cwd(parent, req, *mounts));
+  CTX_TRY_ASSIGN(std::string inputs, child_inputs(req));
 
   // Empty lists are left out (an absent list file loads as an empty one),
   // except `path`, whose absence would mean the default CTX_PATH.
@@ -283,7 +310,7 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
     e.reason = "invalid_request";
     return fail(std::move(e));
   }
-  return ChildPlan{std::move(f), std::move(*spec)};
+  return ChildPlan{std::move(f), std::move(*spec), std::move(inputs)};
 }
 
 Result<void> check_child(const AgentSpec& parent, const AgentSpec& child) {
@@ -330,6 +357,26 @@ Result<void> check_child(const AgentSpec& parent, const AgentSpec& child) {
 std::string child_context_dir(const AgentSpec& parent, std::string_view session, std::string_view child) {
   return path_join(parent.ctx_root,
                    "home/" + session_rel(parent.owner, parent.name, session) + "/context/child/" + std::string(child));
+}
+
+std::vector<std::string> ancestor_types(const AgentSpec& spec,
+                                        const std::function<Result<AgentSpec>(const std::string&)>& load) {
+  std::vector<std::string> out;
+  std::optional<Parent> next = spec.parent;
+  for (int depth = 0; next; ++depth) {
+    if (depth == kMaxAncestry) {
+      out.emplace_back();
+      break;
+    }
+    auto p = load(next->agent);
+    if (!p) {
+      out.emplace_back();
+      break;
+    }
+    out.push_back(p->subject());
+    next = p->parent;
+  }
+  return out;
 }
 
 }  // namespace ctx::agentdir

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,7 +42,17 @@ struct ChildRequest {
   /// else "/".
   std::optional<std::string> cwd;
   std::string handoff;  ///< "handoff": the text of handoff.md
+  /// "inputs": paths as the parent sees them that the child is to work
+  /// from (seed 003 "Handoff Protocol": input references). Each must lie
+  /// in one of the requested mounts' sources; input.jsonl names each as
+  /// the child sees it.
+  std::vector<std::string> inputs;
+  std::string output;  ///< "output": the output contract, the text of output.md
 };
+
+/// Bounds of a request's handoff fields (bytes and entries).
+inline constexpr std::size_t kMaxHandoffText = 64 * 1024;
+inline constexpr std::size_t kMaxInputs = 256;
 
 /// Where the request comes from: the parent's session and run, which the
 /// child's `parent` file records ("agent:coder session:default run:r1").
@@ -54,6 +65,10 @@ struct ChildOrigin {
 struct ChildPlan {
   ControlFiles files;  ///< file name -> exact content, each ending in '\n'
   AgentSpec spec;      ///< build_spec of `files` (so they are known to load)
+  /// input.jsonl of the child's coordination directory: one
+  /// {"path":<as the child sees it>,"parent_path":<as the parent does>}
+  /// per request input, in order ("" for none).
+  std::string inputs_jsonl;
 };
 
 /// Checks a request and derives the child's control files. Every denial
@@ -91,6 +106,17 @@ Result<ChildPlan> plan_child(const AgentSpec& parent, const ChildRequest& req, c
 /// another subject stays check_subset's EINVAL wrong_subject.
 Result<void> check_child(const AgentSpec& parent, const AgentSpec& child);
 
+/// The deepest parent chain followed; a longer one ends in "" (below).
+inline constexpr int kMaxAncestry = 16;
+
+/// The label types of spec's ancestors, parent first, each read with
+/// `load` by name from the `parent` files. An ancestor without a label,
+/// one that cannot be read, and a chain longer than kMaxAncestry give "",
+/// which no policy admits: what nobody can vouch for grants nothing.
+/// Empty for an agent without a parent.
+std::vector<std::string> ancestor_types(const AgentSpec& spec,
+                                        const std::function<Result<AgentSpec>(const std::string&)>& load);
+
 /// Host path of a parent session's coordination directory for a child:
 /// <ctx>/home/<owner>/agent/<parent>/session/<session>/context/child/<child>
 std::string child_context_dir(const AgentSpec& parent, std::string_view session, std::string_view child);
@@ -115,6 +141,6 @@ std::string child_context_dir(const AgentSpec& parent, std::string_view session,
 /// rewrite its child's control files. On any failure what was created is
 /// removed again.
 Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::string_view session,
-                         std::string_view handoff, std::optional<sys::Ownership> owner);
+                         std::string_view handoff, std::string_view output, std::optional<sys::Ownership> owner);
 
 }  // namespace ctx::agentdir

@@ -175,7 +175,7 @@ Result<void> remove_unfinished_create(int ctxfd, int agentsfd, const std::string
 }  // namespace
 
 Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::string_view session,
-                         std::string_view handoff, std::optional<sys::Ownership> owner) {
+                         std::string_view handoff, std::string_view output, std::optional<sys::Ownership> owner) {
   const std::string& name = plan.spec.name;
   const std::string& ctx = parent.ctx_root;
   if (auto e = agent_name_issue(name))
@@ -228,8 +228,14 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
     return fail(cdir.error().with_context(name + ": creating " + context));
   }
   const std::pair<const char*, std::string> channels[] = {
-      {"agent", name + "\n"}, {"session", "default\n"}, {"status", "created\n"}, {"handoff.md", std::string(handoff)},
-      {"result.md", ""},      {"refs.jsonl", ""},
+      {"agent", name + "\n"},
+      {"session", "default\n"},
+      {"status", "created\n"},
+      {"handoff.md", std::string(handoff)},
+      {"result.md", ""},
+      {"refs.jsonl", ""},
+      {"input.jsonl", plan.inputs_jsonl},
+      {"output.md", std::string(output)},
   };
   for (const auto& [file, content] : channels) {
     CTX_TRY_CTX(sys::atomic_replace(made.fd(*cdir), file, content, kFileMode, false, owner),

@@ -20,7 +20,8 @@ struct Layer {
 /// `tool:X execute` the CTX_PATH lookup, the mount, the mode bits for the
 /// agent's host ids, the agent's policy and the tool's own policy (seen
 /// from the host, with the agent's mount table); for everything else the
-/// agent's policy alone.
+/// agent's policy alone. The tool's policy must admit spec.ancestor_types
+/// too (an owned child's ancestors; the caller fills them).
 std::vector<Layer> explain_layers(const agentdir::AgentSpec& spec, const policy::Request& req);
 
 }  // namespace ctx::helper

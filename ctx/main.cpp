@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "agentdir/child.hpp"
 #include "agentdir/load.hpp"
 #include "base/text.hpp"
 #include "ctx/agent.hpp"
@@ -158,6 +159,8 @@ int run_explain(const std::string& ctx_root, const std::string& agent, const std
     std::fprintf(stderr, "ctx explain: %s\n", ctx::printable(spec.error().msg).c_str());
     return 2;
   }
+  spec->ancestor_types =
+      ctx::agentdir::ancestor_types(*spec, [&](const std::string& n) { return ctx::agentdir::load(ctx_root, n); });
   auto layers = ctx::helper::explain_layers(*spec, *req);
   bool allowed = std::all_of(layers.begin(), layers.end(), [](const auto& l) { return l.allows; });
   std::printf("%s %s %s: %s\n", ctx::printable(agent).c_str(), ctx::printable(class_object).c_str(),
@@ -179,6 +182,8 @@ int run_view(const std::string& ctx_root, const std::string& agent, bool as_json
     return 2;
   }
   ctx::view::FsTree tree(root->get());
+  spec->ancestor_types =
+      ctx::agentdir::ancestor_types(*spec, [&](const std::string& n) { return ctx::agentdir::load(ctx_root, n); });
   auto j = ctx::helper::view_tree(ctx::view::viewer_for(*spec), tree);
   if (as_json) {
     std::cout << j.dump(2, ' ', true) << "\n";

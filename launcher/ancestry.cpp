@@ -12,7 +12,7 @@ namespace ctx::launcher {
 
 namespace {
 
-constexpr int kMaxDepth = 16;
+constexpr int kMaxDepth = agentdir::kMaxAncestry;
 
 void keep_only_shared(agentdir::IdentitySource& mine, const agentdir::IdentitySource& theirs) {
   mine.uid_by_root = mine.uid_by_root && theirs.uid_by_root;
@@ -34,7 +34,7 @@ Result<void> plan_ancestry(agentdir::AgentSpec& spec, PlanOptions& po, const Age
                                       spec.name + ".d/parent to run it as an agent of its own");
     if (!p) {
       spec.id_source = {};  // an ancestor nobody can vouch for decided nothing
-      return {};
+      break;
     }
     keep_only_shared(spec.id_source, p->id_source);
     std::string session = cur->parent->session.empty() ? "default" : cur->parent->session;
@@ -48,6 +48,25 @@ Result<void> plan_ancestry(agentdir::AgentSpec& spec, PlanOptions& po, const Age
     cur = &*anc;
   }
   if (cur->parent) spec.id_source = {};
+  spec.ancestor_types = agentdir::ancestor_types(spec, load);
+  return {};
+}
+
+Result<void> check_owned_launch(const agentdir::AgentSpec& spec, pid_t owned_by, pid_t parent_pid) {
+  if (!spec.parent || spec.life != agentdir::Life::owned) return {};
+  const std::string& p = spec.parent->agent;
+  auto refuse = [&](const std::string& why) -> Result<void> {
+    return fail(EPERM, spec.ctx_root + "/agent/" + spec.name + ".d/parent:1: EPERM: " + spec.name +
+                           " is owned by agent " + p + " (life owned): start it from " + p + " (ctx agent start " +
+                           spec.name + "), so that it is cancelled with its parent; " + why + "; or remove " +
+                           spec.name + ".d/parent to run it as an agent of its own");
+  };
+  if (owned_by <= 0) return refuse("it was launched directly");
+  if (owned_by != parent_pid)
+    return refuse("--owned-by " + std::to_string(owned_by) + " is not the process that started it");
+  std::string pid = sys::read_or_empty(spec.ctx_root + "/agent/" + p + ".d", "pid");
+  if (pid != std::to_string(owned_by) + "\n")
+    return refuse("--owned-by " + std::to_string(owned_by) + " is not the supervisor " + p + ".d/pid names");
   return {};
 }
 

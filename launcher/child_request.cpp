@@ -98,10 +98,19 @@ Result<agentdir::ChildRequest> decode_child_request(const json& j) {
     } else if (k == "handoff") {
       if (!v.is_string()) return fail(bad_request("handoff must be a string (the text of handoff.md)"));
       r.handoff = v.get<std::string>();
+    } else if (k == "inputs") {
+      if (!v.is_array()) return fail(bad_request("inputs must be an array of absolute paths"));
+      CTX_TRY_ASSIGN(r.inputs, string_list(v, k));
+    } else if (k == "output") {
+      if (!v.is_string()) return fail(bad_request("output must be a string (the output contract, output.md)"));
+      r.output = v.get<std::string>();
+      if (r.output.size() > agentdir::kMaxHandoffText)
+        return fail(bad_request("output is longer than " + std::to_string(agentdir::kMaxHandoffText) + " bytes"));
+      if (r.output.find('\0') != std::string::npos) return fail(bad_request("output holds a NUL byte"));
     } else {
       return fail(bad_request("unknown key '" + k +
                               "' (known: name label model tools shared agents network mount "
-                              "groups cwd handoff)"));
+                              "groups cwd handoff inputs output)"));
     }
   }
   if (r.name.empty()) return fail(bad_request("name is required"));

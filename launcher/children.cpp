@@ -205,7 +205,7 @@ std::string Children::shown(const std::string& host) const {
 Result<json> Children::create(const agentdir::ChildRequest& r) {
   CTX_TRY_ASSIGN(agentdir::ChildPlan plan,
                  agentdir::plan_child(*cfg_.parent, r, {cfg_.session, cfg_.run}, agentdir::passwd_primary_gid()));
-  if (auto w = agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, cfg_.spawn.owner); !w) {
+  if (auto w = agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, r.output, cfg_.spawn.owner); !w) {
     // "<host>/agent/rev already exists": said with the parent's paths.
     Error e = w.error();
     const std::string root = cfg_.parent->ctx_root;

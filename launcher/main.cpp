@@ -211,6 +211,11 @@ int main(int argc, char** argv) {
       for (const auto& n : *names)
         // Directories only (a .keep file or a planted link is no session).
         if (auto st = ctx::sys::stat_at(dir->get(), n); st && *st && S_ISDIR((*st)->mode)) po.sessions.push_back(n);
+  // An owned child runs only under its parent's supervisor (seed 003 rule
+  // 5); a dry run touches nothing and may show its plan.
+  if (!a.dry_run)
+    if (auto r = ctx::launcher::check_owned_launch(*spec, a.owned_by, ::getppid()); !r)
+      return report(r.error(), ctx::launcher::kExitLaunchFailed);
   auto plan = ctx::launcher::make_plan(*spec, *caller, po);
   if (!plan) return report(plan.error(), ctx::launcher::kExitLaunchFailed);
   if (a.dry_run) {

@@ -153,9 +153,10 @@ std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string
       return Refusal{refusal(EACCES, "mode", c.rel + " is not executable for uid " + std::to_string(v.uid)), "denied",
                      c.rel, c.name, c.alias};
     case V::model_policy:
-      return Refusal{
-          refusal(EACCES, "model_policy", "the model's own policy (" + c.name + ".d/policy) has no " + missing()),
-          "denied", c.rel, c.name, c.alias};
+      return Refusal{refusal(EACCES, "model_policy",
+                             "the model's own policy (" + c.name + ".d/policy) has no " +
+                                 view::own_policy_gap(v, c.refused_type, policy::Class::model, c.name, "use")),
+                     "denied", c.rel, c.name, c.alias};
   }
   ModelEntry m;
   m.name = c.name;

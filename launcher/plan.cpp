@@ -261,12 +261,16 @@ class SharedSpaces {
 // An owned child's handoff: the parent's instructions read-only, the
 // result channels writable, nothing else of the parent's context.
 void add_handoff(const AgentSpec& spec, const std::string& handoff_dir, std::vector<MountStep>& binds) {
-  for (const char* f : {"handoff.md", "result.md", "refs.jsonl", "artifact"}) {
+  for (const char* f : {"handoff.md", "input.jsonl", "output.md", "result.md", "refs.jsonl", "artifact"}) {
     MountStep b;
     b.kind = StepKind::bind;
     b.source = path_join(handoff_dir, f);
     b.target = path_join(kHandoffDir, f);
-    b.attrs = {.rdonly = std::string_view(f) == "handoff.md", .nosuid = true, .nodev = true, .noexec = true};
+    const std::string_view n(f);
+    b.attrs = {.rdonly = n == "handoff.md" || n == "input.jsonl" || n == "output.md",
+               .nosuid = true,
+               .nodev = true,
+               .noexec = true};
     b.need_write = !b.attrs.rdonly;
     b.beneath = spec.ctx_root;
     binds.push_back(std::move(b));
@@ -464,6 +468,7 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   plan.ctx_root = spec.ctx_root;
   plan.owner = spec.owner;
   plan.tier_user = spec.tier_user;
+  plan.ancestor_types = spec.ancestor_types;
   plan.root = spec.root;
   plan.cwd = spec.cwd;
   plan.hostname = spec.name;

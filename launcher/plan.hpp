@@ -78,6 +78,10 @@ struct LaunchPlan {
   /// A user agent's tier (its owner's uid), none for a system agent
   /// (agentdir/tier.hpp): where its .d/, socket and entry are.
   std::optional<std::uint32_t> tier_user;
+  /// An owned child's ancestors' label types, parent first
+  /// (AgentSpec::ancestor_types): every tool's and model's own policy must
+  /// admit them too.
+  std::vector<std::string> ancestor_types;
   std::string root;  ///< host path that becomes "/"
   std::string cwd;
   IdPlan ids;

@@ -614,7 +614,13 @@ Result<Terminal> open_terminal(const Reporter& rep) {
 // The init's life after the fork: forward signals, reap, end with the
 // runtime. Over the lifeline it tells the supervisor when the runtime
 // stops ('S', job control of an interactive launch) and takes 'c' to
-// continue it; EOF there means the supervisor is gone.
+// continue it and 'T' to cancel it; EOF there means the supervisor is gone.
+// A cancellation (seed 003, step 4) is SIGTERM to every process of the
+// sandbox, not only to the runtime: kill(-1) from pid 1 of the sandbox's
+// pid namespace reaches every process in it (and in namespaces below)
+// but the init, so a grandchild the runtime forked gets its chance to
+// finish too. A signal forwarded from the supervisor's caller still goes
+// to the runtime alone: that is the runtime's to pass on.
 [[noreturn]] void be_init(pid_t runtime, int sigfd, int lifeline, bool terminal) {
   while (true) {
     std::vector<struct pollfd> fds{{sigfd, POLLIN, 0}, {lifeline, POLLIN, 0}};
@@ -629,6 +635,7 @@ Result<Terminal> open_terminal(const Reporter& rep) {
         _exit(128 + SIGKILL);
       }
       if (c == 'c') (void)sys::signal_pid(-runtime, SIGCONT);
+      if (c == 'T') (void)sys::signal_pid(-1, SIGTERM);
     }
     if ((fds[0].revents & POLLIN) == 0) continue;
     auto sig = sys::read_signalfd(sigfd);

@@ -34,12 +34,14 @@ constexpr const char* kTmpfsOptions = "mode=0755,size=1m,nr_inodes=16384";
 }  // namespace
 
 // Who looks: the agent, its owner and the runtime's host ids, as the
-// launch placed them (the label and policy are read live).
+// launch placed them, and its ancestors' types (the label and policy are
+// read live).
 view::Viewer runtime_viewer(const LaunchPlan& plan) {
   view::Viewer v;
   v.agent = plan.name;
   v.owner = plan.owner;
   v.user_tier = plan.tier_user.has_value();
+  v.ancestors = plan.ancestor_types;
   v.uid = plan.ids.host_uid;
   v.gid = plan.ids.host_gid;
   v.groups = plan.ids.host_groups;

@@ -617,7 +617,9 @@ void Supervisor::read_notify() {
 
 // The cancellation sequence of seed 003 (our parent died, or `ctx agent
 // stop`): stopping, no new connections, the children cancelled, SIGTERM
-// to the runtime, SIGKILL after the grace period (supervise_loop).
+// to every process of the sandbox (the init does it on 'T' over the
+// lifeline; launcher/sandbox.cpp), SIGKILL after the grace period
+// (supervise_loop).
 void Supervisor::cancel(const char* reason) {
   if (cancelled_) return;
   cancelled_ = true;
@@ -629,7 +631,9 @@ void Supervisor::cancel(const char* reason) {
   children_->close_control();
   children_->cancel_all();
   (void)sys::fault_at("cancel.children");
-  (void)sys::signal_pidfd(child_->pidfd.get(), SIGTERM);
+  // Only the init can reach every process of its pid namespace; if the
+  // lifeline cannot carry the word, the runtime at least gets SIGTERM.
+  if (!sys::write_all(lifeline_.get(), "T", 1)) (void)sys::signal_pidfd(child_->pidfd.get(), SIGTERM);
   (void)sys::fault_at("cancel.term");
   kill_at_ = sys::now_us() + static_cast<std::uint64_t>(opts_.cancel_grace_ms) * 1000;
 }

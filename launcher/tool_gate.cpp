@@ -125,7 +125,8 @@ Result<std::optional<ToolAnswer>> ToolGate::find(const std::vector<ToolTier>& ti
     // 1-2: a mount that allows exec, and the mode bits for the runtime's
     // ids; 4: the tool's own policy.
     if (t.noexec) return fail(refusal(EACCES, "noexec_mount", t.inner + " is on a noexec mount in this sandbox"));
-    switch (view::tool_verdict(v, tree, t.rel, name, view::entry_of(*st))) {
+    std::string refused = v.subject;
+    switch (view::tool_verdict(v, tree, t.rel, name, view::entry_of(*st), &refused)) {
       case view::ToolVerdict::allowed:
         return std::optional<ToolAnswer>(
             ToolAnswer{{{"ok", true}, {"op", "tool"}, {"name", name}, {"path", path}}, std::move(*fd)});
@@ -134,7 +135,7 @@ Result<std::optional<ToolAnswer>> ToolGate::find(const std::vector<ToolTier>& ti
       case view::ToolVerdict::tool_policy:
         return fail(refusal(EACCES, "tool_policy",
                             "the tool's own policy (" + name + ".d/policy) has no " +
-                                policy::missing_rule(v.subject, policy::Class::tool, name, "execute")));
+                                view::own_policy_gap(v, refused, policy::Class::tool, name, "execute")));
       case view::ToolVerdict::agent_policy:
       case view::ToolVerdict::not_a_tool: continue;
     }

@@ -29,6 +29,7 @@ namespace {
   o.agent = plan.name;
   o.owner = plan.owner;
   o.user_tier = plan.tier_user.has_value();
+  o.ancestors = plan.ancestor_types;
   o.session = plan.session;
   o.uid = ids.host_uid;
   o.gid = ids.host_gid;

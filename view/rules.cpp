@@ -214,14 +214,35 @@ Viewer viewer_for(const agentdir::AgentSpec& spec) {
   v.user_tier = spec.tier_user.has_value();
   v.subject = spec.subject();
   v.policy = spec.policy;
+  v.ancestors = spec.ancestor_types;
   v.uid = spec.iso == agentdir::Iso::uid ? spec.uid : spec.owner;
   v.gid = spec.gid;
   v.groups = spec.groups;
   return v;
 }
 
+std::optional<std::string> own_policy_refuses(const Viewer& v, const policy::Policy& own, policy::Class c,
+                                              std::string_view object, std::string_view perm) {
+  if (v.subject.empty() || !own.allows(v.subject, c, object, perm)) return v.subject;
+  for (const auto& a : v.ancestors)
+    if (a.empty() || !own.allows(a, c, object, perm)) return a;
+  return std::nullopt;
+}
+
+std::string own_policy_gap(const Viewer& v, const std::string& refused, policy::Class c, std::string_view object,
+                           std::string_view perm) {
+  std::string rule = policy::missing_rule(refused, c, object, perm);
+  if (refused == v.subject && !refused.empty()) return rule;
+  if (refused.empty() && !v.subject.empty())
+    return rule + " for an ancestor of " + v.agent +
+           " that has no label or cannot be read (ancestor_policy: a child never holds more than its ancestors)";
+  if (refused.empty()) return rule;
+  return rule + " for " + v.agent + "'s ancestor type " + refused +
+         " (ancestor_policy: a child never holds more than its ancestors)";
+}
+
 ToolVerdict tool_verdict(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
-                         const HostEntry& e) {
+                         const HostEntry& e, std::string* refused_type) {
   if (e.type != Type::regular || tool_name_issue(name)) return ToolVerdict::not_a_tool;
   if (!grants(v, policy::Class::tool, name, "execute")) return ToolVerdict::agent_policy;
   if (!executable_for(v, e)) return ToolVerdict::mode;
@@ -238,8 +259,11 @@ ToolVerdict tool_verdict(const Viewer& v, const HostTree& t, const std::string& 
   auto text = t.read(own);
   if (!text) return ToolVerdict::tool_policy;
   auto p = policy::Policy::parse(name + ".d/policy", *text);
-  return p && p->allows(v.subject, policy::Class::tool, name, "execute") ? ToolVerdict::allowed
-                                                                         : ToolVerdict::tool_policy;
+  if (!p) return ToolVerdict::tool_policy;
+  auto refused = own_policy_refuses(v, *p, policy::Class::tool, name, "execute");
+  if (!refused) return ToolVerdict::allowed;
+  if (refused_type != nullptr) *refused_type = *refused;
+  return ToolVerdict::tool_policy;
 }
 
 bool tool_allowed(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
@@ -281,8 +305,10 @@ ModelCall model_call(const Viewer& v, const HostTree& t, const std::string& name
       auto text = own->type == Type::regular ? t.read(out.rel + ".d/policy") : std::nullopt;
       auto p =
           text ? policy::Policy::parse(out.name + ".d/policy", *text) : Result<policy::Policy>(fail(Error{EINVAL, ""}));
-      out.verdict = p && p->allows(v.subject, policy::Class::model, out.name, "use") ? ModelVerdict::allowed
-                                                                                     : ModelVerdict::model_policy;
+      auto refused =
+          p ? own_policy_refuses(v, *p, policy::Class::model, out.name, "use") : std::optional<std::string>(v.subject);
+      out.verdict = refused ? ModelVerdict::model_policy : ModelVerdict::allowed;
+      if (refused) out.refused_type = *refused;
     } else {
       out.verdict = ModelVerdict::allowed;
     }

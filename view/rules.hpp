@@ -57,6 +57,11 @@ struct Viewer {
   bool user_tier = false;
   std::string subject;    ///< the label's type; "" (no label) is denied every grant
   policy::Policy policy;  ///< the agent's policy
+  /// An owned child's ancestors' types, parent first ("" for one that
+  /// admits nothing: AgentSpec::ancestor_types). A tool's or model's own
+  /// policy must admit each of them as well as `subject` (seed 000
+  /// "Attenuation": a child's label never makes it more than its parent).
+  std::vector<std::string> ancestors;
   /// The runtime's host ids, for the execute bit of a tool.
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
@@ -121,8 +126,24 @@ enum class ToolVerdict { allowed, not_a_tool, agent_policy, mode, tool_policy };
 
 /// The verdict on the tool `name`, the entry e in the tier directory
 /// `tier` (rel). not_a_tool: e is not a regular file or name is invalid.
+/// refused_type: on tool_policy, the type the tool's policy does not admit
+/// (the viewer's, or an ancestor's; "" when the policy cannot be read).
 ToolVerdict tool_verdict(const Viewer& v, const HostTree& t, const std::string& tier, const std::string& name,
-                         const HostEntry& e);
+                         const HostEntry& e, std::string* refused_type = nullptr);
+
+/// The first of the viewer's type and its ancestors' types (in that
+/// order) that `own`, an object's own policy, does not allow `perm` on
+/// the object; nullopt when it admits them all. "" (no label, an unknown
+/// ancestor) is never admitted.
+std::optional<std::string> own_policy_refuses(const Viewer& v, const policy::Policy& own, policy::Class c,
+                                              std::string_view object, std::string_view perm);
+
+/// What an own policy that refused `refused` (own_policy_refuses) lacks,
+/// for a message after "has no ": the missing rule, and when the type is
+/// an ancestor's, that it is one (a child never gets what its ancestors
+/// may not have).
+std::string own_policy_gap(const Viewer& v, const std::string& refused, policy::Class c, std::string_view object,
+                           std::string_view perm);
 
 /// Which layer refuses a `ctx model` call (issue 12; seed 000 permission
 /// check step 6: tool/model policy).
@@ -139,6 +160,9 @@ struct ModelCall {
   std::string name;   ///< provider/model, after an alias
   std::string rel;    ///< the model file below the CTX root ("" not found)
   std::string alias;  ///< the alias followed, below the CTX root ("" none)
+  /// model_policy: the type the model's own policy does not admit ("" when
+  /// it cannot be read).
+  std::string refused_type;
 };
 ModelCall model_call(const Viewer& v, const HostTree& t, const std::string& name);
 

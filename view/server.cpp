@@ -56,6 +56,7 @@ Viewer who(const ServeOptions& o) {
   v.agent = o.agent;
   v.user_tier = o.user_tier;
   v.owner = o.owner;
+  v.ancestors = o.ancestors;
   v.uid = o.uid;
   v.gid = o.gid;
   v.groups = o.groups;

@@ -25,6 +25,8 @@ struct ServeOptions {
   std::string agent;        ///< whose view
   std::uint32_t owner = 0;  ///< its owner (home/<owner>), as the launch decided
   bool user_tier = false;   ///< a user agent of home/<owner>/agent (Viewer::user_tier)
+  /// An owned child's ancestors' label types (Viewer::ancestors).
+  std::vector<std::string> ancestors;
   std::string session = "default";
   /// The runtime's host ids (the execute bit of a tool is theirs).
   std::uint32_t uid = 0;

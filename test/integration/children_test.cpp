@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "agentdir/child.hpp"
 #include "cgroup/discover.hpp"
 #include "cgroup/placement.hpp"
 #include "sys/mountinfo.hpp"
@@ -346,6 +347,92 @@ TEST_CASE("the parent's exit cancels a child that ignores SIGTERM, after the gra
   CHECK(f.read("ctx/agent/rev.d/log").find("\"event\":\"agent.cancel\"") != std::string::npos);
 }
 
+// A child runtime that forks a grandchild which traps SIGTERM: the
+// grandchild says it is armed in refs.jsonl and, on SIGTERM, writes
+// result.md and exits; the runtime, on SIGTERM, waits for it and exits 7.
+// Only a SIGTERM that reaches every process of the child's sandbox (seed
+// 003, step 4) writes the marker: one to the runtime alone leaves the
+// grandchild looping until the grace period's SIGKILL.
+const char* const kTermScript =
+    "sh -c 'trap \"echo term > /handoff/result.md; exit 0\" TERM; echo armed > /handoff/refs.jsonl; "
+    "while :; do sleep 0.05; done' &\n"
+    "trap 'wait $!; exit 7' TERM\n"
+    "wait $!\n";
+
+TEST_CASE("cancelling a child sends SIGTERM to its whole sandbox, not only to its runtime", "[root][userns]") {
+  for (const char* how : {"stop", "parent_dead"}) {
+    DYNAMIC_SECTION(how) {
+      Family f;
+      f.t.write("ctx/bin/term.sh", kTermScript, 0755);
+      std::string ctxdir = "/ctx/home/" + f.uid + "/agent/coder/session/default/context/child/rev";
+      std::string end = std::string(how) == "stop" ? "/ctx/bin/ctx agent stop rev" : "exit 3";
+      RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev") +
+                             "' >/dev/null; /ctx/bin/ctx agent start rev -- /bin/sh /ctx/bin/term.sh >/dev/null; "
+                             "until [ -s " +
+                             ctxdir + "/refs.jsonl ]; do sleep 0.02; done; " + end,
+                         {"--cancel-grace-ms", "5000"});
+      INFO("exit " << r.exit_code << " out " << r.out << " err " << r.err
+                   << (f.exists("ctx/agent/rev.d/log") ? f.read("ctx/agent/rev.d/log") : ""));
+      REQUIRE(f.exists("ctx/agent/rev.d/log"));
+      std::string host_ctxdir = f.session_dir("coder") + "/context/child/rev/";
+      CHECK(f.read(host_ctxdir + "refs.jsonl") == "armed\n");
+      CHECK(f.read(host_ctxdir + "result.md") == "term\n");  // the grandchild got SIGTERM
+      if (std::string(how) == "stop") {
+        REQUIRE(r.exit_code == 0);
+        CHECK(json::parse(json_lines(r.out).back()) ==
+              json{{"ok", true}, {"op", "stop"}, {"name", "rev"}, {"exit_status", 7}});
+      } else {
+        CHECK(r.exit_code == 3);
+        CHECK(f.read(f.session_dir("coder") + "/context/child/rev/status") == "cancelled\n");
+        CHECK(has_event(events(f, "rev"), {{"type", "agent.stop"}, {"status", "cancelled"}, {"exit_status", 7}}));
+      }
+      CHECK(wait_gone(f.t.root()));
+    }
+  }
+}
+
+// Seed 000 "Attenuation": a child's label never makes it more than its
+// parent. Tool x's own policy admits the child's type rev_t but not the
+// parent's coder_t; tool y's admits both. The parent holds both grants
+// and passes them on: the child runs y, and x is refused by the tool
+// policy layer, naming the ancestor's type.
+TEST_CASE("a tool whose own policy admits the child's label but not its parent's does not run for the child",
+          "[root][userns]") {
+  Family f("allow coder_t tool:x execute\nallow coder_t tool:y execute\n");
+  f.t.write("ctx/tool/x", "#!/bin/sh\necho ran-x\n", 0755);
+  f.t.write("ctx/tool/x.d/policy", "allow rev_t tool:x execute\n");
+  f.t.write("ctx/tool/y", "#!/bin/sh\necho ran-y\n", 0755);
+  f.t.write("ctx/tool/y.d/policy", "allow rev_t tool:y execute\nallow coder_t tool:y execute\n");
+  f.t.write("ctx/bin/calls.sh",
+            "/ctx/bin/ctx tool x; echo \"x=$?\"; /ctx/bin/ctx tool y; echo \"y=$?\"; ls /ctx/tool\n", 0755);
+  RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" + request("rev", ",\"tools\":[\"x\",\"y\"]") +
+                     "' >/dev/null; /ctx/bin/ctx agent start rev -- /bin/sh /ctx/bin/calls.sh >/dev/null; "
+                     "/ctx/bin/ctx agent wait rev");
+  std::string out = f.exists(f.session_dir("rev") + "/output.log") ? f.read(f.session_dir("rev") + "/output.log") : "";
+  INFO(r.out << r.err << out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(out.find("ran-x") == std::string::npos);
+  CHECK(out.find("x=13\n") != std::string::npos);
+  CHECK(out.find("\"reason\":\"tool_policy\"") != std::string::npos);
+  CHECK(out.find("'allow coder_t tool:x execute' for rev's ancestor type coder_t") != std::string::npos);
+  CHECK(out.find("ran-y\ny=0\n") != std::string::npos);
+  // The view shows y and not x to the child.
+  CHECK(out.find("\ny\n") != std::string::npos);
+  CHECK(out.find("\nx\n") == std::string::npos);
+  CHECK(has_event(events(f, "rev"), {{"type", "tool.call"}, {"object", "tool/x"}, {"status", "denied"}}));
+  // ctx explain on the host answers the same for the child.
+  RunResult ex = ctx::test::run_command(
+      {ctx::test::built("ctx/ctx"), "explain", "--ctx-root", f.t.root(), "rev", "tool:x", "execute"});
+  INFO(ex.out << ex.err);
+  CHECK(ex.exit_code == 1);
+  CHECK(ex.out.find("rev tool:x execute: denied") != std::string::npos);
+  CHECK(ex.out.find("for rev's ancestor type coder_t") != std::string::npos);
+  RunResult ey = ctx::test::run_command(
+      {ctx::test::built("ctx/ctx"), "explain", "--ctx-root", f.t.root(), "rev", "tool:y", "execute"});
+  INFO(ey.out << ey.err);
+  CHECK(ey.exit_code == 0);
+}
+
 // Three levels: coder starts rev, whose runtime starts sub; all stay up
 // until the test kills coder's runtime or coder's supervisor.
 TEST_CASE("SIGKILL of the parent's runtime or supervisor leaves no descendant and no cgroup", "[root][userns]") {
@@ -532,6 +619,84 @@ TEST_CASE("start re-checks the child: another owner's agent or a widened child i
   CHECK(wide.exit_code == 13);
   CHECK(wide.err.find("\"reason\":\"exceeds_parent_policy\"") != std::string::npos);
   CHECK_FALSE(f.exists(f.session_dir("rev") + "/output.log"));  // nothing was started
+}
+
+// Seed 003 rule 5: an owned child (a `parent` file naming an agent; life
+// owned) runs only under its parent's supervisor, which cancels it with
+// the parent. Launched directly, or with a forged --owned-by, it is
+// refused before anything is made.
+TEST_CASE("an owned child cannot be launched outside its parent's supervisor", "[root][userns]") {
+  Family f;
+  RunResult made = f.sh("/ctx/bin/ctx agent create '" + request("rev") + "'");
+  REQUIRE(made.exit_code == 0);
+  const std::string want = f.t.root() +
+                           "/agent/rev.d/parent:1: EPERM: rev is owned by agent coder (life owned): "
+                           "start it from coder (ctx agent start rev), so that it is cancelled with its parent; ";
+  RunResult direct = f.t.launch({"rev", "--", "/probe", "ids"}, f.m.as);
+  INFO(direct.out << direct.err);
+  CHECK(direct.exit_code == 125);
+  CHECK(direct.err.rfind("ctx-agent-run: " + want + "it was launched directly", 0) == 0);
+  RunResult forged = f.t.launch({"--owned-by", "1", "rev", "--", "/probe", "ids"}, f.m.as);
+  INFO(forged.err);
+  CHECK(forged.exit_code == 125);
+  CHECK(forged.err.find(want + "--owned-by 1 is not the process that started it") != std::string::npos);
+  CHECK_FALSE(f.exists(f.session_dir("rev") + "/output.log"));  // nothing ran
+  CHECK_FALSE(f.exists("ctx/agent/rev.d/status"));
+  // Its parent starts it.
+  RunResult ok = f.sh("set -e; /ctx/bin/ctx agent start rev -- /probe ids >/dev/null; /ctx/bin/ctx agent wait rev");
+  INFO(ok.out << ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(json::parse(json_lines(ok.out).back())["exit_status"] == 0);
+}
+
+// Seed 003 "Handoff Protocol": the create request's input references and
+// output contract land beside handoff.md (input.jsonl, output.md), read-only
+// for the child; bad ones are refused with a reason and write nothing.
+TEST_CASE("a create request's inputs and output contract reach the child's handoff, strictly checked",
+          "[root][userns]") {
+  Family f;
+  RunResult r = f.sh("set -e; /ctx/bin/ctx agent create '" +
+                     request("rev", ",\"inputs\":[\"/usr/bin\",\"/ctx/bin/ctx\"],\"output\":\"A patch.\\n\"") +
+                     "' >/dev/null; /ctx/bin/ctx agent start rev -- /probe read:/handoff/input.jsonl "
+                     "read:/handoff/output.md write:/handoff/output.md write:/handoff/input.jsonl >/dev/null; "
+                     "/ctx/bin/ctx agent wait rev");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::string ctxdir = f.session_dir("coder") + "/context/child/rev/";
+  CHECK(f.read(ctxdir + "input.jsonl") ==
+        "{\"parent_path\":\"/usr/bin\",\"path\":\"/usr/bin\"}\n"
+        "{\"parent_path\":\"/ctx/bin/ctx\",\"path\":\"/ctx/bin/ctx\"}\n");
+  CHECK(f.read(ctxdir + "output.md") == "A patch.\n");
+  auto out = json_lines(f.read(f.session_dir("rev") + "/output.log"));
+  REQUIRE(out.size() == 1);
+  json seen = json::parse(out[0]);
+  CHECK(seen["read:/handoff/input.jsonl"] == "ok");
+  CHECK(seen["read:/handoff/output.md"] == "ok");
+  CHECK(seen["write:/handoff/output.md"] == "EROFS");
+  CHECK(seen["write:/handoff/input.jsonl"] == "EROFS");
+
+  const std::pair<std::string, std::string> bad[] = {
+      {",\"inputs\":[\"usr/bin\"]", "\"reason\":\"invalid_request\""},
+      {",\"inputs\":[\"/usr/../etc\"]", "\"reason\":\"invalid_request\""},
+      {",\"inputs\":[\"/usr/bin/\"]", "\"reason\":\"invalid_request\""},
+      {",\"inputs\":[\"/usr\\u0000x\"]", "\"reason\":\"invalid_request\""},
+      {",\"inputs\":\"/usr\"", "\"reason\":\"invalid_request\""},
+      {",\"inputs\":[\"/etc/passwd\"]", "\"reason\":\"input_not_visible\""},
+      {",\"output\":7", "\"reason\":\"invalid_request\""},
+      {",\"output\":\"a\\u0000b\"", "\"reason\":\"invalid_request\""},
+  };
+  for (const auto& [more, reason] : bad) {
+    RunResult b = f.sh("/ctx/bin/ctx agent create '" + request("sub", more) + "'");
+    INFO(more << "\n" << b.err);
+    CHECK(b.exit_code != 0);
+    CHECK(b.err.find(reason) != std::string::npos);
+    CHECK_FALSE(f.exists("ctx/agent/sub.d"));
+  }
+  std::string big(ctx::agentdir::kMaxHandoffText + 1, 'x');
+  RunResult b = f.sh("/ctx/bin/ctx agent create '" + request("sub", ",\"output\":\"" + big + "\"") + "'");
+  CHECK(b.exit_code == 22);
+  CHECK(b.err.find("output is longer than 65536 bytes") != std::string::npos);
+  CHECK_FALSE(f.exists("ctx/agent/sub.d"));
 }
 
 TEST_CASE("a child whose parent cannot be read is not launched", "[root][userns]") {

@@ -1,6 +1,7 @@
 // `ctx tool` inside real sandboxes, as root and as the unprivileged user:
 // CTX_PATH lookup and each of the four permission layers.
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include <algorithm>
 
@@ -217,11 +218,21 @@ TEST_CASE("ctx tool: schemas, prompts and skill files grant nothing", "[root][us
 TEST_CASE("ctx ps shows running agents as a tree; ctx status the root's status", "[root][userns]") {
   ToolTree tt = make_tree();
   tt.t.write("ctx/status", "ready\n");
-  tt.t.agent("rev", {{"parent", "agent:coder session:default\n"}});
-  auto coder = tt.t.spawn({"coder", "--", "/probe", "notify:READY=1", "sleep:30"}, tt.as);
-  auto rev = tt.t.spawn({"rev", "--", "/probe", "notify:READY=1", "notify:CTX_STATE=busy", "sleep:30"}, tt.as);
+  // rev is coder's owned child: it runs only under coder's supervisor
+  // (seed 003 rule 5), so coder starts it.
+  const bool root = ctx::test::current_facility() == "root";
+  tt.t.write("ctx/agent/coder.d/iso", root ? "shared\n" : "userns\n");
+  tt.t.write("ctx/agent/coder.d/policy", "allow coder_t agent:rev create\nallow coder_t agent:rev start\n");
+  auto coder = tt.t.spawn(
+      {"coder", "--", "/bin/sh", "-c",
+       "set -e; /ctx/bin/ctx agent create '{\"name\":\"rev\",\"label\":\"rev_t\",\"mount\":[[\"/usr\",\"/usr\","
+       "\"ro\"],[\"/probe\",\"/probe\",\"ro\"]]}' >/dev/null; /ctx/bin/ctx agent start rev -- /probe notify:READY=1 "
+       "notify:CTX_STATE=busy sleep:30 >/dev/null; exec /probe notify:READY=1 sleep:30"},
+      tt.as);
   REQUIRE(ctx::test::wait_for_file(tt.t.root() + "/agent/coder.d/status", "ready\n"));
   REQUIRE(ctx::test::wait_for_file(tt.t.root() + "/agent/rev.d/status", "busy\n"));
+  std::string rev_pid = tt.t.dir().read("ctx/agent/rev.d/pid");
+  rev_pid.pop_back();
   RunResult ps = ctx::test::run_command({ctx::test::built("ctx/ctx"), "ps", "--ctx-root", tt.t.root()});
   INFO(ps.out);
   CHECK(ps.exit_code == 0);
@@ -234,8 +245,8 @@ TEST_CASE("ctx ps shows running agents as a tree; ctx status the root's status",
   CHECK(l[1].find(" " + std::to_string(coder.pid) + " ") != std::string::npos);
   CHECK(l[2].rfind("  `-rev ", 0) == 0);
   CHECK(l[2].find(" busy ") != std::string::npos);
-  CHECK(l[2].find(" " + std::to_string(rev.pid) + " ") != std::string::npos);
-  if (ctx::test::current_facility() == "root") {
+  CHECK(l[2].find(" " + rev_pid + " ") != std::string::npos);
+  if (root) {
     CHECK(l[1].find("/cortexfs/user-" + std::to_string(tt.t.owner().uid) + "/agent-coder-") != std::string::npos);
   } else {
     CHECK(l[1].substr(l[1].size() - 3) == "  -");
@@ -243,10 +254,9 @@ TEST_CASE("ctx ps shows running agents as a tree; ctx status the root's status",
   RunResult st = ctx::test::run_command({ctx::test::built("ctx/ctx"), "status", "--ctx-root", tt.t.root()});
   CHECK(st.exit_code == 0);
   CHECK(st.out == "ready\n");
-  ::kill(coder.pid, SIGTERM);
-  ::kill(rev.pid, SIGTERM);
+  ::kill(coder.pid, SIGTERM);  // its child is cancelled with it
   ctx::test::wait_command(coder, 30);
-  ctx::test::wait_command(rev, 30);
+  CHECK(tt.t.dir().read("ctx/agent/rev.d/status") == "dead\n");
   RunResult after = ctx::test::run_command({ctx::test::built("ctx/ctx"), "ps", "--ctx-root", tt.t.root()});
   CHECK(after.out == "AGENT                    STATUS         PID   UPTIME  CGROUP\n");
 }
@@ -257,6 +267,10 @@ TEST_CASE("the example tree's tools work through the helper inside a sandbox", "
   TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
   ctx::test::TempDir d;
   const std::string root = ctx::test::install_example(d.path(), *u);
+  // The example's reviewer is coder's owned child, which only coder's
+  // supervisor may start (seed 003 rule 5); here it runs on its own to
+  // show its policy.
+  std::filesystem::remove(root + "/agent/reviewer.d/parent");
   auto run = [&](const std::string& agent, const std::string& cmd) {
     return ctx::test::run_command(
         {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", root, agent, "--", "/bin/sh", "-c", cmd}, as, 60);

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <map>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -646,7 +647,7 @@ struct Root {
 
 TEST_CASE("write_child writes the .d, the entry, the root and the parent's coordination files", "[fs]") {
   Root r;
-  auto w = write_child(r.parent, r.child, "default", "Task: review\n", std::nullopt);
+  auto w = write_child(r.parent, r.child, "default", "Task: review\n", "", std::nullopt);
   REQUIRE(w);
   std::vector<std::string> files;
   for (const auto& [file, content] : r.child.files) {
@@ -675,8 +676,11 @@ TEST_CASE("write_child writes the .d, the entry, the root and the parent's coord
   CHECK(r.t.read(c + "result.md").empty());
   CHECK(r.t.read(c + "refs.jsonl").empty());
   CHECK(S_ISDIR(lstat_of(r.t / (c + "artifact")).st_mode));
-  CHECK(ctx::test::names_in(r.t / c) ==
-        std::vector<std::string>{"agent", "artifact", "handoff.md", "refs.jsonl", "result.md", "session", "status"});
+  CHECK(ctx::test::names_in(r.t / c) == std::vector<std::string>{"agent", "artifact", "handoff.md", "input.jsonl",
+                                                                 "output.md", "refs.jsonl", "result.md", "session",
+                                                                 "status"});
+  CHECK(r.t.read(c + "input.jsonl").empty());
+  CHECK(r.t.read(c + "output.md").empty());
   // No temporary name is left behind.
   CHECK(ctx::test::names_in(r.t / "agent") == std::vector<std::string>{"coder", "coder.d", "rev-1", "rev-1.d"});
   CHECK(r.t.read("home/1000/agent/coder/session/default/messages.jsonl") == "{}\n");
@@ -689,7 +693,7 @@ TEST_CASE("write_child gives the agent its channels and root, and keeps the .d a
   bool root = ::geteuid() == 0;
   ctx::sys::Ownership o{root ? 4242u : ::getuid(), root ? 4343u : ::getgid()};
   struct stat before = lstat_of(r.t / "home/1000/agent/coder/session/default");
-  REQUIRE(write_child(r.parent, r.child, "default", "x\n", o));
+  REQUIRE(write_child(r.parent, r.child, "default", "x\n", "", o));
   std::string c = r.context();
   for (const std::string& p : std::vector<std::string>{
            "home/1000/agent/rev-1", "home/1000/agent/rev-1/root", "home/1000/agent/coder/session/default/context", c,
@@ -728,13 +732,13 @@ TEST_CASE("write_child: a symlinked entry stays a symlink, a missing one is not 
     Root r;
     ::unlink((r.t / "agent/coder").c_str());
     r.t.symlink("/ctx/bin/runtime", "agent/coder");
-    REQUIRE(write_child(r.parent, r.child, "default", "", std::nullopt));
+    REQUIRE(write_child(r.parent, r.child, "default", "", "", std::nullopt));
     CHECK(std::filesystem::read_symlink(r.t / "agent/rev-1") == "/ctx/bin/runtime");
   }
   SECTION("none") {
     Root r;
     ::unlink((r.t / "agent/coder").c_str());
-    REQUIRE(write_child(r.parent, r.child, "default", "", std::nullopt));
+    REQUIRE(write_child(r.parent, r.child, "default", "", "", std::nullopt));
     CHECK(ctx::test::names_in(r.t / "agent") == std::vector<std::string>{"coder.d", "rev-1.d"});
   }
 }
@@ -749,7 +753,7 @@ TEST_CASE("write_child: a taken name is EACCES exists and nothing is written", "
       r.t.write(std::string("agent/") + clash, "");
     }
     auto before = tree(r.t.path());
-    auto w = write_child(r.parent, r.child, "default", "x\n", std::nullopt);
+    auto w = write_child(r.parent, r.child, "default", "x\n", "", std::nullopt);
     REQUIRE_FALSE(w);
     CHECK(w.error().code == EACCES);
     CHECK(w.error().reason == "exists");
@@ -763,7 +767,7 @@ TEST_CASE("write_child: an earlier child's coordination directory is not overwri
   Root r;
   r.t.write(r.context() + "/result.md", "earlier results\n");
   auto before = tree(r.t.path());
-  auto w = write_child(r.parent, r.child, "default", "x\n", std::nullopt);
+  auto w = write_child(r.parent, r.child, "default", "x\n", "", std::nullopt);
   REQUIRE_FALSE(w);
   CHECK(w.error().code == EACCES);
   CHECK(w.error().reason == "exists");
@@ -780,7 +784,7 @@ TEST_CASE("write_child: a failure late in the work removes what the call made, a
   ::unlink((r.t / "agent/coder").c_str());
   r.t.mkdir("agent/coder");
   auto before = tree(r.t.path());
-  auto w = write_child(r.parent, r.child, "default", "x\n", std::nullopt);
+  auto w = write_child(r.parent, r.child, "default", "x\n", "", std::nullopt);
   REQUIRE_FALSE(w);
   CHECK(w.error().code == EINVAL);
   CHECK(w.error().msg ==
@@ -792,7 +796,7 @@ TEST_CASE("write_child: a failure late in the work removes what the call made, a
 TEST_CASE("write_child: a session name that is not a name is refused", "[fs]") {
   Root r;
   auto before = tree(r.t.path());
-  auto w = write_child(r.parent, r.child, "../..", "x\n", std::nullopt);
+  auto w = write_child(r.parent, r.child, "../..", "x\n", "", std::nullopt);
   REQUIRE_FALSE(w);
   CHECK(w.error().code == EINVAL);
   CHECK(w.error().reason == "invalid_request");
@@ -817,7 +821,7 @@ TEST_CASE("write_child: what an interrupted create left is cleaned up by the nex
     r.t.write("outside", "keep\n");
     r.t.symlink(r.t / "outside", r.context() + "/link");
     if (*status == '\0') ::unlink((r.t / (r.context() + "/link")).c_str());  // only agent and session then
-    auto w = write_child(r.parent, r.child, "default", "Task\n", std::nullopt);
+    auto w = write_child(r.parent, r.child, "default", "Task\n", "", std::nullopt);
     INFO((w ? std::string() : w.error().msg));
     REQUIRE(w);
     CHECK(r.t.read(r.context() + "/status") == "created\n");
@@ -855,4 +859,31 @@ TEST_CASE("child: mount rules are derived at create and judged by the table at s
   check_refused(child_after({{"policy", "allow reviewer_t tool:zzz execute\n"}}), "exceeds_parent_policy",
                 "rev-1: /ctx/agent/rev-1.d/policy: child policy line 1: allow reviewer_t tool:zzz execute: EACCES: "
                 "the parent (coder_t) does not hold tool:zzz execute");
+}
+
+TEST_CASE("child: ancestor_types walks the parent files; what cannot be read admits nothing", "[unit]") {
+  auto with = [](const std::string& name, const std::string& type, const std::string& parent) {
+    AgentSpec s;
+    s.name = name;
+    if (!type.empty()) s.label = Label{"u", "r", type, "s0"};
+    if (!parent.empty()) s.parent = Parent{parent, "default", ""};
+    return s;
+  };
+  std::map<std::string, AgentSpec> tree{{"coder", with("coder", "coder_t", "root")},
+                                        {"root", with("root", "root_t", "")},
+                                        {"nolabel", with("nolabel", "", "")},
+                                        {"loop", with("loop", "loop_t", "loop")}};
+  auto load = [&](const std::string& n) -> ctx::Result<AgentSpec> {
+    auto it = tree.find(n);
+    if (it == tree.end()) return ctx::fail(ENOENT, n + ": no such agent");
+    return it->second;
+  };
+  CHECK(ancestor_types(with("rev", "rev_t", ""), load).empty());
+  CHECK(ancestor_types(with("rev", "rev_t", "coder"), load) == std::vector<std::string>{"coder_t", "root_t"});
+  CHECK(ancestor_types(with("rev", "rev_t", "gone"), load) == std::vector<std::string>{""});
+  CHECK(ancestor_types(with("rev", "rev_t", "nolabel"), load) == std::vector<std::string>{""});
+  auto loop = ancestor_types(with("rev", "rev_t", "loop"), load);
+  REQUIRE(loop.size() == kMaxAncestry + 1);
+  CHECK(loop.front() == "loop_t");
+  CHECK(loop.back().empty());
 }

@@ -264,3 +264,35 @@ TEST_CASE("a user agent's view shows its own .d in its home and not its system n
   CHECK(ctx::view::load_viewer(f.t.path(), u).subject == "user_t");
   CHECK(ctx::view::load_viewer(f.t.path(), s).subject == "sys_t");
 }
+
+TEST_CASE("a tool's or model's own policy must admit every ancestor's type too", "[fs]") {
+  Fixture f;
+  // guarded admits other_t only; a child of type coder_t whose parent is
+  // other_t passes, one whose ancestors include an unknown or another
+  // type does not.
+  f.t.write("tool/guarded.d/policy", "allow coder_t tool:guarded execute\nallow other_t tool:guarded execute\n");
+  f.t.write("model/debug/echo.d/policy", "allow coder_t model:debug/echo use\n");
+  Viewer v = coder();
+  const auto e = *f.tree->stat("tool/guarded");
+  using ctx::view::ToolVerdict;
+  CHECK(ctx::view::tool_verdict(v, *f.tree, "tool", "guarded", e) == ToolVerdict::allowed);
+  v.ancestors = {"other_t"};
+  CHECK(ctx::view::tool_verdict(v, *f.tree, "tool", "guarded", e) == ToolVerdict::allowed);
+  CHECK(ctx::view::list(v, *f.tree, "tool") == Names{"fs.read", "fs.read.d", "guarded", "guarded.d"});
+  for (const auto& anc : std::vector<std::vector<std::string>>{{"other_t", "root_t"}, {"other_t", ""}, {""}}) {
+    v.ancestors = anc;
+    std::string refused;
+    CHECK(ctx::view::tool_verdict(v, *f.tree, "tool", "guarded", e, &refused) == ToolVerdict::tool_policy);
+    CHECK(refused == anc.back());
+    CHECK(ctx::view::list(v, *f.tree, "tool") == Names{"fs.read", "fs.read.d"});  // the view agrees
+  }
+  v.ancestors = {"root_t"};
+  CHECK(ctx::view::own_policy_gap(v, "root_t", ctx::policy::Class::tool, "guarded", "execute") ==
+        "'allow root_t tool:guarded execute' for coder's ancestor type root_t (ancestor_policy: a child never holds "
+        "more than its ancestors)");
+  auto c = ctx::view::model_call(v, *f.tree, "debug/echo");
+  CHECK(c.verdict == ctx::view::ModelVerdict::model_policy);
+  CHECK(c.refused_type == "root_t");
+  v.ancestors = {};
+  CHECK(ctx::view::model_call(v, *f.tree, "debug/echo").verdict == ctx::view::ModelVerdict::allowed);
+}
