@@ -100,7 +100,8 @@ TEST_CASE("a mount of the CTX root shows the agent view, never the durable tree"
       "ls home home/*; ls home/*/agent; echo --; ls shared; echo --; "
       // No symbolic link in the view (the agent's own home is a bind of its own).
       "find /ctx -path /ctx/home/" +
-      v.uid + "/agent/coder -prune -o -type l -print | wc -l; "
+      v.uid +
+      "/agent/coder -prune -o -type l -print | wc -l; "
       "cat model/main; cat model/debug/echo.d/env; cat agent/other.d/policy; cat home/" +
       v.uid +
       "/agent/other/session/default/messages.jsonl; cat shared/secret/data/f; cat tool/fs.read.d/log; touch tool/new; mkdir x; echo end");
@@ -148,8 +149,9 @@ TEST_CASE("the ways around the tool gate that the durable tree offered are close
   // may use is shown but never runs with the agent's rights (seed 000: a
   // model is an inference endpoint in a sandbox of its own).
   v.t.write("ctx/agent/coder.d/policy", std::string(kPolicy) + "allow coder_t tool:project.test execute\n");
-  RunResult ok = v.sh("/shared/project-a/tool/project.test; /ctx/model/debug/echo </dev/null; echo rc=$?; "
-                      "/ctx/model/main </dev/null; echo rc=$?; cat /ctx/model/main");
+  RunResult ok = v.sh(
+      "/shared/project-a/tool/project.test; /ctx/model/debug/echo </dev/null; echo rc=$?; "
+      "/ctx/model/main </dev/null; echo rc=$?; cat /ctx/model/main");
   INFO(ok.err);
   CHECK(ok.out == "project-test-ran\nrc=126\nrc=126\n#!/bin/sh\ncat\n");
   CHECK(v.events().find("\"object\":\"tool/project.test\"") != std::string::npos);
@@ -270,7 +272,7 @@ TEST_CASE("a dead view server stops the agent; the sandbox sees ENOTCONN", "[roo
   CHECK(r.err.find("the agent view's server ended") != std::string::npos);
   CHECK(r.exit_code == 3);
   std::string log = v.t.dir().read("ctx/agent/coder.d/log");
-  CHECK(log.find("\"event\":\"agent.view\"") != std::string::npos);
+  CHECK(log.find("\"type\":\"agent.view\"") != std::string::npos);
   CHECK(log.find("\"reason\":\"view_dead\"") != std::string::npos);
   CHECK(ctx::test::processes_mentioning(v.t.root()).empty());
 }
@@ -326,8 +328,9 @@ TEST_CASE("where /dev/fuse cannot be used, the view is built at launch, with a w
   ctx::test::TempDir scratch;
   scratch.write("fuse", "", 0600);
   auto launch = [&](const std::string& flag) {
-    std::string cmd = "mount --bind " + scratch.path() + "/fuse /dev/fuse && exec setpriv --reuid=" +
-                      std::to_string(u->uid) + " --regid=" + std::to_string(u->gid) + " --clear-groups " +
+    std::string cmd = "mount --bind " + scratch.path() +
+                      "/fuse /dev/fuse && exec setpriv --reuid=" + std::to_string(u->uid) +
+                      " --regid=" + std::to_string(u->gid) + " --clear-groups " +
                       ctx::test::built("launcher/ctx-agent-run") + " --ctx-root " + v.t.root() + " " + flag +
                       " coder -- /bin/sh -c 'ls /ctx/tool; grep \" /ctx \" /proc/self/mountinfo | sed \"s/.* - //\" "
                       "| cut -d\" \" -f1; /ctx/tool/fs.read'";
