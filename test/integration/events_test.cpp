@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* kSecret = "s3cr3t-Tok3n-5e7a";
 
-const std::set<std::string> kStatuses = {"ok",      "error",       "failed",  "denied",   "dropped",
+const std::set<std::string> kStatuses = {"ok",          "error",   "failed",    "denied", "dropped",
                                          "unavailable", "stopped", "cancelled", "dead"};
 
 // coder sees /usr, the probe, the CTX root read-only (with /ctx/bin/ctx)
@@ -39,7 +39,8 @@ struct Tree {
     std::string policy;
     for (const char* tool : {"echo.args", "plain", "linked", "dirlinked"})
       policy += std::string("allow coder_t tool:") + tool + " execute\n";
-    for (const char* perm : {"create", "start", "stop"}) policy += std::string("allow coder_t agent:rev ") + perm + "\n";
+    for (const char* perm : {"create", "start", "stop"})
+      policy += std::string("allow coder_t agent:rev ") + perm + "\n";
     t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" +
                                     uid + "/agent/coder\t/ctx/home/" + uid + "/agent/coder\trw\tbind,nosuid,nodev\n"},
                       {"policy", policy},
@@ -95,8 +96,9 @@ TEST_CASE("every event and log line has ts, type, agent, session, object and a s
   f.t.write("ctx/tool/echo.args.d/log", "");
   f.t.write("ctx/tool/echo.args.d/status", "");
   const std::string secret = kSecret;
-  const std::string request = "{\"name\":\"rev\",\"label\":\"rev_t\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\","
-                              "\"/probe\",\"ro\"],[\"/ctx\",\"/ctx\",\"ro\"]]}";
+  const std::string request =
+      "{\"name\":\"rev\",\"label\":\"rev_t\",\"mount\":[[\"/usr\",\"/usr\",\"ro\"],[\"/probe\","
+      "\"/probe\",\"ro\"],[\"/ctx\",\"/ctx\",\"ro\"]]}";
   RunResult r = f.sh("set -e; export TOKEN=" + secret + "; printf '" + secret +
                      "-input' | /ctx/bin/ctx tool echo.args '{\"q\":\"" + secret +
                      "\"}'; /ctx/bin/ctx tool nosuch '{}' || true; /ctx/bin/ctx agent create '" + request +
@@ -124,8 +126,7 @@ TEST_CASE("every event and log line has ts, type, agent, session, object and a s
     CHECK(types.count(t) == 1);
 
   // The child's events name it as their object.
-  for (const std::string& line :
-       lines_of(f.read("ctx/home/" + f.uid + "/agent/coder/session/default/events.jsonl"))) {
+  for (const std::string& line : lines_of(f.read("ctx/home/" + f.uid + "/agent/coder/session/default/events.jsonl"))) {
     json j = json::parse(line);
     if (j["type"].get<std::string>().rfind("agent.child.", 0) == 0) CHECK(j["object"] == "agent/rev");
   }
