@@ -143,24 +143,25 @@ Result<void> append_capped_log(int dirfd, const std::string& line, std::uint64_t
   return r;
 }
 
-void AgentFiles::log(json j) {
-  j["ts"] = timestamp_now();
-  j["agent"] = plan_.name;
-  warn(append_capped_log(ddir_, j.dump(-1, ' ', true) + "\n", log_size_), ddir_path("log"), Kind::appended);
+namespace {
+
+std::string line_of(const Event& e, const std::string& agent, const std::string& session) {
+  return stamp_event(e, {timestamp_now(), agent, session}).dump(-1, ' ', true) + "\n";
 }
 
-void AgentFiles::event(const json& j) {
+}  // namespace
+
+void AgentFiles::log(const Event& e) {
+  warn(append_capped_log(ddir_, line_of(e, plan_.name, plan_.session), log_size_), ddir_path("log"), Kind::appended);
+}
+
+void AgentFiles::event(const Event& e) {
   if (!open_session()) return;
-  json out;
-  out["ts"] = timestamp_now();
-  for (auto& [k, v] : j.items()) out[k] = v;
-  out["agent"] = plan_.name;
-  out["session"] = plan_.session;
-  warn(sys::append_file(session_.get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()),
+  warn(sys::append_file(session_.get(), "events.jsonl", line_of(e, plan_.name, plan_.session), 0644, owner()),
        session_path(plan_.name, plan_.session, "events.jsonl"), Kind::appended);
 }
 
-void AgentFiles::event_of(const std::string& agent, const std::string& session, const json& j) {
+void AgentFiles::event_of(const std::string& agent, const std::string& session, const Event& e) {
   auto home = sys::open_dir(plan_.ctx_root + "/home", true);
   if (!home) return;
   // Never through a symlink: the parent's agent may have planted one in
@@ -168,13 +169,7 @@ void AgentFiles::event_of(const std::string& agent, const std::string& session, 
   const std::string path = session_path(agent, session, "events.jsonl");
   auto dir = sys::open_dir_beneath(home->get(), session_rel(plan_.owner, agent, session));
   if (!dir) return warn(fail(dir.error()), path, Kind::appended);
-  json out;
-  out["ts"] = timestamp_now();
-  for (auto& [k, v] : j.items()) out[k] = v;
-  out["agent"] = agent;
-  out["session"] = session;
-  warn(sys::append_file(dir->get(), "events.jsonl", out.dump(-1, ' ', true) + "\n", 0644, owner()), path,
-       Kind::appended);
+  warn(sys::append_file(dir->get(), "events.jsonl", line_of(e, agent, session), 0644, owner()), path, Kind::appended);
 }
 
 void AgentFiles::context_status(const std::string& dir, const std::string& s) {

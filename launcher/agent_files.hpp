@@ -19,6 +19,7 @@
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
+#include "launcher/event.hpp"
 #include "launcher/plan.hpp"
 #include "sys/file.hpp"
 
@@ -74,18 +75,18 @@ class AgentFiles {
   /// Replaces <name>.d/status atomically.
   void status(AgentState s);
 
-  /// Appends a line (with ts and agent) to <name>.d/log, capped
-  /// (append_capped_log).
-  void log(nlohmann::json j);
+  /// Appends the event, stamped (stamp_event: this agent and session),
+  /// to <name>.d/log, capped (append_capped_log).
+  void log(const Event& e);
 
-  /// Appends an event (ts, type..., agent, session) to the session's
-  /// events.jsonl, making the session directory when it is missing.
-  void event(const nlohmann::json& j);
+  /// Appends the event, stamped, to the session's events.jsonl, making the
+  /// session directory when it is missing.
+  void event(const Event& e);
 
   /// An event in another agent's session stream (the parent's, for
   /// agent.child.cancel), stamped with that agent and session; never
   /// through a symlink.
-  void event_of(const std::string& agent, const std::string& session, const nlohmann::json& j);
+  void event_of(const std::string& agent, const std::string& session, const Event& e);
 
   /// `status` of the coordination directory in the parent's session
   /// (only beneath the CTX root, never through a symlink).

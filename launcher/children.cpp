@@ -181,7 +181,8 @@ void Children::stop_or_wait(int id, const std::string& op, const std::string& na
     // Not a plea: the child's supervisor runs SIGTERM, grace, cgroup.kill.
     (void)sys::signal_pidfd(c->pidfd.get(), stop_signal());
     (void)sys::fault_at("child.stop");
-    cfg_.event({{"type", "agent.child.stop"}, {"parent", cfg_.parent->name}, {"child", name}, {"status", "ok"}});
+    cfg_.event(
+        {"agent.child.stop", "agent/" + name, EventStatus::ok, {{"parent", cfg_.parent->name}, {"child", name}}});
   }
   c->exit_waiters.emplace_back(id, op);
 }
@@ -215,7 +216,8 @@ Result<json> Children::create(const agentdir::ChildRequest& r) {
     return fail(std::move(e));
   }
   (void)sys::fault_at("child.create.answer");
-  cfg_.event({{"type", "agent.child.create"}, {"parent", cfg_.parent->name}, {"child", r.name}, {"status", "ok"}});
+  cfg_.event(
+      {"agent.child.create", "agent/" + r.name, EventStatus::ok, {{"parent", cfg_.parent->name}, {"child", r.name}}});
   return json{{"ok", true},
               {"op", "create"},
               {"name", r.name},
@@ -236,7 +238,7 @@ Result<std::string> Children::start(int id, const ControlRequest& req) {
   (void)sys::fault_at("child.spawned");
   c.start_waiters.push_back(id);
   children_.add(name, std::move(c));
-  cfg_.event({{"type", "agent.child.start"}, {"parent", cfg_.parent->name}, {"child", name}, {"status", "ok"}});
+  cfg_.event({"agent.child.start", "agent/" + name, EventStatus::ok, {{"parent", cfg_.parent->name}, {"child", name}}});
   return name;
 }
 
@@ -263,7 +265,10 @@ void Children::exited(const std::string& name, int status) {
                    "/session/default/output.log)",
                "launch_failed"});
   for (const auto& [id, op] : w.exit) answer(id, {{"ok", true}, {"op", op}, {"name", name}, {"exit_status", status}});
-  cfg_.event({{"type", "agent.child.exit"}, {"parent", cfg_.parent->name}, {"child", name}, {"exit_status", status}});
+  cfg_.event({"agent.child.exit",
+              "agent/" + name,
+              status == 0 ? EventStatus::ok : EventStatus::failed,
+              {{"parent", cfg_.parent->name}, {"child", name}, {"exit_status", status}}});
 }
 
 void Children::close_control() {

@@ -30,6 +30,7 @@
 #include "launcher/child_registry.hpp"
 #include "launcher/child_spawn.hpp"
 #include "launcher/control_request.hpp"
+#include "launcher/event.hpp"
 #include "launcher/model_run.hpp"
 #include "launcher/tool_gate.hpp"
 
@@ -42,7 +43,7 @@ struct ChildrenConfig {
   std::string run;
   SpawnConfig spawn;  ///< how child supervisors are started
   /// Appends an event to the parent's session events.jsonl.
-  std::function<void(nlohmann::json)> event;
+  std::function<void(const Event&)> event;
   /// Whether a connection's peer may use the control socket (a process of
   /// the agent's sandbox); a refused connection is closed unanswered.
   std::function<bool(int conn)> peer_allowed;

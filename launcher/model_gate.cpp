@@ -66,17 +66,16 @@ bool names_network(std::string_view cap) {
 
 }  // namespace
 
-ModelGate::ModelGate(const LaunchPlan& plan, int tree, std::function<void(json)> event, std::function<void(json)> log)
+ModelGate::ModelGate(const LaunchPlan& plan, int tree, std::function<void(const Event&)> event,
+                     std::function<void(const Event&)> log)
     : plan_(plan),
       tree_(tree),
       event_(std::move(event)),
       log_(std::move(log)),
       live_(plan.ctx_root, runtime_viewer(plan)) {}
 
-void ModelGate::record(json ev) {
+void ModelGate::record(const Event& ev) {
   event_(ev);
-  ev.erase("type");
-  ev["event"] = "model.call";
   log_(ev);
 }
 
@@ -85,10 +84,8 @@ void ModelGate::record(json ev) {
 // root only into a .d/ that root owns and nobody else may write (the
 // system tier of a root-owned tree); anywhere else with the owner's ids,
 // so a user tier's log gets nothing the owner could not write.
-void ModelGate::log_model(const std::string& rel, json line) {
-  line["ts"] = timestamp_now();
-  line["agent"] = plan_.name;
-  line["session"] = plan_.session;
+void ModelGate::log_model(const std::string& rel, const Event& ev) {
+  const json line = stamp_event(ev, {timestamp_now(), plan_.name, plan_.session});
   auto root = sys::open_dir(plan_.ctx_root);
   if (!root) return;
   auto d = sys::open_dir_beneath(root->get(), rel + ".d");
@@ -110,21 +107,20 @@ void ModelGate::log_model(const std::string& rel, json line) {
 void ModelGate::finished(const ModelRun& run, int exit_status) {
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - run.started).count();
-  json ev{{"type", "model.call"},
-          {"object", "model/" + run.name},
-          {"status", exit_status == 0 ? "ok" : "failed"},
-          {"exit_status", exit_status},
-          {"ms", ms}};
-  if (!run.alias.empty()) ev["alias"] = run.alias;
+  Event ev{"model.call",
+           "model/" + run.name,
+           exit_status == 0 ? EventStatus::ok : EventStatus::failed,
+           {{"exit_status", exit_status}, {"ms", ms}}};
+  if (!run.alias.empty()) ev.facts["alias"] = run.alias;
   record(ev);
   log_model(run.rel, ev);
 }
 
-json ModelGate::refuse(const std::string& name, const Error& e, const char* status, const std::string& model,
+json ModelGate::refuse(const std::string& name, const Error& e, EventStatus status, const std::string& model,
                        const std::string& alias) {
-  json ev{{"type", "model.call"}, {"object", "model/" + (model.empty() ? name : model)}, {"status", status}};
-  if (!e.reason.empty()) ev["reason"] = e.reason;
-  if (!alias.empty()) ev["alias"] = alias;
+  Event ev{"model.call", "model/" + (model.empty() ? name : model), status};
+  if (!e.reason.empty()) ev.facts["reason"] = e.reason;
+  if (!alias.empty()) ev.facts["alias"] = alias;
   record(ev);
   json a{{"ok", false}, {"op", "model"}, {"name", name}, {"code", errno_name(e.code)}, {"message", e.msg}};
   if (!e.reason.empty()) a["reason"] = e.reason;
@@ -136,7 +132,8 @@ json ModelGate::refuse(const std::string& name, const Error& e, const char* stat
 std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string& name) {
   const view::Viewer& v = live_.get();
   auto as_owner = AsOwner::enter(plan_.ids);
-  if (!as_owner) return Refusal{refusal(as_owner.error().code, "error", as_owner.error().msg), "error", "", "", ""};
+  if (!as_owner)
+    return Refusal{refusal(as_owner.error().code, "error", as_owner.error().msg), EventStatus::error, "", "", ""};
   view::FsTree tree(tree_);
   view::ModelCall c = view::model_call(v, tree, name);
   auto missing = [&] { return policy::missing_rule(v.subject, policy::Class::model, c.name, "use"); };
@@ -144,19 +141,19 @@ std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string
   switch (c.verdict) {
     case V::allowed: break;
     case V::not_found:
-      return Refusal{refusal(ENOENT, "not_found", "no model " + name + " in home/<owner>/model or model/"), "error", "",
-                     "", ""};
+      return Refusal{refusal(ENOENT, "not_found", "no model " + name + " in home/<owner>/model or model/"),
+                     EventStatus::error, "", "", ""};
     case V::agent_policy:
-      return Refusal{refusal(EACCES, "agent_policy", "the policy of " + plan_.name + " has no " + missing()), "denied",
-                     "", c.name, c.alias};
+      return Refusal{refusal(EACCES, "agent_policy", "the policy of " + plan_.name + " has no " + missing()),
+                     EventStatus::denied, "", c.name, c.alias};
     case V::mode:
-      return Refusal{refusal(EACCES, "mode", c.rel + " is not executable for uid " + std::to_string(v.uid)), "denied",
-                     c.rel, c.name, c.alias};
+      return Refusal{refusal(EACCES, "mode", c.rel + " is not executable for uid " + std::to_string(v.uid)),
+                     EventStatus::denied, c.rel, c.name, c.alias};
     case V::model_policy:
       return Refusal{refusal(EACCES, "model_policy",
                              "the model's own policy (" + c.name + ".d/policy) has no " +
                                  view::own_policy_gap(v, c.refused_type, policy::Class::model, c.name, "use")),
-                     "denied", c.rel, c.name, c.alias};
+                     EventStatus::denied, c.rel, c.name, c.alias};
   }
   ModelEntry m;
   m.name = c.name;
@@ -173,17 +170,18 @@ std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string
 std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<UniqueFd> stdio) {
   for (const auto& [k, v] : req.items())
     if (k != "op" && k != "name")
-      return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in model"), "error");
+      return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in model"), EventStatus::error);
   if (!req.contains("name") || !req["name"].is_string())
-    return refuse("", refusal(EINVAL, "invalid_request", "model needs \"name\", a string"), "error");
+    return refuse("", refusal(EINVAL, "invalid_request", "model needs \"name\", a string"), EventStatus::error);
   if (stdio.size() != 3)
-    return refuse("", refusal(EINVAL, "invalid_request", "model needs the caller's stdin, stdout and stderr"), "error");
+    return refuse("", refusal(EINVAL, "invalid_request", "model needs the caller's stdin, stdout and stderr"),
+                  EventStatus::error);
   const std::string name = req["name"].get<std::string>();
   auto decided = decide(name);
   if (auto* r = std::get_if<Refusal>(&decided)) {
     json answer = refuse(name, r->error, r->status, r->model, r->alias);
     if (!r->rel.empty())
-      log_model(r->rel, {{"type", "model.call"}, {"status", r->status}, {"reason", r->error.reason}});
+      log_model(r->rel, {"model.call", "model/" + r->model, r->status, {{"reason", r->error.reason}}});
     return answer;
   }
   const ModelEntry& m = std::get<ModelEntry>(decided);
@@ -191,7 +189,7 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
   // An empty directory for the model's root to be mounted over; what it
   // holds is never seen (the sandbox mounts a fresh tmpfs over it).
   auto anchor = sys::make_temp_dir("/tmp/ctx-model.");
-  if (!anchor) return refuse(name, refusal(anchor.error().code, "error", anchor.error().msg), "error");
+  if (!anchor) return refuse(name, refusal(anchor.error().code, "error", anchor.error().msg), EventStatus::error);
   if (plan_.ids.privileged) (void)sys::chown_at(AT_FDCWD, *anchor, sys::Ownership{plan_.ids.fs.uid, plan_.ids.fs.gid});
   if (!base_) {
     base_.emplace();
@@ -202,8 +200,8 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
   auto run = start_model(p, {stdio[0].get(), stdio[1].get(), stdio[2].get()});
   (void)sys::remove_at(AT_FDCWD, *anchor, true);  // empty on the host: the tmpfs was the sandbox's
   if (!run) {
-    json answer = refuse(name, refusal(run.error().code, "error", run.error().msg), "error");
-    log_model(m.rel, {{"type", "model.call"}, {"status", "error"}, {"reason", "error"}});
+    json answer = refuse(name, refusal(run.error().code, "error", run.error().msg), EventStatus::error);
+    log_model(m.rel, {"model.call", "model/" + m.name, EventStatus::error, {{"reason", "error"}}});
     return answer;
   }
   run->name = m.name;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/unique_fd.hpp"
+#include "launcher/event.hpp"
 #include "launcher/model_plan.hpp"
 #include "launcher/model_run.hpp"
 #include "launcher/plan.hpp"
@@ -30,8 +31,8 @@ namespace ctx::launcher {
 class ModelGate {
  public:
   /// tree: the sandbox's read-only clone of the CTX root (borrowed).
-  ModelGate(const LaunchPlan& plan, int tree, std::function<void(nlohmann::json)> event,
-            std::function<void(nlohmann::json)> log);
+  ModelGate(const LaunchPlan& plan, int tree, std::function<void(const Event&)> event,
+            std::function<void(const Event&)> log);
 
   std::variant<nlohmann::json, ModelRun> call(const nlohmann::json& req, std::vector<UniqueFd> stdio);
 
@@ -41,7 +42,7 @@ class ModelGate {
  private:
   struct Refusal {
     Error error;
-    const char* status;  ///< "denied" or "error"
+    EventStatus status;  ///< denied or error
     std::string rel;     ///< the model file when the call reached it, else ""
     std::string model;   ///< provider/model when known, after any alias
     std::string alias;   ///< the alias followed ("" none)
@@ -49,15 +50,15 @@ class ModelGate {
   std::variant<ModelEntry, Refusal> decide(const std::string& name);
   /// The answer of a refused call, recorded with the model named (after
   /// an alias) when known, else the name asked for.
-  nlohmann::json refuse(const std::string& name, const Error& e, const char* status, const std::string& model = "",
+  nlohmann::json refuse(const std::string& name, const Error& e, EventStatus status, const std::string& model = "",
                         const std::string& alias = "");
-  void record(nlohmann::json ev);
-  void log_model(const std::string& rel, nlohmann::json line);
+  void record(const Event& ev);
+  void log_model(const std::string& rel, const Event& ev);
 
   const LaunchPlan& plan_;
   int tree_;
-  std::function<void(nlohmann::json)> event_;
-  std::function<void(nlohmann::json)> log_;
+  std::function<void(const Event&)> event_;
+  std::function<void(const Event&)> log_;
   view::LiveViewer live_;
   /// The host directories of the base system a model sees (/usr, and of
   /// /etc/alternatives, /etc/ssl, /etc/ca-certificates those that exist),

@@ -207,11 +207,9 @@ void wait_pidfds(std::vector<UniqueFd>& pidfds, int timeout_ms) {
   }
   (void)sys::remove_at(job.agents, job.plan.name + ".sock");
   files.status(AgentState::dead);
-  files.log({{"event", "agent.stop"}, {"reason", "supervisor_killed"}});
-  files.event({{"type", "agent.stop"},
-               {"object", "agent/" + job.plan.name},
-               {"status", "error"},
-               {"reason", "supervisor_killed"}});
+  const Event stop{"agent.stop", "", EventStatus::error, {{"reason", "supervisor_killed"}}};
+  files.log(stop);
+  files.event(stop);
   files.end_session("failed");
   if (!job.handoff_dir.empty()) files.context_status(job.handoff_dir, "failed");
   _exit(0);
@@ -322,12 +320,8 @@ int Supervisor::failed(Error e) {
 
 int Supervisor::fail_launch(const Error& e) {
   files_->status(AgentState::dead);
-  files_->log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}});
-  files_->event({{"type", "agent.stop"},
-                 {"object", "agent/" + plan_.name},
-                 {"status", "error"},
-                 {"exit_status", kExitLaunchFailed},
-                 {"error", e.msg}});
+  files_->log({"agent.error", "", EventStatus::error, {{"code", errno_name(e.code)}, {"error", e.msg}}});
+  files_->event({"agent.stop", "", EventStatus::error, {{"exit_status", kExitLaunchFailed}, {"error", e.msg}}});
   files_->end_session("failed");
   files_->context_status(opts_.handoff_dir, "failed");
   return failed(e);
@@ -371,7 +365,8 @@ std::optional<int> Supervisor::open_agent() {
   if (auto r = files_->begin_session(); !r) return failed(r.error());
   if (auto f = sys::fault_at("supervisor.open_agent"); !f) return fail_launch(f.error());
   if (auto prev = sys::read_small_file(ddir_.get(), "status", 64); prev && *prev && (*prev)->data != "dead\n")
-    files_->log({{"event", "agent.reap"}, {"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}});
+    files_->log(
+        {"agent.reap", "", EventStatus::ok, {{"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}}});
   return std::nullopt;
 }
 
@@ -390,7 +385,8 @@ std::optional<int> Supervisor::place() {
                               opts_.cgroup_leaf};
   auto pl = cgroup::Placement::create(po, why_not, reaped);
   if (!pl) return fail_launch(pl.error());
-  if (reaped) files_->log({{"event", "agent.reap"}, {"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}});
+  if (reaped)
+    files_->log({"agent.reap", "", EventStatus::ok, {{"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}}});
   if (*pl) {
     placement_ = std::move(**pl);
     auto [bytes, fds] = placement_->handover();
@@ -403,7 +399,7 @@ std::optional<int> Supervisor::place() {
   if (opts_.require_cgroup || limits)
     return fail_launch(Error{EOPNOTSUPP, std::string(limits ? "limits" : "--require-cgroup") +
                                              ": EOPNOTSUPP: no writable cgroup v2: " + why_not});
-  files_->log({{"event", "agent.cgroup"}, {"status", "unavailable"}, {"reason", why_not}});
+  files_->log({"agent.cgroup", "", EventStatus::unavailable, {{"reason", why_not}}});
   warn_once_without_cgroup(opts_.marker_dir, why_not);
   if (auto f = sys::fault_at("supervisor.place"); !f) return fail_launch(f.error());
   return std::nullopt;
@@ -478,8 +474,15 @@ std::optional<int> Supervisor::finish_setup() {
   // Without status and pid nothing can see or stop the agent: refused
   // (docs/launcher.md, "Full disks").
   if (auto r = files_->start(::getpid()); !r) return abort_sandbox(r.error());
-  files_->log({{"event", "agent.start"}, {"session", plan_.session}, {"argv", plan_.argv}});
-  files_->event({{"type", "agent.start"}, {"object", "agent/" + plan_.name}, {"status", "ok"}});
+  // The runtime and its argument count, never the arguments (they may
+  // hold a prompt or a secret: docs/launcher.md, "Logs, events and what
+  // they never hold").
+  const Event start{"agent.start",
+                    "",
+                    EventStatus::ok,
+                    {{"runtime", plan_.argv.empty() ? std::string() : plan_.argv[0]}, {"argc", plan_.argv.size()}}};
+  files_->log(start);
+  files_->event(start);
   if (auto f = sys::fault_at("supervisor.records"); !f) return abort_sandbox(f.error());
   setup_ = read_setup(channel_.get(), [this](UniqueFd fuse) -> Result<void> {
     // In the agent's cgroup (its own leaf): what an agent makes the view
@@ -524,9 +527,9 @@ std::optional<int> Supervisor::finish_setup() {
     return fail_launch(e);
   }
   files_->status(AgentState::dead);
-  files_->log({{"event", "agent.error"}, {"code", errno_name(e.code)}, {"error", e.msg}, {"exit_status", code}});
-  files_->event(
-      {{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", "error"}, {"exit_status", code}});
+  files_->log(
+      {"agent.error", "", EventStatus::error, {{"code", errno_name(e.code)}, {"error", e.msg}, {"exit_status", code}}});
+  files_->event({"agent.stop", "", EventStatus::error, {{"exit_status", code}}});
   files_->end_session("failed");
   files_->context_status(opts_.handoff_dir, "failed");
   error_ = e;
@@ -537,7 +540,7 @@ void Supervisor::report_started() {
   json timings = setup_.timings;
   timings["prepare"] = t_clone_ - t0_;
   timings["total"] = t_exec_ - t0_;
-  files_->log({{"event", "agent.exec"}, {"pid", child_->pid}, {"setup_us", t_exec_ - t0_}});
+  files_->log({"agent.exec", "", EventStatus::ok, {{"pid", child_->pid}, {"setup_us", t_exec_ - t0_}}});
   if (opts_.json_status_fd >= 0) {
     json j{{"event", "started"},
            {"agent", plan_.name},
@@ -564,7 +567,7 @@ void Supervisor::start_children() {
   cc.spawn.cancel_grace_ms = opts_.cancel_grace_ms;
   cc.spawn.env = opts_.child_env;
   if (plan_.ids.privileged) cc.spawn.owner = sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
-  cc.event = [this](json j) { files_->event(j); };
+  cc.event = [this](const Event& e) { files_->event(e); };
   cc.spawn.spawned = [this](int pidfd) {
     if (watchdog_) (void)sys::send_message(watchdog_->first.get(), "p", {pidfd});
   };
@@ -572,11 +575,13 @@ void Supervisor::start_children() {
   cc.inner_path = [this](const std::string& host) { return inner_path_of(plan_, host); };
   if (setup_.tools.valid()) {
     models_.emplace(
-        plan_, setup_.tools.get(), [this](json j) { files_->event(j); }, [this](json j) { files_->log(j); });
+        plan_, setup_.tools.get(), [this](const Event& e) { files_->event(e); },
+        [this](const Event& e) { files_->log(e); });
     cc.model = [this](const json& req, std::vector<UniqueFd> stdio) { return models_->call(req, std::move(stdio)); };
     cc.model_exit = [this](const ModelRun& run, int exit_status) { models_->finished(run, exit_status); };
     tools_.emplace(
-        plan_, std::move(setup_.tools), [this](json j) { files_->event(j); }, [this](json j) { files_->log(j); });
+        plan_, std::move(setup_.tools), [this](const Event& e) { files_->event(e); },
+        [this](const Event& e) { files_->log(e); });
     cc.tool = [this](const json& req) { return tools_->call(req); };
   }
   children_.emplace(std::move(cc), std::move(setup_.control));
@@ -596,21 +601,22 @@ void Supervisor::read_notify() {
     if (!in_sandbox(sandbox_pidns_, (*d)->pid)) {
       // Said once: a sender outside the sandbox, or one already gone.
       if (!notify_refused_)
-        files_->log({{"event", "agent.notify"},
-                     {"status", "refused"},
-                     {"pid", (*d)->pid},
-                     {"reason", "the sender is not a process of the sandbox (or has exited)"}});
+        files_->log({"agent.notify",
+                     "",
+                     EventStatus::denied,
+                     {{"pid", (*d)->pid}, {"reason", "the sender is not a process of the sandbox (or has exited)"}}});
       notify_refused_ = true;
       continue;
     }
     if (!limiter_.take(sys::now_us())) continue;
-    if (auto n = limiter_.dropped_since_last(); n > 0) files_->log({{"event", "agent.notify"}, {"dropped", n}});
+    if (auto n = limiter_.dropped_since_last(); n > 0)
+      files_->log({"agent.notify", "", EventStatus::dropped, {{"dropped", n}}});
     NotifyEffect e = apply_notify((*d)->bytes, to_string(state_));
     if (e.ready && !opts_.parent_notify_socket.empty()) (void)sys::send_datagram(opts_.parent_notify_socket, "READY=1");
     auto next = agent_state_of(e.state);
     if (next && *next != state_ && !cancelled_) {
       set_state(*next);
-      files_->log({{"event", "agent.status"}, {"status", e.state}});
+      files_->log({"agent.status", "", EventStatus::ok, {{"state", e.state}}});
     }
   }
 }
@@ -626,7 +632,10 @@ void Supervisor::cancel(const char* reason) {
   cancel_reason_ = reason;
   (void)sys::fault_at("cancel.begin");
   set_state(AgentState::stopping);
-  files_->log({{"event", "agent.cancel"}, {"reason", cancel_reason_}});
+  files_->log({"agent.cancel",
+               "",
+               cancel_reason_ == "stopped" ? EventStatus::stopped : EventStatus::cancelled,
+               {{"reason", cancel_reason_}}});
   socket_name_.remove();  // no new connections
   children_->close_control();
   children_->cancel_all();
@@ -647,7 +656,7 @@ void Supervisor::on_signal(int sig) {
     return;
   }
   set_state(AgentState::stopping);
-  files_->log({{"event", "agent.signal"}, {"signal", sig}});
+  files_->log({"agent.signal", "", EventStatus::ok, {{"signal", sig}}});
   (void)sys::signal_pidfd(child_->pidfd.get(), sig);
 }
 
@@ -703,7 +712,7 @@ void Supervisor::view_ended() {
   int st = view_->reap();
   view_.reset();
   if (exit_code_of(st) == 0) return;
-  files_->log({{"event", "agent.view"}, {"status", "dead"}, {"exit_status", exit_code_of(st)}});
+  files_->log({"agent.view", "", EventStatus::dead, {{"exit_status", exit_code_of(st)}}});
   std::fprintf(stderr, "ctx-agent-run: %s: the agent view's server ended (exit status %d); stopping the agent\n",
                printable(plan_.name).c_str(), exit_code_of(st));
   cancel("view_dead");
@@ -747,26 +756,29 @@ int Supervisor::teardown() {
     children_->wait_all(kChildRecordsMs, true);
   }
   if (placement_)
-    if (auto r = placement_->remove(); !r) files_->log({{"event", "agent.error"}, {"error", r.error().msg}});
+    if (auto r = placement_->remove(); !r)
+      files_->log({"agent.error", "", EventStatus::error, {{"error", r.error().msg}}});
   (void)sys::fault_at("teardown.cgroup");
   files_->status(AgentState::dead);
   (void)sys::fault_at("teardown.records");
-  files_->log({{"event", "agent.stop"}, {"exit_status", exit_code_}});
   // A parent's stop ends in "stopped", the parent's death in "cancelled".
   const bool stopped = cancelled_ && cancel_reason_ == "stopped";
-  const char* outcome = stopped ? "stopped" : cancelled_ ? "cancelled" : exit_code_ == 0 ? "ok" : "error";
-  files_->event(
-      {{"type", "agent.stop"}, {"object", "agent/" + plan_.name}, {"status", outcome}, {"exit_status", exit_code_}});
+  const EventStatus outcome = stopped           ? EventStatus::stopped
+                              : cancelled_      ? EventStatus::cancelled
+                              : exit_code_ == 0 ? EventStatus::ok
+                                                : EventStatus::error;
+  const Event stop{"agent.stop", "", outcome, {{"exit_status", exit_code_}}};
+  files_->log(stop);
+  files_->event(stop);
   const char* end = stopped ? "stopped" : cancelled_ ? "cancelled" : exit_code_ == 0 ? "done" : "failed";
   files_->end_session(end);
   if (spec_.parent && !opts_.handoff_dir.empty()) files_->context_status(opts_.handoff_dir, end);
   if (cancelled_ && !stopped && spec_.parent)
     files_->event_of(spec_.parent->agent, spec_.parent->session.empty() ? "default" : spec_.parent->session,
-                     {{"type", "agent.child.cancel"},
-                      {"parent", spec_.parent->agent},
-                      {"child", plan_.name},
-                      {"reason", "parent_dead"},
-                      {"object", "agent/" + plan_.name}});
+                     {"agent.child.cancel",
+                      "agent/" + plan_.name,
+                      EventStatus::cancelled,
+                      {{"parent", spec_.parent->agent}, {"child", plan_.name}, {"reason", "parent_dead"}}});
   if (opts_.json_status_fd >= 0) {
     std::string s = json{{"event", "exited"}, {"agent", plan_.name}, {"exit_status", exit_code_}}.dump() + "\n";
     (void)sys::write_all(opts_.json_status_fd, s.data(), s.size());

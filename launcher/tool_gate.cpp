@@ -3,11 +3,16 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 #include "agentdir/load.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
+#include "base/text.hpp"
+#include "base/timestamp.hpp"
+#include "launcher/agent_files.hpp"
 #include "launcher/as_owner.hpp"
 #include "launcher/static_view.hpp"
 #include "policy/policy.hpp"
@@ -76,8 +81,8 @@ std::vector<ToolTier> tool_tiers(const LaunchPlan& plan) {
   return out;
 }
 
-ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(json)> event,
-                   std::function<void(json)> log)
+ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(const Event&)> event,
+                   std::function<void(const Event&)> log)
     : plan_(plan),
       tree_(std::move(tree)),
       tiers_(tool_tiers(plan)),
@@ -85,19 +90,72 @@ ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(jso
       log_(std::move(log)),
       live_(plan.ctx_root, runtime_viewer(plan)) {}
 
-// The events.jsonl record is the seed's; the agent can write its home, so
-// the same facts go to <name>.d/log too, which it cannot.
-void ToolGate::record(json ev) {
-  event_(ev);
-  ev.erase("type");
-  ev["event"] = "tool.call";
-  log_(ev);
+namespace {
+
+Event call_event(const std::string& name, EventStatus status, bool direct) {
+  return Event{"tool.call", name.empty() ? "tool" : "tool/" + name, status, {{"via", direct ? "exec" : "ctx tool"}}};
 }
 
-ToolAnswer ToolGate::refuse(const std::string& name, const Error& e, const char* status, bool direct) {
-  json ev{{"type", "tool.call"}, {"object", "tool/" + name}, {"status", status}, {"via", direct ? "exec" : "ctx tool"}};
-  if (!e.reason.empty()) ev["reason"] = e.reason;
-  record(ev);
+}  // namespace
+
+// The events.jsonl record is the seed's; the agent can write its home, so
+// the same facts go to <name>.d/log too, which it cannot. A call that
+// reached a tool (`reached`: the tool below the CTX root) also goes to
+// the tool's own files.
+void ToolGate::record(const Event& ev, const std::string& reached) {
+  event_(ev);
+  log_(ev);
+  if (!reached.empty()) log_tool(reached, ev);
+}
+
+// <tool>.d/log (one line a call) and <tool>.d/status (the last call), the
+// same stamped facts, only when the tool's owner made them: nothing is
+// ever created, renamed or removed in a tool's directory, which may be
+// root's or another user's (docs/abi.md, "Tool logs"). Written with the
+// owner's file-system ids in a root launch, so a root launch writes
+// nothing the owner could not; the .d/ is opened beneath the CTX root
+// without a symlink on the way, and log and status never through one.
+namespace {
+
+// The tool's .d/ log and status written with the owner's ids; an empty
+// list when the tool has no .d/ (or it cannot be opened as the owner).
+std::vector<std::pair<const char*, Result<void>>> write_tool_files(const LaunchPlan& plan, const std::string& rel,
+                                                                   const std::string& line) {
+  std::vector<std::pair<const char*, Result<void>>> out;
+  std::optional<AsOwner> as_owner;
+  if (auto a = AsOwner::enter(plan.ids); a)
+    as_owner.emplace(std::move(*a));
+  else
+    return out;
+  auto root = sys::open_dir(plan.ctx_root);
+  if (!root) return out;
+  auto d = sys::open_dir_beneath(root->get(), rel + ".d");
+  if (!d) return out;  // no .d/: the tool keeps no files
+  out.emplace_back("log", sys::append_existing(d->get(), "log", line, kMaxLogBytes));
+  out.emplace_back("status", sys::overwrite_existing(d->get(), "status", line));
+  return out;
+}
+
+}  // namespace
+
+void ToolGate::log_tool(const std::string& rel, const Event& ev) {
+  const std::string line = stamp_event(ev, {timestamp_now(), plan_.name, plan_.session}).dump(-1, ' ', true) + "\n";
+  for (const auto& [file, r] : write_tool_files(plan_, rel, line)) {
+    // Absent: the tool's owner did not ask for it. Anything else is said
+    // once per file and errno.
+    if (r || r.error().code == ENOENT) continue;
+    const std::string path = plan_.ctx_root + "/" + rel + ".d/" + file;
+    if (warned_.insert({path, r.error().code}).second)
+      std::fprintf(stderr, "ctx-agent-run: warning: %s: %s (said once)\n", printable(path).c_str(),
+                   printable(r.error().msg).c_str());
+  }
+}
+
+ToolAnswer ToolGate::refuse(const std::string& name, const Error& e, EventStatus status, bool direct,
+                            const std::string& reached) {
+  Event ev = call_event(name, status, direct);
+  if (!e.reason.empty()) ev.facts["reason"] = e.reason;
+  record(ev, reached);
   json a{{"ok", false}, {"op", "tool"}, {"name", name}, {"code", errno_name(e.code)}, {"message", e.msg}};
   if (!e.reason.empty()) a["reason"] = e.reason;
   return ToolAnswer{a, UniqueFd()};
@@ -110,7 +168,7 @@ ToolAnswer ToolGate::refuse(const std::string& name, const Error& e, const char*
 // launch the tree is read with the owner's file-system ids, as the view
 // reads it: nothing the owner could not reach is decided on or handed over.
 Result<std::optional<ToolAnswer>> ToolGate::find(const std::vector<ToolTier>& tiers, const std::string& name,
-                                                 const view::Viewer& v) {
+                                                 const view::Viewer& v, std::string& reached) {
   auto as_owner = AsOwner::enter(plan_.ids);
   if (!as_owner) return fail(refusal(as_owner.error().code, "error", as_owner.error().msg));
   view::FsTree tree(tree_.get());
@@ -122,6 +180,7 @@ Result<std::optional<ToolAnswer>> ToolGate::find(const std::vector<ToolTier>& ti
     auto st = sys::stat_fd(fd->get());
     if (!st || !S_ISREG(st->mode) || (st->mode & 0111) == 0) continue;
     const std::string path = t.inner + "/" + name;
+    reached = rel;
     // 1-2: a mount that allows exec, and the mode bits for the runtime's
     // ids; 4: the tool's own policy.
     if (t.noexec) return fail(refusal(EACCES, "noexec_mount", t.inner + " is on a noexec mount in this sandbox"));
@@ -155,17 +214,18 @@ ToolAnswer ToolGate::call(const json& req) {
     return ToolAnswer{a, UniqueFd()};
   }
   if (auto n = limiter_.dropped_since_last(); n > 0)
-    log_({{"event", "tool.call"}, {"status", "dropped"}, {"dropped", n}});
+    log_({"tool.call", "tool", EventStatus::dropped, {{"dropped", n}}});
   for (const auto& [k, v] : req.items())
     if (k != "op" && k != "name" && k != "dir")
-      return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in tool"), "error");
+      return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in tool"), EventStatus::error);
   if (!req.contains("name") || !req["name"].is_string())
-    return refuse("", refusal(EINVAL, "invalid_request", "tool needs \"name\", a string"), "error");
+    return refuse("", refusal(EINVAL, "invalid_request", "tool needs \"name\", a string"), EventStatus::error);
   const std::string name = req["name"].get<std::string>();
   // A direct call of the static view's tool names its tier: an exec, as
   // the FUSE view records one.
   const bool direct = req.contains("dir");
-  if (auto issue = tool_name_issue(name)) return refuse("", refusal(EINVAL, "invalid_name", *issue), "error", direct);
+  if (auto issue = tool_name_issue(name))
+    return refuse("", refusal(EINVAL, "invalid_name", *issue), EventStatus::error, direct);
   std::vector<ToolTier> tiers = tiers_;
   if (direct) {
     // Any tier the plan shows (a shared space's tool/ too), not only
@@ -175,7 +235,7 @@ ToolAnswer ToolGate::call(const json& req) {
       t = tier_at(plan_, req["dir"].get<std::string>());
     if (!t)
       return refuse(name, refusal(ENOENT, "not_found", "the call names no tool tier of " + plan_.name + "'s mounts"),
-                    "error", direct);
+                    EventStatus::error, direct);
     tiers = {std::move(*t)};
   }
 
@@ -184,19 +244,21 @@ ToolAnswer ToolGate::call(const json& req) {
   // EACCES whether or not such a tool exists (seed 000).
   if (v.subject.empty())
     return refuse(name, refusal(EACCES, "agent_policy", plan_.name + " has no label, so policy v0 denies everything"),
-                  "denied", direct);
+                  EventStatus::denied, direct);
   if (!v.policy.allows(v.subject, policy::Class::tool, name, "execute"))
     return refuse(name,
                   refusal(EACCES, "agent_policy",
                           "the policy of " + plan_.name + " has no " +
                               policy::missing_rule(v.subject, policy::Class::tool, name, "execute")),
-                  "denied", direct);
+                  EventStatus::denied, direct);
 
-  auto found = find(tiers, name, v);
-  if (!found) return refuse(name, found.error(), found.error().reason == "error" ? "error" : "denied", direct);
+  std::string reached;
+  auto found = find(tiers, name, v, reached);
+  if (!found)
+    return refuse(name, found.error(), found.error().reason == "error" ? EventStatus::error : EventStatus::denied,
+                  direct, reached);
   if (*found) {
-    record(
-        {{"type", "tool.call"}, {"object", "tool/" + name}, {"status", "ok"}, {"via", direct ? "exec" : "ctx tool"}});
+    record(call_event(name, EventStatus::ok, direct), reached);
     return std::move(**found);
   }
   std::string dirs;
@@ -206,7 +268,7 @@ ToolAnswer ToolGate::call(const json& req) {
       refusal(ENOENT, "not_found",
               "no executable " + name + " in " + (dirs.empty() ? std::string("CTX_PATH (no tool tier)") : dirs) +
                   " (on the host, ctx explain " + plan_.name + " tool:" + name + " execute names the layer)"),
-      "error", direct);
+      EventStatus::error, direct);
 }
 
 }  // namespace ctx::launcher

@@ -22,11 +22,14 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
+#include "launcher/event.hpp"
 #include "launcher/notify.hpp"
 #include "launcher/plan.hpp"
 #include "view/fs_tree.hpp"
@@ -67,23 +70,27 @@ class ToolGate {
   /// tree: the sandbox's read-only clone of the CTX root. event appends
   /// to the agent's session events.jsonl (in its home, which it can
   /// write); log to <name>.d/log, which the sandbox sees read-only at most:
-  /// every call goes to both.
-  ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(nlohmann::json)> event,
-           std::function<void(nlohmann::json)> log);
+  /// every call goes to both. A call that reached a tool also goes to the
+  /// tool's own .d/log and .d/status when they exist (log_tool).
+  ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(const Event&)> event,
+           std::function<void(const Event&)> log);
 
   ToolAnswer call(const nlohmann::json& request);
 
  private:
-  ToolAnswer refuse(const std::string& name, const Error& e, const char* status, bool direct = false);
-  void record(nlohmann::json ev);
+  ToolAnswer refuse(const std::string& name, const Error& e, EventStatus status, bool direct = false,
+                    const std::string& reached = "");
+  void record(const Event& ev, const std::string& reached);
+  void log_tool(const std::string& rel, const Event& ev);
   Result<std::optional<ToolAnswer>> find(const std::vector<ToolTier>& tiers, const std::string& name,
-                                         const view::Viewer& v);
+                                         const view::Viewer& v, std::string& reached);
 
   const LaunchPlan& plan_;
   UniqueFd tree_;
   std::vector<ToolTier> tiers_;
-  std::function<void(nlohmann::json)> event_;
-  std::function<void(nlohmann::json)> log_;
+  std::function<void(const Event&)> event_;
+  std::function<void(const Event&)> log_;
+  std::set<std::pair<std::string, int>> warned_;  ///< (tool .d/ file, errno) already said
   RateLimiter limiter_{kToolCallBurst, kToolCallsPerSecond};
   view::LiveViewer live_;
 };

@@ -435,6 +435,45 @@ Result<void> append_file(int dirfd, const std::string& name, std::string_view da
   return append_whole(fd.get(), data);
 }
 
+namespace {
+
+// An existing regular file below dirfd, for writing: no O_CREAT (nothing
+// is ever made in a directory that is not the caller's), O_NOFOLLOW (a
+// symlink planted under the name is ELOOP), O_NONBLOCK (a FIFO cannot
+// block the caller), O_NOCTTY (a tty cannot become ours).
+Result<UniqueFd> open_existing_for_write(int dirfd, const std::string& name, int extra) {
+  int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | extra);
+  if (raw < 0) return CTX_FAIL_ERRNO("openat " + name);
+  UniqueFd fd(raw);
+  CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
+  if (!S_ISREG(st.mode)) return fail(Error{EINVAL, name + ": EINVAL: not a regular file"});
+  return fd;
+}
+
+}  // namespace
+
+Result<void> append_existing(int dirfd, const std::string& name, std::string_view data, std::uint64_t cap) {
+  CTX_TRY_ASSIGN(UniqueFd fd, open_existing_for_write(dirfd, name, O_APPEND));
+  CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
+  if (st.size > 0 && st.size + data.size() > cap && ::ftruncate(fd.get(), 0) < 0)
+    return CTX_FAIL_ERRNO("ftruncate " + name);
+  return append_whole(fd.get(), data);
+}
+
+Result<void> overwrite_existing(int dirfd, const std::string& name, std::string_view data) {
+  CTX_TRY_ASSIGN(UniqueFd fd, open_existing_for_write(dirfd, name, 0));
+  if (::ftruncate(fd.get(), 0) < 0) return CTX_FAIL_ERRNO("ftruncate " + name);
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fd.get(), data.data() + done, data.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return CTX_FAIL_ERRNO("pwrite " + name);
+    if (n == 0) return fail(Error{EIO, "pwrite " + name + ": EIO: wrote nothing"});
+    done += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
 }  // namespace ctx::sys
 
 namespace ctx::sys {

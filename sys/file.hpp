@@ -177,4 +177,17 @@ Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode);
 Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode = 0644,
                          std::optional<Ownership> owner = std::nullopt);
 
+/// Appends data to dirfd/name only if it exists and is a regular file
+/// (never created: ENOENT), never through a symlink at name (O_NOFOLLOW:
+/// ELOOP), with one write(2) on an O_APPEND descriptor, all or nothing
+/// (append_file). When the file would grow past `cap` bytes it is emptied
+/// first, so it never holds much more than cap.
+Result<void> append_existing(int dirfd, const std::string& name, std::string_view data, std::uint64_t cap);
+
+/// Replaces the content of dirfd/name by data, only if it exists and is a
+/// regular file (never created: ENOENT), never through a symlink at name
+/// (ELOOP): truncated, then one pwrite(2) at 0. Not atomic: a reader may
+/// see it empty for a moment.
+Result<void> overwrite_existing(int dirfd, const std::string& name, std::string_view data);
+
 }  // namespace ctx::sys

@@ -100,7 +100,7 @@ TEST_CASE("leftovers of a dead instance are killed and removed at the next launc
   REQUIRE(::waitpid(orphan, &status, 0) == orphan);
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGKILL);
-  CHECK(t.dir().read("ctx/agent/cgleft.d/log").find("\"event\":\"agent.reap\"") != std::string::npos);
+  CHECK(t.dir().read("ctx/agent/cgleft.d/log").find("\"type\":\"agent.reap\"") != std::string::npos);
   CHECK_FALSE(exists(agent_dir));
 }
 
@@ -157,7 +157,7 @@ TEST_CASE("without a writable cgroup: a warning once, or an error with --require
   RunResult second = ctx::test::run_command(argv, *u, 60, env);
   CHECK(second.exit_code == 0);
   CHECK(second.warnings.empty());
-  CHECK(t.dir().read("ctx/agent/coder.d/log").find("\"event\":\"agent.cgroup\"") != std::string::npos);
+  CHECK(t.dir().read("ctx/agent/coder.d/log").find("\"type\":\"agent.cgroup\"") != std::string::npos);
   argv.insert(argv.begin() + 3, "--require-cgroup");
   RunResult req = ctx::test::run_command(argv, *u, 60, env);
   CHECK(req.exit_code == 125);

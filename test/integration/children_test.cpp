@@ -344,7 +344,7 @@ TEST_CASE("the parent's exit cancels a child that ignores SIGTERM, after the gra
   CHECK(f.read(f.session_dir("rev") + "/state") == "cancelled\n");
   CHECK(f.read(f.session_dir("coder") + "/context/child/rev/status") == "cancelled\n");
   CHECK(f.read("ctx/agent/rev.d/status") == "dead\n");
-  CHECK(f.read("ctx/agent/rev.d/log").find("\"event\":\"agent.cancel\"") != std::string::npos);
+  CHECK(f.read("ctx/agent/rev.d/log").find("\"type\":\"agent.cancel\"") != std::string::npos);
 }
 
 // A child runtime that forks a grandchild which traps SIGTERM: the

@@ -136,7 +136,11 @@ void check_log(const CtxTree& t, const std::string& agent, const ctx::sys::Fault
   } else if (p.name == "supervisor.open_agent") {
     CHECK(log.find("agent.start") == std::string::npos);
   } else if (after_sockets(p)) {
-    CHECK(log.find("\"event\":\"agent.stop\",\"exit_status\":137") != std::string::npos);
+    // {"agent":...,"exit_status":137,...,"type":"agent.stop"} (keys sorted).
+    CHECK(log.find("\"exit_status\":137,\"object\":\"agent/" + agent +
+                   "\",\"session\":\"default\",\"status\":"
+                   "\"error\",\"ts\":") != std::string::npos);
+    CHECK(log.find("\"type\":\"agent.stop\"") != std::string::npos);
   } else {
     CHECK(log.find("the sandbox ended during its setup, before it handed over its sockets (its exit status: 137)") !=
           std::string::npos);

@@ -299,7 +299,7 @@ TEST_CASE("full disk: log and events that fill it mid-run are warned about once;
   check_said_once(r);
   check_agent_files(disk, events_rel(t));
   std::string log = ctx::test::read_file(disk.path("agent/coder.d/log"));
-  CHECK(log.find("\"event\":\"agent.start\"") != std::string::npos);
+  CHECK(log.find("\"type\":\"agent.start\"") != std::string::npos);
 
   disk.free_pages(64);
   RunResult again = disk.launch({"coder", "--", "/probe", "ids"});

@@ -295,7 +295,7 @@ TEST_CASE("a failed launch leaves nothing behind and says why", "[root][userns]"
   CHECK(r.err == "ctx-agent-run: coder.d/mount:3: /nonexistent/src -> /x: open /nonexistent/src: ENOENT\n");
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
   std::string log = t.dir().read("ctx/agent/coder.d/log");
-  CHECK(log.find("\"event\":\"agent.error\"") != std::string::npos);
+  CHECK(log.find("\"type\":\"agent.error\"") != std::string::npos);
   CHECK(log.find("open /nonexistent/src: ENOENT") != std::string::npos);
   struct stat st {};
   CHECK(::lstat((t.root() + "/agent/coder.sock").c_str(), &st) == -1);
@@ -349,7 +349,7 @@ TEST_CASE("status, pid, log and events follow the runtime", "[root][userns]") {
   std::string log = ctx::test::read_file(d + "log");
   for (const char* ev : {"agent.start", "agent.exec", "agent.status", "agent.signal", "agent.stop"}) {
     INFO(ev);
-    CHECK(log.find(std::string("\"event\":\"") + ev + "\"") != std::string::npos);
+    CHECK(log.find(std::string("\"type\":\"") + ev + "\"") != std::string::npos);
   }
   std::string events_path = home_of(t, "coder") + "/session/default/events.jsonl";
   // Even a root supervisor leaves the session files to the agent's owner.
@@ -608,7 +608,7 @@ TEST_CASE("a stale instance is cleaned up at the next launch", "[root][userns]")
   if (::geteuid() == 0) ::lchown((t.root() + "/agent/coder.sock").c_str(), m.owner.uid, m.owner.gid);
   probe(run_probe(t, m, "coder", {"listenfd"}));
   std::string log = t.dir().read("ctx/agent/coder.d/log");
-  CHECK(log.find("\"event\":\"agent.reap\"") != std::string::npos);
+  CHECK(log.find("\"type\":\"agent.reap\"") != std::string::npos);
   CHECK(log.find("\"previous_status\":\"busy\"") != std::string::npos);
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
 }

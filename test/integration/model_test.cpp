@@ -95,7 +95,7 @@ TEST_CASE("ctx model runs a model in a sandbox of its own: its answer, its crede
         "agent-sees-no-key\n");
   bool logged = false;
   for (const auto& l : m.lines("ctx/agent/coder.d/log"))
-    logged = logged || (l["event"] == "model.call" && l["object"] == "model/debug/spy" && l["status"] == "ok");
+    logged = logged || (l["type"] == "model.call" && l["object"] == "model/debug/spy" && l["status"] == "ok");
   CHECK(logged);
 }
 
@@ -221,8 +221,9 @@ TEST_CASE("the example tree: coder calls debug/echo, its child reviewer without 
       ctx::test::read_file(root + "/home/" + std::to_string(u->uid) + "/agent/reviewer/session/default/output.log");
   CHECK(out.find("reviewer: ctx model debug/echo refused as expected (exit 13)") != std::string::npos);
   const std::string rlog = ctx::test::read_file(root + "/agent/reviewer.d/log");
-  CHECK(rlog.find("\"event\":\"model.call\",\"object\":\"model/debug/echo\",\"reason\":\"agent_policy\","
+  CHECK(rlog.find("\"object\":\"model/debug/echo\",\"reason\":\"agent_policy\",\"session\":\"default\","
                   "\"status\":\"denied\"") != std::string::npos);
+  CHECK(rlog.find("\"type\":\"model.call\"") != std::string::npos);
   const std::string mlog = ctx::test::read_file(root + "/model/debug/echo.d/log");
   CHECK(mlog.find("\"agent\":\"coder\"") != std::string::npos);
   CHECK(mlog.find("reviewer") == std::string::npos);  // refused before it reached the model

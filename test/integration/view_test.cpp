@@ -272,7 +272,7 @@ TEST_CASE("a dead view server stops the agent; the sandbox sees ENOTCONN", "[roo
   CHECK(r.err.find("the agent view's server ended") != std::string::npos);
   CHECK(r.exit_code == 3);
   std::string log = v.t.dir().read("ctx/agent/coder.d/log");
-  CHECK(log.find("\"event\":\"agent.view\"") != std::string::npos);
+  CHECK(log.find("\"type\":\"agent.view\"") != std::string::npos);
   CHECK(log.find("\"reason\":\"view_dead\"") != std::string::npos);
   CHECK(ctx::test::processes_mentioning(v.t.root()).empty());
 }

@@ -82,6 +82,41 @@ TEST_CASE("append_file appends whole lines", "[fs]") {
   CHECK(r.error().code == ELOOP);
 }
 
+TEST_CASE("append_existing and overwrite_existing never create a file nor follow a symlink", "[fs]") {
+  TempDir t;
+  auto dir = ctx::sys::open_dir(t.path());
+  REQUIRE(dir);
+  auto absent = ctx::sys::append_existing(dir->get(), "log", "a\n", 100);
+  REQUIRE_FALSE(absent);
+  CHECK(absent.error().code == ENOENT);
+  auto absent2 = ctx::sys::overwrite_existing(dir->get(), "status", "a\n");
+  REQUIRE_FALSE(absent2);
+  CHECK(absent2.error().code == ENOENT);
+  CHECK(ctx::sys::list_dir(dir->get())->empty());
+
+  t.write("log", "");
+  t.write("status", "old content, longer\n");
+  REQUIRE(ctx::sys::append_existing(dir->get(), "log", "a\n", 5));
+  REQUIRE(ctx::sys::append_existing(dir->get(), "log", "b\n", 5));
+  CHECK(t.read("log") == "a\nb\n");
+  // Past the cap the file starts over with the new line.
+  REQUIRE(ctx::sys::append_existing(dir->get(), "log", "c\n", 5));
+  CHECK(t.read("log") == "c\n");
+  REQUIRE(ctx::sys::overwrite_existing(dir->get(), "status", "new\n"));
+  CHECK(t.read("status") == "new\n");
+
+  t.write("target", "");
+  t.symlink("target", "log2");
+  t.symlink("target", "status2");
+  auto l = ctx::sys::append_existing(dir->get(), "log2", "x\n", 100);
+  REQUIRE_FALSE(l);
+  CHECK(l.error().code == ELOOP);
+  auto s = ctx::sys::overwrite_existing(dir->get(), "status2", "x\n");
+  REQUIRE_FALSE(s);
+  CHECK(s.error().code == ELOOP);
+  CHECK(t.read("target").empty());
+}
+
 // procfs reports size 0 and a sysctl read at an offset other than 0 is
 // EOF: the whole value must come in the first read.
 TEST_CASE("a sysctl is read whole", "[unit]") {
