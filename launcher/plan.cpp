@@ -448,7 +448,7 @@ void set_env(std::vector<std::string>& env, const std::string& key, const std::s
 Result<void> check_session_policy(const AgentSpec& spec, const std::string& session, bool exists) {
   if (spec.parent) return {};
   const std::string subject = spec.subject();
-  const std::string file = spec.ctx_root + "/agent/" + spec.name + ".d/policy";
+  const std::string file = spec.ctx_root + "/" + agentdir::agents_rel(spec.tier_user) + "/" + spec.name + ".d/policy";
   for (const char* perm : {"write", "resume"}) {
     if (!exists && std::string_view(perm) == "resume") break;
     if (!subject.empty() && spec.policy.allows(subject, policy::Class::session, session, perm)) continue;

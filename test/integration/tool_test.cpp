@@ -222,7 +222,7 @@ TEST_CASE("ctx ps shows running agents as a tree; ctx status the root's status",
   // (seed 003 rule 5), so coder starts it.
   const bool root = ctx::test::current_facility() == "root";
   tt.t.write("ctx/agent/coder.d/iso", root ? "shared\n" : "userns\n");
-  tt.t.write("ctx/agent/coder.d/policy", "allow coder_t agent:rev create\nallow coder_t agent:rev start\n");
+  tt.t.set_policy("coder", "allow coder_t agent:rev create\nallow coder_t agent:rev start\n");
   auto coder = tt.t.spawn(
       {"coder", "--", "/bin/sh", "-c",
        "set -e; /ctx/bin/ctx agent create '{\"name\":\"rev\",\"label\":\"rev_t\",\"mount\":[[\"/usr\",\"/usr\","

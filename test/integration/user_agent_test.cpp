@@ -43,6 +43,10 @@ void user_agent(CtxTree& t, std::uint32_t u, std::uint32_t gid, const std::strin
       {"mount", t.base_mounts()},
   };
   for (const auto& [k, v] : files) all[k] = v;
+  // The session and mount rules its launches need, as CtxTree::agent adds.
+  if (all["label"] && all["mount"])
+    all["policy"] = ctx::test::session_policy(CtxTree::label_type(*all["label"])) + all["policy"].value_or("") +
+                    CtxTree::mount_rules_for(*all["label"], *all["mount"]);
   t.mkdir(home + ".d");
   for (const auto& [k, v] : all)
     if (v) t.write(home + ".d/" + k, *v);
