@@ -81,6 +81,11 @@ def measure(build, files, policy, cmds, runs):
             "policy": "".join(f"allow bench_t {p}\n"
                               for p in ["session:default write", "session:default resume"] + list(policy)),
         }
+        # Each mount line needs its mount rules (docs/abi-policy.md, "What each class gates").
+        control["policy"] += "".join(
+            f"allow bench_t mount:{l.split(chr(9))[1]} read\n"
+            + (f"allow bench_t mount:{l.split(chr(9))[1]} write\n" if l.split(chr(9))[2] == "rw" else "")
+            for l in control["mount"].splitlines())
         for k, v in control.items():
             write(os.path.join(d, k), v)
         if kw:
