@@ -18,13 +18,16 @@ using Type = view::HostEntry::Type;
 
 std::string child_of(const std::string& rel, const std::string& name) { return rel.empty() ? name : rel + "/" + name; }
 
-// A directory shown whole: the agent's own home, and each entry of a
-// readable shared space but its tool tier. shared/ and each space are
-// built name by name like the rest, so that a space's tool/ is always the
-// view's: one made (or swapped in by a rename) after launch is not there.
+// A directory shown whole: what the agent's own home holds but its
+// session/, the sessions shown there, and each entry of a readable shared
+// space but its tool tier. shared/ and each space are built name by name
+// like the rest, so that a space's tool/ is always the view's: one made
+// (or swapped in by a rename) after launch is not there. So are the home
+// and its session/, so that another session is absent without
+// `session:<name> read` (docs/abi-policy.md, "session").
 bool whole(const view::Viewer& v, const std::string& rel) {
   const bool space = rel.rfind("shared/", 0) == 0 && rel.find('/', 7) == std::string::npos;
-  return rel != "shared" && !space && view::plain(v, rel);
+  return rel != "shared" && !space && !view::holds_sessions(v, rel) && view::plain(v, rel);
 }
 
 // The tmpfs of a view: small (it holds only names), no devices, no set-id,
@@ -42,6 +45,7 @@ view::Viewer runtime_viewer(const LaunchPlan& plan) {
   v.owner = plan.owner;
   v.user_tier = plan.tier_user.has_value();
   v.ancestors = plan.ancestor_types;
+  v.session = plan.session;
   v.uid = plan.ids.host_uid;
   v.gid = plan.ids.host_gid;
   v.groups = plan.ids.host_groups;

@@ -182,6 +182,13 @@ std::optional<Shown> agent_entry(const Viewer& v, const HostTree& t, const std::
   return std::nullopt;
 }
 
+// An entry of the agent's own session/: the current session, the index,
+// and another session only with `session:<name> read`.
+bool session_shown(const Viewer& v, const std::string& name) {
+  return name == "index" || (!v.session.empty() && name == v.session) ||
+         (!session_name_issue(name) && grants(v, policy::Class::session, name, "read"));
+}
+
 std::optional<Shown> home_entry(const Viewer& v, const HostTree& t, const std::string& rel, const HostEntry& e,
                                 const std::vector<std::string>& c) {
   if (c[1] != std::to_string(v.owner)) return std::nullopt;
@@ -191,8 +198,11 @@ std::optional<Shown> home_entry(const Viewer& v, const HostTree& t, const std::s
     return tier == "tool" || tier == "model" || tier == "agent" ? if_type(rel, e, Type::directory) : std::nullopt;
   if (tier == "tool") return tool_entry(v, t, join(c, 0, 3), rel, e, c, 3);
   if (tier == "model") return not_runnable(model_entry(v, t, rel, e, c, 3));
-  if (tier == "agent" && (c[3] == v.agent || (v.user_tier && c[3] == v.agent + ".d")))
-    return c.size() == 4 ? if_type(rel, e, Type::directory) : if_plain(rel, e);
+  if (tier == "agent" && (c[3] == v.agent || (v.user_tier && c[3] == v.agent + ".d"))) {
+    if (c.size() == 4) return if_type(rel, e, Type::directory);
+    if (c[3] == v.agent && c.size() >= 6 && c[4] == "session" && !session_shown(v, c[5])) return std::nullopt;
+    return if_plain(rel, e);
+  }
   return std::nullopt;
 }
 
@@ -379,6 +389,12 @@ bool plain(const Viewer& v, const std::string& rel) {
       (c[3] == v.agent || (v.user_tier && c[3] == v.agent + ".d")))
     return true;
   return c[0] == "shared" && (c.size() == 1 || c.size() == 2 || c[2] != "tool");
+}
+
+bool holds_sessions(const Viewer& v, const std::string& rel) {
+  const auto c = split(rel);
+  return (c.size() == 4 || (c.size() == 5 && c[4] == "session")) && c[0] == "home" && c[1] == std::to_string(v.owner) &&
+         c[2] == "agent" && c[3] == v.agent;
 }
 
 std::vector<std::string> tool_tiers_under(const std::string& rel, const std::vector<std::string>& spaces) {

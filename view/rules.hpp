@@ -57,6 +57,10 @@ struct Viewer {
   bool user_tier = false;
   std::string subject;    ///< the label's type; "" (no label) is denied every grant
   policy::Policy policy;  ///< the agent's policy
+  /// The session the agent runs in (its --session): shown in its home's
+  /// session/ with index; every other entry there needs `session:<x>
+  /// read`. "" (`ctx view` on the host, no launch): none is current.
+  std::string session;
   /// An owned child's ancestors' types, parent first ("" for one that
   /// admits nothing: AgentSpec::ancestor_types). A tool's or model's own
   /// policy must admit each of them as well as `subject` (seed 000
@@ -110,7 +114,9 @@ inline constexpr std::string_view kModelMetaFiles[] = {"id", "driver", "cap", "d
 ///     are never executable from the view (no_exec);
 ///   agent/: the agent and its .d/, agents whose parent file names it and
 ///     agents with `agent:<x> read`, with their .d/;
-///   home/<owner>/{agent/<agent>/..., tool, model}: its own home whole;
+///   home/<owner>/{agent/<agent>/..., tool, model}: its own home whole,
+///     but in its session/ only the current session, index and the
+///     sessions with `session:<x> read` (docs/abi-policy.md, "session");
 ///   shared/<p>/... with `shared:<p> read`, its tool/ a tool tier;
 ///   anything else is absent.
 std::optional<Shown> decide(const Viewer& v, const HostTree& t, const std::string& rel);
@@ -186,6 +192,11 @@ std::string tool_at(const Viewer& v, const std::string& rel);
 /// launch plan governs itself (shared/: its spaces are masked or bound
 /// read-only by policy): a bind of it stays a bind. rel below the CTX root.
 bool plain(const Viewer& v, const std::string& rel);
+
+/// The agent's own home and its session/ directory: plain(), but the
+/// view hides some of what they hold (the other sessions), so a view made
+/// of binds builds them name by name rather than binding them whole.
+bool holds_sessions(const Viewer& v, const std::string& rel);
 
 /// The tool tiers a bind of the plain directory rel reaches, as
 /// CTX-root-relative paths: a shared space's tool/, or under shared/ the

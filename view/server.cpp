@@ -57,6 +57,7 @@ Viewer who(const ServeOptions& o) {
   v.user_tier = o.user_tier;
   v.owner = o.owner;
   v.ancestors = o.ancestors;
+  v.session = o.session;
   v.uid = o.uid;
   v.gid = o.gid;
   v.groups = o.groups;

@@ -175,3 +175,41 @@ TEST_CASE("session policy: another session is hidden in the sandbox without sess
   INFO(shown.err);
   CHECK(shown.out == "secret\n");
 }
+
+// docs/abi-policy.md, "session": a table that shows the CTX root (the
+// agent view) and does not bind the agent's home gets the home from the
+// view, which shows the current session and session/index and another
+// session only with session:<name> read; both backends of the view.
+TEST_CASE("session policy: the agent view hides another session without session:<name> read", "[root][userns]") {
+  const std::string backend = GENERATE(as<std::string>{}, "fuse", "static");
+  INFO("backend " << backend);
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const std::string uid = std::to_string(m.owner.uid);
+  const std::string mounts = t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n";
+  const std::string sessions =
+      "allow coder_t session:a write\nallow coder_t session:a resume\nallow coder_t session:b write\n";
+  t.agent("coder", {{"mount", mounts}, {"policy", sessions}});
+  auto launch = [&](std::vector<std::string> args) {
+    if (backend == "static") args.insert(args.begin(), "--static-view");
+    return t.launch(args, m.as);
+  };
+  REQUIRE(launch({"--session", "b", "coder", "--", "/bin/true"}).exit_code == 0);
+  t.write("ctx/home/" + uid + "/agent/coder/session/b/messages.jsonl", "secret\n");
+  const std::string dir = "/ctx/home/" + uid + "/agent/coder/session";
+  const std::string look = "ls " + dir + "; cat " + dir + "/b/messages.jsonl; ls -d " + dir + "/b; cat " + dir +
+                           "/a/state; ls " + dir + "/index; echo end";
+  RunResult hidden = launch({"--session", "a", "coder", "--", "/bin/sh", "-c", look});
+  INFO(hidden.out << hidden.err << hidden.warnings);
+  CHECK(hidden.exit_code == 0);
+  CHECK(hidden.out == "a\nindex\nrunning\nby-cwd\nend\n");
+  CHECK(hidden.out.find("secret") == std::string::npos);
+  CHECK(hidden.err.find(dir + "/b/messages.jsonl: No such file or directory") != std::string::npos);
+  CHECK(hidden.err.find(dir + "/b': No such file or directory") != std::string::npos);  // ls -d
+  // With the read rule the session shows.
+  t.agent("coder", {{"mount", mounts}, {"policy", sessions + "allow coder_t session:b read\n"}});
+  RunResult shown = launch({"--session", "a", "coder", "--", "/bin/sh", "-c", look});
+  INFO(shown.out << shown.err);
+  CHECK(shown.exit_code == 0);
+  CHECK(shown.out == "a\nb\nindex\nsecret\n" + dir + "/b\nrunning\nby-cwd\nend\n");
+}

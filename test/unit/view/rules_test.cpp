@@ -296,3 +296,51 @@ TEST_CASE("a tool's or model's own policy must admit every ancestor's type too",
   v.ancestors = {};
   CHECK(ctx::view::model_call(v, *f.tree, "debug/echo").verdict == ctx::view::ModelVerdict::allowed);
 }
+
+// docs/abi-policy.md, "session": in the agent's own home the view shows
+// its current session and session/index; another session only with
+// `session:<name> read`. Another agent's sessions never.
+TEST_CASE("the view hides the agent's other sessions without session:<name> read", "[fs]") {
+  Fixture f;
+  f.t.write("home/1000/agent/coder/session/a/state", "running\n");
+  f.t.write("home/1000/agent/coder/session/b/messages.jsonl", "secret\n");
+  f.t.write("home/1000/agent/coder/session/index/by-cwd/%2F", "a\n");
+  f.t.write("home/1000/agent/coder/session/notes", "not a session\n");
+  f.t.write("home/1000/agent/coder/data/f", "data\n");
+  const FsTree& tree = *f.tree;
+  using ctx::view::decide;
+  using ctx::view::list;
+  Viewer v = coder();
+  v.session = "a";
+
+  CHECK(list(v, tree, "home/1000/agent/coder") == Names{"data", "session"});
+  CHECK(list(v, tree, "home/1000/agent/coder/session") == Names{"a", "index"});
+  CHECK(decide(v, tree, "home/1000/agent/coder/session/a/state"));
+  CHECK(decide(v, tree, "home/1000/agent/coder/session/index/by-cwd/%2F"));
+  CHECK(decide(v, tree, "home/1000/agent/coder/data/f"));
+  for (const char* hidden : {"b", "b/messages.jsonl", "default", "default/events.jsonl", "notes"}) {
+    INFO(hidden);
+    CHECK_FALSE(decide(v, tree, std::string("home/1000/agent/coder/session/") + hidden));
+  }
+  CHECK_FALSE(ctx::view::reachable(v, tree, "home/1000/agent/coder/session/b/messages.jsonl"));
+
+  // The read rule shows that session, and only it.
+  Viewer r = v;
+  r.policy = *ctx::policy::Policy::parse("coder.d/policy", std::string(kPolicy) + "allow coder_t session:b read\n");
+  CHECK(list(r, tree, "home/1000/agent/coder/session") == Names{"a", "b", "index"});
+  CHECK(decide(r, tree, "home/1000/agent/coder/session/b/messages.jsonl"));
+  CHECK_FALSE(decide(r, tree, "home/1000/agent/coder/session/default"));
+  // Without a label the rule grants nothing.
+  r.subject.clear();
+  CHECK(list(r, tree, "home/1000/agent/coder/session") == Names{"a", "index"});
+  // Another agent's session, even one named like a granted one: never.
+  CHECK_FALSE(decide(r, tree, "home/1000/agent/other/session/default/messages.jsonl"));
+
+  // The home and its session/ are built name by name; what they hold
+  // otherwise (a shown session, data/) may be bound whole.
+  CHECK(ctx::view::holds_sessions(v, "home/1000/agent/coder"));
+  CHECK(ctx::view::holds_sessions(v, "home/1000/agent/coder/session"));
+  CHECK_FALSE(ctx::view::holds_sessions(v, "home/1000/agent/coder/session/a"));
+  CHECK_FALSE(ctx::view::holds_sessions(v, "home/1000/agent/coder/data"));
+  CHECK_FALSE(ctx::view::holds_sessions(v, "home/1000/agent/other/session"));
+}
