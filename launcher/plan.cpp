@@ -497,7 +497,7 @@ Result<void> check_session_space(const AgentSpec& spec, const std::string& space
 }
 
 std::string session_dir_rel(std::uint32_t owner, const std::string& name, const std::string& space) {
-  if (space.empty()) return sessions_rel(owner, name);
+  if (space.empty()) return "home/" + sessions_rel(owner, name);
   return "shared/" + space + "/agent/" + name + "/session";
 }
 
