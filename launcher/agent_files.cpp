@@ -83,8 +83,13 @@ Result<void> replace_if_changed(int dirfd, const std::string& name, const std::s
 }  // namespace
 
 Result<void> AgentFiles::begin_session() {
-  const std::string home_rel = std::to_string(plan_.owner) + "/agent/" + plan_.name;
-  const std::string home_path = plan_.ctx_root + "/home/" + home_rel;
+  const bool shared = !plan_.session_space.empty();
+  // The tree the session lies in (<ctx>/home or <ctx>/shared, opened
+  // without following a symlink) and the agent's directory below it:
+  // <owner>/agent/<name> (its home) or <space>/agent/<name>.
+  const std::string base_path = plan_.ctx_root + (shared ? "/shared" : "/home");
+  const std::string agent_rel = (shared ? plan_.session_space : std::to_string(plan_.owner)) + "/agent/" + plan_.name;
+  const std::string agent_path = base_path + "/" + agent_rel;
   // Said here, in the launch's error; the warning would repeat it.
   auto refuse = [&](const Error& e, const std::string& path) -> Result<void> {
     warned_.insert({path, e.code});
@@ -94,13 +99,22 @@ Result<void> AgentFiles::begin_session() {
     return fail(Error{
         e.code, e.with_context(path).msg + " (the session's files could not be made; the agent was not started)"});
   };
-  auto home = sys::open_dir(plan_.ctx_root + "/home", true);
-  if (!home) return refuse(home.error(), plan_.ctx_root + "/home");
-  for (const char* d : {"data", "cache", "log", "session/index/by-cwd"})
-    if (auto r = sys::open_or_make_dirs(home->get(), home_rel + "/" + d, 0755, owner()); !r)
-      return refuse(r.error(), home_path + "/" + d);
-  auto dir = sys::open_or_make_dirs(home->get(), session_rel(plan_.owner, plan_.name, plan_.session), 0755, owner());
-  const std::string sdir = home_path + "/session/" + plan_.session;
+  auto base = sys::open_dir(base_path, true);
+  if (!base) return refuse(base.error(), base_path);
+  if (shared) {
+    // The space itself is `ctx init --shared`'s: never made here, never
+    // reached through a symlink.
+    auto space = sys::open_dir_beneath(base->get(), plan_.session_space);
+    if (!space) return refuse(space.error(), base_path + "/" + plan_.session_space);
+  }
+  // A shared space holds sessions only: data/, cache/ and log/ are the home's.
+  std::vector<std::string> dirs{"session/index/by-cwd"};
+  if (!shared) dirs.insert(dirs.begin(), {"data", "cache", "log"});
+  for (const auto& d : dirs)
+    if (auto r = sys::open_or_make_dirs(base->get(), agent_rel + "/" + d, 0755, owner()); !r)
+      return refuse(r.error(), agent_path + "/" + d);
+  auto dir = sys::open_or_make_dirs(base->get(), agent_rel + "/session/" + plan_.session, 0755, owner());
+  const std::string sdir = agent_path + "/session/" + plan_.session;
   if (!dir) return refuse(dir.error(), sdir);
   session_ = std::move(*dir);
   if (auto r = sys::fault_at("supervisor.session"); !r) return refuse(r.error(), sdir);
@@ -112,7 +126,7 @@ Result<void> AgentFiles::begin_session() {
   json meta{{"agent", plan_.name},
             {"session", plan_.session},
             {"owner", plan_.owner},
-            {"space", "home"},
+            {"space", shared ? "shared:" + plan_.session_space : std::string("home")},
             {"written_by", "ctx-agent-run"}};
   std::vector<std::pair<std::string, std::string>> files{{"updated_at", now}, {"state", "running\n"}};
   if (!*created) files.insert(files.begin(), {"created_at", now});
@@ -124,8 +138,8 @@ Result<void> AgentFiles::begin_session() {
     if (auto r = replace_if_changed(session_.get(), name, content); !r) return refuse(r.error(), sdir + "/" + name);
   // The by-cwd index: the session last launched in this cwd.
   if (auto entry = cwd_index_name(plan_.cwd)) {
-    const std::string idir = home_path + "/session/index/by-cwd";
-    auto index = sys::open_dir_beneath(home->get(), home_rel + "/session/index/by-cwd");
+    const std::string idir = agent_path + "/session/index/by-cwd";
+    auto index = sys::open_dir_beneath(base->get(), agent_rel + "/session/index/by-cwd");
     if (!index) return refuse(index.error(), idir);
     if (auto r = replace_if_changed(index->get(), *entry, plan_.session + "\n"); !r)
       return refuse(r.error(), idir + "/" + *entry);
@@ -135,7 +149,7 @@ Result<void> AgentFiles::begin_session() {
 
 void AgentFiles::end_session(const std::string& state) {
   if (!open_session()) return;
-  const std::string sdir = plan_.ctx_root + "/home/" + session_rel(plan_.owner, plan_.name, plan_.session);
+  const std::string sdir = own_session_path();
   warn(session_file("state", state + "\n"), sdir + "/state", Kind::replaced);
   warn(session_file("updated_at", timestamp_now() + "\n"), sdir + "/updated_at", Kind::replaced);
 }
@@ -173,7 +187,7 @@ void AgentFiles::log(const Event& e) {
 void AgentFiles::event(const Event& e) {
   if (!open_session()) return;
   warn(sys::append_file(session_.get(), "events.jsonl", line_of(e, plan_.name, plan_.session), 0644, owner()),
-       session_path(plan_.name, plan_.session, "events.jsonl"), Kind::appended);
+       own_session_path() + "/events.jsonl", Kind::appended);
 }
 
 void AgentFiles::event_of(const std::string& agent, const std::string& session, const Event& e) {
@@ -198,14 +212,22 @@ void AgentFiles::context_status(const std::string& dir, const std::string& s) {
 
 bool AgentFiles::open_session() {
   if (session_.valid()) return true;
-  const std::string path = session_path(plan_.name, plan_.session, "events.jsonl");
-  auto home = sys::open_dir(plan_.ctx_root + "/home", true);
-  if (!home) return warn(fail(home.error()), path, Kind::appended), false;
-  std::string rel = session_rel(plan_.owner, plan_.name, plan_.session);
-  auto dir = sys::open_or_make_dirs(home->get(), rel, 0755, owner());
+  const std::string path = own_session_path() + "/events.jsonl";
+  const std::string base_rel = plan_.session_space.empty() ? "home" : "shared";
+  auto base = sys::open_dir(plan_.ctx_root + "/" + base_rel, true);
+  if (!base) return warn(fail(base.error()), path, Kind::appended), false;
+  // Never through a symlink, in the home or in a shared space.
+  std::string rel = std::string(path_suffix(
+      path_join(plan_.ctx_root, session_dir_rel(plan_.owner, plan_.name, plan_.session_space)) + "/" + plan_.session,
+      plan_.ctx_root + "/" + base_rel));
+  auto dir = sys::open_or_make_dirs(base->get(), rel, 0755, owner());
   if (!dir) return warn(fail(dir.error()), path, Kind::appended), false;
   session_ = std::move(*dir);
   return true;
+}
+
+std::string AgentFiles::own_session_path() const {
+  return path_join(plan_.ctx_root, session_dir_rel(plan_.owner, plan_.name, plan_.session_space)) + "/" + plan_.session;
 }
 
 // A root supervisor gives what it creates in the owner's home tier to the

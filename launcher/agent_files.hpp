@@ -100,6 +100,9 @@ class AgentFiles {
   Result<void> session_file(const std::string& name, const std::string& content);
   std::optional<sys::Ownership> owner() const;
   std::string ddir_path(const std::string& file) const;
+  /// This launch's session directory (host path): in the home or in the
+  /// shared space of --session-space.
+  std::string own_session_path() const;
   std::string session_path(const std::string& agent, const std::string& session, const std::string& file) const;
   void warn(const Result<void>& r, const std::string& path, Kind kind);
 

@@ -1,4 +1,4 @@
-// ctx-agent-run [--ctx-root DIR] [--session S] [--dry-run]
+// ctx-agent-run [--ctx-root DIR] [--session-space P] [--session S] [--dry-run]
 //               [--json-status-fd FD] [--user U | --system] NAME
 //               [-- CMD ARG...]
 //
@@ -58,6 +58,7 @@ struct Args {
   std::vector<std::string> command;  ///< after "--"
   std::string ctx_root = env_or("CTX_ROOT", "/ctx");
   std::string session = "default";
+  std::string session_space;  ///< --session-space P: the session in shared/P
   std::string name;
   bool dry_run = false;
   int status_fd = -1;
@@ -87,6 +88,9 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
   app.formatter(std::make_shared<UsageFormatter>());
   app.add_option("--ctx-root", a.ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   app.add_option("--session", a.session, "session name (default: default)");
+  app.add_option("--session-space", a.session_space,
+                 "keep the session in the shared space P (<ctx>/shared/P/agent/NAME/session/S) instead of the "
+                 "agent's home");
   app.add_flag("--dry-run", a.dry_run, "print the launch plan as JSON and exit; touches nothing");
   app.add_option("--json-status-fd", a.status_fd,
                  "write pid, namespace ids, step timings and exit status as JSON to FD");
@@ -121,6 +125,16 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
                   2);
   if (auto issue = ctx::session_name_issue(a.session))
     return report(ctx::Error{EINVAL, "--session " + a.session + ": " + *issue}, 2);
+  if (!a.session_space.empty()) {
+    if (auto issue = ctx::space_name_issue(a.session_space))
+      return report(ctx::Error{EINVAL, "--session-space " + a.session_space + ": " + *issue}, 2);
+    // An owned child's session is its parent's decision (seed 003).
+    if (a.owned_by != 0)
+      return report(ctx::Error{ENOTSUP, "--session-space " + a.session_space +
+                                            ": ENOTSUP: an owned child (--owned-by) keeps its session in its "
+                                            "own home; drop --session-space"},
+                    2);
+  }
   // The CTX root by its real path: a launch opens roots and mount sources
   // without following symbolic links, and the agent view recognises the
   // CTX tree in the mount table by path.
@@ -178,6 +192,7 @@ int main(int argc, char** argv) {
   if (!caller) return report(caller.error(), ctx::launcher::kExitLaunchFailed);
   ctx::launcher::PlanOptions po;
   po.session = a.session;
+  po.session_space = a.session_space;
   po.command = a.command;
   po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
   po.terminal = ctx::sys::is_terminal(0) || ctx::sys::is_terminal(1) || ctx::sys::is_terminal(2);
@@ -202,8 +217,17 @@ int main(int argc, char** argv) {
       return report(r.error(), ctx::launcher::kExitLaunchFailed);
   // The session class: a new session needs write, a resume also resume
   // (docs/abi-policy.md, "session").
-  const bool session_exists = static_cast<bool>(
-      ctx::sys::open_dir(spec->ctx_root + "/home/" + ctx::session_rel(spec->owner, spec->name, a.session), true));
+  // A shared session (--session-space): the space must exist and the
+  // policy allow shared:<space> write (docs/abi.md, "Shared sessions").
+  if (!a.session_space.empty()) {
+    const bool space_exists =
+        static_cast<bool>(ctx::sys::open_dir(spec->ctx_root + "/shared/" + a.session_space, true));
+    if (auto r = ctx::launcher::check_session_space(*spec, a.session_space, space_exists); !r)
+      return report(r.error(), ctx::launcher::kExitLaunchFailed);
+  }
+  const bool session_exists = static_cast<bool>(ctx::sys::open_dir(
+      spec->ctx_root + "/" + ctx::launcher::session_dir_rel(spec->owner, spec->name, a.session_space) + "/" + a.session,
+      true));
   if (auto r = ctx::launcher::check_session_policy(*spec, a.session, session_exists); !r)
     return report(r.error(), ctx::launcher::kExitLaunchFailed);
   if (auto dir = ctx::sys::open_dir(spec->ctx_root + "/home/" + ctx::sessions_rel(spec->owner, spec->name), true))

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <set>
 
-#include "agentdir/tier.hpp"
 #include "agentdir/mount_rules.hpp"
+#include "agentdir/tier.hpp"
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
@@ -304,7 +304,9 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   const std::string subject = spec.subject();
   const std::string own_sessions = path_join(spec.ctx_root, "home/" + sessions_rel(spec.owner, spec.name));
   for (const auto& other : opts.sessions) {
-    if (other == opts.session || session_name_issue(other) ||
+    // A shared session (--session-space) is not in the home: all of the
+    // home's sessions are others then.
+    if ((other == opts.session && opts.session_space.empty()) || session_name_issue(other) ||
         (!subject.empty() && spec.policy.allows(subject, policy::Class::session, other, "read")))
       continue;
     const std::string hidden = path_join(own_sessions, other);
@@ -443,6 +445,22 @@ void set_env(std::vector<std::string>& env, const std::string& key, const std::s
   env.push_back(key + "=" + value);
 }
 
+// Where the sandbox shows a host path: the deepest bind whose source holds
+// it, unless a mask lies over that place; nullopt when none does.
+std::optional<std::string> inner_path_of(const std::vector<MountStep>& steps, const std::string& host) {
+  std::optional<std::string> inner;
+  std::size_t depth = 0;
+  for (const MountStep& s : steps)
+    if (s.kind == StepKind::bind && path_is_at_or_under(host, s.source) && (!inner || s.source.size() >= depth)) {
+      inner = path_join(s.target, path_suffix(host, s.source));
+      depth = s.source.size();
+    }
+  if (!inner) return std::nullopt;
+  for (const MountStep& s : steps)
+    if (s.kind == StepKind::mask && path_is_at_or_under(*inner, s.target)) return std::nullopt;
+  return inner;
+}
+
 }  // namespace
 
 Result<void> check_session_policy(const AgentSpec& spec, const std::string& session, bool exists) {
@@ -461,10 +479,33 @@ Result<void> check_session_policy(const AgentSpec& spec, const std::string& sess
   return {};
 }
 
+Result<void> check_session_space(const AgentSpec& spec, const std::string& space, bool space_exists) {
+  const std::string dir = spec.ctx_root + "/shared/" + space;
+  if (!space_exists)
+    return fail(Error{ENOENT,
+                      "--session-space " + space + ": " + dir +
+                          ": ENOENT: no such shared space; make it with 'ctx init --shared " + space +
+                          "' (the agent was not started)",
+                      "session_space"});
+  const std::string subject = spec.subject();
+  if (!subject.empty() && spec.policy.allows(subject, policy::Class::shared, space, "write")) return {};
+  return fail(Error{EACCES,
+                    spec.ctx_root + "/agent/" + spec.name + ".d/policy: EACCES: a session in shared space " + space +
+                        " needs " + policy::missing_rule(subject, policy::Class::shared, space, "write") +
+                        "; add that line to the policy (the agent was not started)",
+                    "session_policy"});
+}
+
+std::string session_dir_rel(std::uint32_t owner, const std::string& name, const std::string& space) {
+  if (space.empty()) return "home/" + sessions_rel(owner, name);
+  return "shared/" + space + "/agent/" + name + "/session";
+}
+
 Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const PlanOptions& opts) {
   LaunchPlan plan;
   plan.name = spec.name;
   plan.session = opts.session;
+  plan.session_space = opts.session_space;
   plan.ctx_root = spec.ctx_root;
   plan.owner = spec.owner;
   plan.tier_user = spec.tier_user;
@@ -502,6 +543,15 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   for (const auto& [k, v] : spec.env) set_env(env, k, v);
   set_env(env, "CTX_AGENT", spec.name);
   set_env(env, "CTX_SESSION", opts.session);
+  if (!opts.session_space.empty()) {
+    // docs/abi.md, "Shared sessions": the space always; the directory
+    // where a bind of the table shows it (a mask over it hides it).
+    set_env(env, "CTX_SESSION_SPACE", opts.session_space);
+    if (auto inner = inner_path_of(
+            plan.mounts,
+            path_join(spec.ctx_root, session_dir_rel(spec.owner, spec.name, opts.session_space) + "/" + opts.session)))
+      set_env(env, "CTX_SESSION_DIR", *inner);
+  }
   set_env(env, "NOTIFY_SOCKET", kNotifyPath);
   set_env(env, "LISTEN_FDS", "1");
   set_env(env, "LISTEN_FDNAMES", spec.name + ".sock");

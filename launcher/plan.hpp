@@ -73,6 +73,10 @@ using mountspec::StepKind;
 struct LaunchPlan {
   std::string name;
   std::string session;
+  /// --session-space P: the session lives in <ctx>/shared/P/agent/<name>/
+  /// session/ instead of the agent's home (docs/abi.md, "Shared
+  /// sessions"); empty for a home session.
+  std::string session_space;
   std::string ctx_root;  ///< host path of the CTX root
   std::uint32_t owner = 0;
   /// A user agent's tier (its owner's uid), none for a system agent
@@ -112,6 +116,8 @@ struct LaunchPlan {
 /// Options of a plan that do not come from the control files.
 struct PlanOptions {
   std::string session = "default";
+  /// The shared space the session lives in (LaunchPlan::session_space).
+  std::string session_space;
   std::vector<std::string> command;  ///< "-- CMD ARG..." override
   /// Names of the shared spaces that exist under <ctx>/shared (listed by
   /// the caller), so that a mount exposing all of them can mask the ones
@@ -171,6 +177,17 @@ inline constexpr std::uint64_t kDefaultNproc = 1024;
 /// (agent:<child> create and start) and is not checked here. The
 /// launcher asks it before make_plan (launcher/main.cpp).
 Result<void> check_session_policy(const agentdir::AgentSpec& spec, const std::string& session, bool exists);
+
+/// A session in shared space `space` (--session-space, docs/abi.md,
+/// "Shared sessions"): the space must exist (ENOENT with `ctx init
+/// --shared`) and the policy must allow `shared:<space> write` (EACCES
+/// naming the policy file and the line to add). Asked before anything is
+/// made, with check_session_policy. `space_exists`: the caller looked.
+Result<void> check_session_space(const agentdir::AgentSpec& spec, const std::string& space, bool space_exists);
+
+/// The host directory of a launch's sessions, below the CTX root:
+/// home/<owner>/agent/<name>/session, or shared/<space>/agent/<name>/session.
+std::string session_dir_rel(std::uint32_t owner, const std::string& name, const std::string& space);
 
 /// Makes the plan, or fails with the reason a person can act on: EPERM for
 /// an iso profile the caller cannot have, EACCES for a shared space the

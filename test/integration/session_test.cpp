@@ -213,3 +213,121 @@ TEST_CASE("session policy: the agent view hides another session without session:
   CHECK(shown.exit_code == 0);
   CHECK(shown.out == "a\nb\nindex\nsecret\n" + dir + "/b\nrunning\nby-cwd\nend\n");
 }
+
+// docs/abi.md, "Shared sessions": --session-space P keeps the session in
+// <ctx>/shared/P/agent/<name>/session/<s>/ instead of the agent's home.
+TEST_CASE("shared session: --session-space keeps the session files, events.jsonl and the by-cwd entry in the space",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.mkdir("ctx/shared/proj");
+  const std::string space = t.root() + "/shared/proj";
+  const std::string mounts = t.base_mounts() + space + "\t/shared/proj\trw\tbind,nosuid,nodev\n";
+  t.agent("coder", {{"cwd", "/usr\n"}, {"mount", mounts}, {"policy", "allow coder_t shared:proj write\n"}});
+  const std::string home = t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder";
+  const std::string s = space + "/agent/coder/session/review";
+  RunResult r = t.launch({"--session-space", "proj", "--session", "review", "coder", "--", "/bin/sh", "-c",
+                          "echo \"$CTX_SESSION $CTX_SESSION_SPACE $CTX_SESSION_DIR\"; cat \"$CTX_SESSION_DIR/state\""},
+                         m.as);
+  INFO(r.err << r.warnings);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "review proj /shared/proj/agent/coder/session/review\nrunning\n");
+  CHECK(is_dir(s + "/context"));
+  CHECK(owner_of(s) == m.owner.uid);
+  CHECK(owner_of(space + "/agent/coder") == m.owner.uid);
+  const std::string created = ctx::test::read_file(s + "/created_at");
+  CHECK(created.rfind("20", 0) == 0);
+  CHECK(ctx::test::read_file(s + "/updated_at").size() == created.size());
+  CHECK(ctx::test::read_file(s + "/cwd") == "/usr\n");
+  CHECK(ctx::test::read_file(s + "/state") == "done\n");
+  json meta = json::parse(ctx::test::read_file(s + "/meta.json"));
+  CHECK(meta["agent"] == "coder");
+  CHECK(meta["session"] == "review");
+  CHECK(meta["space"] == "shared:proj");
+  CHECK(ctx::test::read_file(space + "/agent/coder/session/index/by-cwd/%2Fusr") == "review\n");
+  CHECK(ctx::test::read_file(s + "/events.jsonl").find("\"type\":\"agent.start\"") != std::string::npos);
+  // None of it in the home, nor the space's home tree (data/, cache/, log/).
+  CHECK_FALSE(exists(home + "/session/review"));
+  CHECK_FALSE(exists(home + "/session/index/by-cwd/%2Fusr"));
+  CHECK_FALSE(exists(space + "/agent/coder/data"));
+  // Resuming it is the usual session:review resume; where no bind shows the
+  // space, CTX_SESSION_DIR is not set.
+  t.agent("coder", {{"cwd", "/usr\n"}, {"policy", "allow coder_t shared:proj write\n"}});
+  RunResult again = t.launch({"--session-space", "proj", "--session", "review", "coder", "--", "/bin/sh", "-c",
+                              "echo \"$CTX_SESSION_SPACE ${CTX_SESSION_DIR-unset}\""},
+                             m.as);
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK(again.out == "proj unset\n");
+  CHECK(ctx::test::read_file(s + "/created_at") == created);
+  CHECK_FALSE(exists(home + "/session/review"));
+}
+
+TEST_CASE("shared session: --session-space is refused without shared:<space> write or a space, before anything is made",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.mkdir("ctx/shared/proj");
+  t.agent("coder");
+  const std::string policy = t.root() + "/agent/coder.d/policy";
+  RunResult r = t.launch({"--session-space", "proj", "coder", "--", "/bin/sh", "-c", "echo ran"}, m.as);
+  CHECK(r.exit_code == 125);
+  CHECK(r.out.empty());
+  CHECK(r.err == "ctx-agent-run: " + policy +
+                     ": EACCES: a session in shared space proj needs 'allow coder_t shared:proj write'; add that "
+                     "line to the policy (the agent was not started)\n");
+  CHECK_FALSE(exists(t.root() + "/shared/proj/agent"));
+  CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
+  // shared:proj read is not enough.
+  t.set_policy("coder", "allow coder_t shared:proj read\n");
+  CHECK(t.launch({"--session-space", "proj", "coder", "--", "/bin/true"}, m.as).exit_code == 125);
+  CHECK_FALSE(exists(t.root() + "/shared/proj/agent"));
+  // A space that does not exist: ENOENT with the fix.
+  t.set_policy("coder", "allow coder_t shared:nosuch write\n");
+  RunResult missing = t.launch({"--session-space", "nosuch", "coder", "--", "/bin/true"}, m.as);
+  CHECK(missing.exit_code == 125);
+  CHECK(missing.err == "ctx-agent-run: --session-space nosuch: " + t.root() +
+                           "/shared/nosuch: ENOENT: no such shared space; make it with 'ctx init --shared nosuch' "
+                           "(the agent was not started)\n");
+  CHECK_FALSE(exists(t.root() + "/shared/nosuch"));
+  // Not a space name; not for an owned child.
+  RunResult bad = t.launch({"--session-space", "../proj", "coder", "--", "/bin/true"}, m.as);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--session-space ../proj: ") != std::string::npos);
+  RunResult owned = t.launch({"--session-space", "proj", "--owned-by", "1", "coder", "--", "/bin/true"}, m.as);
+  CHECK(owned.exit_code == 2);
+  CHECK(owned.err.find("ENOTSUP") != std::string::npos);
+  CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
+  CHECK_FALSE(exists(t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder/session"));
+}
+
+// Attack: whoever can write the space plants a symlink where the agent's
+// session tree goes; a root supervisor must not make or write files there.
+TEST_CASE("shared session: a symlink planted at shared/<space>/agent/<name> or its session/ is not followed",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.mkdir("ctx/shared/proj/agent");
+  t.mkdir("decoy");
+  const std::string decoy = t.dir().path() + "/decoy";
+  const std::string agent = t.root() + "/shared/proj/agent/coder";
+  t.agent("coder", {{"policy", "allow coder_t shared:proj write\n"}});
+  for (const std::string& link : {agent, agent + "/session"}) {
+    INFO(link);
+    if (link != agent) {
+      REQUIRE(::unlink(agent.c_str()) == 0);
+      t.mkdir("ctx/shared/proj/agent/coder");
+    }
+    REQUIRE(::symlink(decoy.c_str(), link.c_str()) == 0);
+    RunResult r = t.launch({"--session-space", "proj", "coder", "--", "/bin/sh", "-c", "echo ran"}, m.as);
+    INFO(r.err);
+    CHECK(r.exit_code == 125);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("the agent was not started") != std::string::npos);
+    CHECK(r.err.find(agent) != std::string::npos);
+    CHECK_FALSE(exists(decoy + "/session"));
+    CHECK_FALSE(exists(decoy + "/default"));
+    CHECK_FALSE(exists(decoy + "/index"));
+    CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
+  }
+}
