@@ -50,18 +50,20 @@ Result<void> AgentFiles::start(pid_t supervisor) {
   const std::pair<const char*, std::string> records[] = {{"status", std::string(to_string(AgentState::start)) + "\n"},
                                                          {"pid", std::to_string(supervisor) + "\n"}};
   for (const auto& [file, content] : records) {
-    auto r = sys::atomic_replace(ddir_, file, content);
-    if (r) continue;
-    const Error& e = r.error();
-    std::string path = ddir_path(file);
-    // Said here, in the launch's error; the warning would repeat it.
-    warned_.insert({path, e.code});
-    if (disk_full(e.code))
-      return fail(Error{e.code, path + ": " + disk_full_words(e.code) +
-                                    "; free space on its file system and launch again (the agent was not started)"});
-    return fail(e.with_context(path));
+    if (auto r = sys::atomic_replace(ddir_, file, content); !r) return fail(refusal(r.error(), ddir_path(file), ""));
   }
   return {};
+}
+
+Error AgentFiles::refusal(const Error& e, const std::string& path, const std::string& why) {
+  // Said here, in the launch's error; the warning would repeat it.
+  warned_.insert({path, e.code});
+  if (disk_full(e.code))
+    return Error{e.code, path + ": " + disk_full_words(e.code) +
+                             "; free space on its file system and launch again (the agent was not started)"};
+  Error out = e.with_context(path);
+  out.msg += why;
+  return out;
 }
 
 Result<void> AgentFiles::session_file(const std::string& name, const std::string& content) {
@@ -84,20 +86,11 @@ Result<void> replace_if_changed(int dirfd, const std::string& name, const std::s
 
 Result<void> AgentFiles::begin_session() {
   const bool shared = !plan_.session_space.empty();
-  // The tree the session lies in (<ctx>/home or <ctx>/shared, opened
-  // without following a symlink) and the agent's directory below it:
-  // <owner>/agent/<name> (its home) or <space>/agent/<name>.
-  const std::string base_path = plan_.ctx_root + (shared ? "/shared" : "/home");
-  const std::string agent_rel = (shared ? plan_.session_space : std::to_string(plan_.owner)) + "/agent/" + plan_.name;
+  const auto [base_rel, agent_rel] = session_tree();
+  const std::string base_path = plan_.ctx_root + "/" + base_rel;
   const std::string agent_path = base_path + "/" + agent_rel;
-  // Said here, in the launch's error; the warning would repeat it.
   auto refuse = [&](const Error& e, const std::string& path) -> Result<void> {
-    warned_.insert({path, e.code});
-    if (disk_full(e.code))
-      return fail(Error{e.code, path + ": " + disk_full_words(e.code) +
-                                    "; free space on its file system and launch again (the agent was not started)"});
-    return fail(Error{
-        e.code, e.with_context(path).msg + " (the session's files could not be made; the agent was not started)"});
+    return fail(refusal(e, path, " (the session's files could not be made; the agent was not started)"));
   };
   auto base = sys::open_dir(base_path, true);
   if (!base) return refuse(base.error(), base_path);
@@ -213,21 +206,24 @@ void AgentFiles::context_status(const std::string& dir, const std::string& s) {
 bool AgentFiles::open_session() {
   if (session_.valid()) return true;
   const std::string path = own_session_path() + "/events.jsonl";
-  const std::string base_rel = plan_.session_space.empty() ? "home" : "shared";
+  const auto [base_rel, agent_rel] = session_tree();
   auto base = sys::open_dir(plan_.ctx_root + "/" + base_rel, true);
   if (!base) return warn(fail(base.error()), path, Kind::appended), false;
   // Never through a symlink, in the home or in a shared space.
-  std::string rel = std::string(path_suffix(
-      path_join(plan_.ctx_root, session_dir_rel(plan_.owner, plan_.name, plan_.session_space)) + "/" + plan_.session,
-      plan_.ctx_root + "/" + base_rel));
-  auto dir = sys::open_or_make_dirs(base->get(), rel, 0755, owner());
+  auto dir = sys::open_or_make_dirs(base->get(), agent_rel + "/session/" + plan_.session, 0755, owner());
   if (!dir) return warn(fail(dir.error()), path, Kind::appended), false;
   session_ = std::move(*dir);
   return true;
 }
 
+std::pair<std::string, std::string> AgentFiles::session_tree() const {
+  if (plan_.session_space.empty()) return {"home", std::to_string(plan_.owner) + "/agent/" + plan_.name};
+  return {"shared", plan_.session_space + "/agent/" + plan_.name};
+}
+
 std::string AgentFiles::own_session_path() const {
-  return path_join(plan_.ctx_root, session_dir_rel(plan_.owner, plan_.name, plan_.session_space)) + "/" + plan_.session;
+  const auto [base_rel, agent_rel] = session_tree();
+  return plan_.ctx_root + "/" + base_rel + "/" + agent_rel + "/session/" + plan_.session;
 }
 
 // A root supervisor gives what it creates in the owner's home tier to the

@@ -100,9 +100,17 @@ class AgentFiles {
   Result<void> session_file(const std::string& name, const std::string& content);
   std::optional<sys::Ownership> owner() const;
   std::string ddir_path(const std::string& file) const;
-  /// This launch's session directory (host path): in the home or in the
-  /// shared space of --session-space.
+  /// Where this launch's sessions lie: the tree below the CTX root
+  /// ("home" or "shared", opened without following a symlink) and the
+  /// agent's directory in it (<owner>/agent/<name>, or <space>/agent/<name>
+  /// for --session-space).
+  std::pair<std::string, std::string> session_tree() const;
+  /// This launch's session directory (host path).
   std::string own_session_path() const;
+  /// The error a launch refuses with when a record it cannot start without
+  /// fails: the path, with what to do for ENOSPC and EDQUOT, else the
+  /// error followed by `why`; no warning repeats it.
+  Error refusal(const Error& e, const std::string& path, const std::string& why);
   std::string session_path(const std::string& agent, const std::string& session, const std::string& file) const;
   void warn(const Result<void>& r, const std::string& path, Kind kind);
 
