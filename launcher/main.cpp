@@ -170,6 +170,28 @@ ctx::launcher::SuperviseOptions supervise_options(const Args& a, const ctx::laun
   return so;
 }
 
+// The session's rules, from what the host holds: a shared session
+// (--session-space) needs its space and shared:<space> write (docs/abi.md,
+// "Shared sessions"); a new session needs write, a resume also resume
+// (docs/abi-policy.md, "session"). Then the home's sessions, for the plan
+// to mask those the policy does not let the agent read.
+ctx::Result<void> check_sessions(const ctx::agentdir::AgentSpec& spec, const Args& a, ctx::launcher::PlanOptions& po) {
+  if (!a.session_space.empty()) {
+    const bool space_exists = static_cast<bool>(ctx::sys::open_dir(spec.ctx_root + "/shared/" + a.session_space, true));
+    CTX_TRY(ctx::launcher::check_session_space(spec, a.session_space, space_exists));
+  }
+  const bool session_exists = static_cast<bool>(ctx::sys::open_dir(
+      spec.ctx_root + "/" + ctx::launcher::session_dir_rel(spec.owner, spec.name, a.session_space) + "/" + a.session,
+      true));
+  CTX_TRY(ctx::launcher::check_session_policy(spec, a.session, session_exists));
+  if (auto dir = ctx::sys::open_dir(spec.ctx_root + "/home/" + ctx::sessions_rel(spec.owner, spec.name), true))
+    if (auto names = ctx::sys::list_dir(dir->get()))
+      for (const auto& n : *names)
+        // Directories only (a .keep file or a planted link is no session).
+        if (auto st = ctx::sys::stat_at(dir->get(), n); st && *st && S_ISDIR((*st)->mode)) po.sessions.push_back(n);
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -215,26 +237,7 @@ int main(int argc, char** argv) {
                                               [&](const std::string& n) { return ctx::agentdir::load(a.ctx_root, n); });
         !r)
       return report(r.error(), ctx::launcher::kExitLaunchFailed);
-  // The session class: a new session needs write, a resume also resume
-  // (docs/abi-policy.md, "session").
-  // A shared session (--session-space): the space must exist and the
-  // policy allow shared:<space> write (docs/abi.md, "Shared sessions").
-  if (!a.session_space.empty()) {
-    const bool space_exists =
-        static_cast<bool>(ctx::sys::open_dir(spec->ctx_root + "/shared/" + a.session_space, true));
-    if (auto r = ctx::launcher::check_session_space(*spec, a.session_space, space_exists); !r)
-      return report(r.error(), ctx::launcher::kExitLaunchFailed);
-  }
-  const bool session_exists = static_cast<bool>(ctx::sys::open_dir(
-      spec->ctx_root + "/" + ctx::launcher::session_dir_rel(spec->owner, spec->name, a.session_space) + "/" + a.session,
-      true));
-  if (auto r = ctx::launcher::check_session_policy(*spec, a.session, session_exists); !r)
-    return report(r.error(), ctx::launcher::kExitLaunchFailed);
-  if (auto dir = ctx::sys::open_dir(spec->ctx_root + "/home/" + ctx::sessions_rel(spec->owner, spec->name), true))
-    if (auto names = ctx::sys::list_dir(dir->get()))
-      for (const auto& n : *names)
-        // Directories only (a .keep file or a planted link is no session).
-        if (auto st = ctx::sys::stat_at(dir->get(), n); st && *st && S_ISDIR((*st)->mode)) po.sessions.push_back(n);
+  if (auto r = check_sessions(*spec, a, po); !r) return report(r.error(), ctx::launcher::kExitLaunchFailed);
   // An owned child runs only under its parent's supervisor (seed 003 rule
   // 5); a dry run touches nothing and may show its plan.
   if (!a.dry_run)
