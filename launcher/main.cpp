@@ -218,6 +218,8 @@ int main(int argc, char** argv) {
   po.command = a.command;
   po.shared_spaces = ctx::launcher::list_shared_spaces(spec->ctx_root);
   po.terminal = ctx::sys::is_terminal(0) || ctx::sys::is_terminal(1) || ctx::sys::is_terminal(2);
+  if (po.terminal)
+    for (char** e = environ; *e != nullptr; ++e) po.caller_env.emplace_back(*e);
   // The agent view: served over FUSE (live) where /dev/fuse can be used,
   // else built once at launch, said every time, refused on request.
   po.view = true;

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "agentdir/mount_rules.hpp"
@@ -445,6 +446,17 @@ void set_env(std::vector<std::string>& env, const std::string& key, const std::s
   env.push_back(key + "=" + value);
 }
 
+// The caller's terminal type and language, where their values are plain.
+void pass_terminal_env(const std::vector<std::string>& caller_env, std::vector<std::string>& env) {
+  for (std::string_view key : kTerminalEnv)
+    for (const std::string& kv : caller_env)
+      if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=') {
+        const std::string value = kv.substr(key.size() + 1);
+        if (terminal_env_value_ok(value)) set_env(env, std::string(key), value);
+        break;
+      }
+}
+
 // Where the sandbox shows a host path: the deepest bind whose source holds
 // it, unless a mask lies over that place; nullopt when none does.
 std::optional<std::string> inner_path_of(const std::vector<MountStep>& steps, const std::string& host) {
@@ -501,6 +513,14 @@ std::string session_dir_rel(std::uint32_t owner, const std::string& name, const 
   return "shared/" + space + "/agent/" + name + "/session";
 }
 
+bool terminal_env_value_ok(std::string_view value) {
+  if (value.empty() || value.size() > 128) return false;
+  for (char c : value)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("._+-@:").find(c) == std::string_view::npos)
+      return false;
+  return true;
+}
+
 Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const PlanOptions& opts) {
   LaunchPlan plan;
   plan.name = spec.name;
@@ -540,6 +560,7 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
       "HOME=" + home + "/agent/" + spec.name,
       std::string("PATH=") + kDefaultPath,
   };
+  if (opts.terminal) pass_terminal_env(opts.caller_env, env);
   for (const auto& [k, v] : spec.env) set_env(env, k, v);
   set_env(env, "CTX_AGENT", spec.name);
   set_env(env, "CTX_SESSION", opts.session);

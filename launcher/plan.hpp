@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agentdir/agent_spec.hpp"
@@ -114,6 +115,19 @@ struct LaunchPlan {
 };
 
 /// Options of a plan that do not come from the control files.
+/// The caller's variables an interactive launch passes on (the pty's
+/// terminal type and the person's language), each only when its value is
+/// a plain name (terminal_env_value_ok); the agent's `env` file overrides
+/// them. Every other variable of the caller stays outside.
+inline constexpr std::string_view kTerminalEnv[] = {"TERM",       "COLORTERM", "LANG",        "LANGUAGE",
+                                                     "LC_ALL",     "LC_CTYPE",  "LC_MESSAGES", "LC_COLLATE",
+                                                     "LC_NUMERIC", "LC_TIME",   "LC_MONETARY"};
+
+/// Whether a value of kTerminalEnv may pass: 1 to 128 bytes of letters,
+/// digits and . _ + - @ : (no '/': glibc reads a locale name that holds
+/// one as a path, and terminfo a TERM that does). Pure.
+bool terminal_env_value_ok(std::string_view value);
+
 struct PlanOptions {
   std::string session = "default";
   /// The shared space the session lives in (LaunchPlan::session_space).
@@ -143,6 +157,9 @@ struct PlanOptions {
   mountspec::Table parent_mounts;
   /// A terminal among the caller's 0-2 (LaunchPlan::terminal).
   bool terminal = false;
+  /// The caller's environment (KEY=VALUE); only the variables of
+  /// kTerminalEnv are taken from it, and only when `terminal` is set.
+  std::vector<std::string> caller_env;
   /// The agent view is served (docs/view.md): a bind of the CTX root (or
   /// of a directory above it, or of a part of it that is not the agent's
   /// own home or a shared space) shows the view there instead of the

@@ -603,3 +603,50 @@ TEST_CASE("session policy: a new session needs write, a resume also resume; an o
   s.parent = ctx::agentdir::Parent{"coder", "default", ""};
   CHECK(check_session_policy(s, "default", true));
 }
+
+TEST_CASE("an interactive launch passes the caller's TERM, COLORTERM and locale; the agent's env wins", "[unit]") {
+  AgentSpec s = coder();
+  s.env = {{"LC_ALL", "C"}};
+  PlanOptions o;
+  o.caller_env = {"TERM=xterm-256color", "COLORTERM=truecolor", "LANG=de_DE.UTF-8", "LC_ALL=fr_FR.UTF-8",
+                  "LC_CTYPE=../../tmp/x",   "SSH_AUTH_SOCK=/tmp/agent", "TERMINFO=/tmp/ti", "LANGUAGE=de:en"};
+  auto has = [](const std::vector<std::string>& env, const std::string& kv) {
+    return std::find(env.begin(), env.end(), kv) != env.end();
+  };
+  auto prefixed = [](const std::vector<std::string>& env, const std::string& key) {
+    return std::any_of(env.begin(), env.end(), [&](const std::string& kv) { return kv.rfind(key + "=", 0) == 0; });
+  };
+  SECTION("without a terminal nothing of the caller passes") {
+    auto p = plan_of(s, user(), o);
+    REQUIRE(p);
+    CHECK_FALSE(prefixed(p->env, "TERM"));
+    CHECK_FALSE(prefixed(p->env, "LANG"));
+    CHECK(has(p->env, "LC_ALL=C"));
+  }
+  SECTION("with a terminal: the listed variables with plain values, the agent's env over them") {
+    o.terminal = true;
+    auto p = plan_of(s, user(), o);
+    REQUIRE(p);
+    CHECK(has(p->env, "TERM=xterm-256color"));
+    CHECK(has(p->env, "COLORTERM=truecolor"));
+    CHECK(has(p->env, "LANG=de_DE.UTF-8"));
+    CHECK(has(p->env, "LANGUAGE=de:en"));
+    CHECK(has(p->env, "LC_ALL=C"));
+    CHECK_FALSE(has(p->env, "LC_ALL=fr_FR.UTF-8"));
+    CHECK_FALSE(prefixed(p->env, "LC_CTYPE"));  // a path is no locale name
+    CHECK_FALSE(prefixed(p->env, "SSH_AUTH_SOCK"));
+    CHECK_FALSE(prefixed(p->env, "TERMINFO"));
+  }
+}
+
+TEST_CASE("terminal variables pass only with plain values", "[unit]") {
+  using ctx::launcher::terminal_env_value_ok;
+  CHECK(terminal_env_value_ok("xterm-256color"));
+  CHECK(terminal_env_value_ok("en_US.UTF-8@euro"));
+  CHECK(terminal_env_value_ok("de:en"));
+  CHECK_FALSE(terminal_env_value_ok(""));
+  CHECK_FALSE(terminal_env_value_ok("/usr/share/terminfo/x/xterm"));
+  CHECK_FALSE(terminal_env_value_ok("xterm\x1b]0;title"));
+  CHECK_FALSE(terminal_env_value_ok("a b"));
+  CHECK_FALSE(terminal_env_value_ok(std::string(129, 'a')));
+}
