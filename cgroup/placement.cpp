@@ -25,10 +25,11 @@ BaseChoice choose_base(const BaseInputs& in) {
     return {path_join(in.mount->mount_point, "cortexfs/user-" + std::to_string(in.owner)), true, ""};
   if (own && in.own_writable) return {*own, false, ""};
   if (in.privileged) return {path_join(in.mount->mount_point, "cortexfs/user-" + std::to_string(in.owner)), true, ""};
+  // The remedy where there is one to give: systemd delegates on request;
+  // elsewhere whoever manages the cgroup tree does (--cgroup-base).
   return {"", false,
-          "the launcher's own cgroup " + in.own_path +
-              " is not writable by this user and no --cgroup-base was given "
-              "(run it under systemd with Delegate=yes, e.g. systemd-run --user --scope -p Delegate=yes)"};
+          "the launcher's own cgroup " + in.own_path + " is not writable by this user and no --cgroup-base was given" +
+              (in.systemd ? " (systemd-run --user --scope -p Delegate=yes gives one)" : "")};
 }
 
 std::string agent_cgroup_name(const std::string& agent, const std::string& ctx_root) {
@@ -124,6 +125,8 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
   in.privileged = o.privileged;
   in.owner = o.owner;
   in.explicit_base = o.explicit_base;
+  // sd_booted()'s test.
+  in.systemd = static_cast<bool>(sys::open_dir("/run/systemd/system", true));
   BaseChoice base = choose_base(in);
   if (base.dir.empty()) {
     why_not = base.why_not;

@@ -30,6 +30,7 @@ struct BaseInputs {
   bool privileged = false;
   std::uint32_t owner = 0;
   std::string explicit_base;  ///< --cgroup-base, "" if not given
+  bool systemd = false;       ///< systemd is PID 1 (/run/systemd/system exists)
 };
 
 /// The chosen base directory, or why there is none. Pure.

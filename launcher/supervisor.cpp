@@ -81,10 +81,7 @@ void warn_once_without_cgroup(const std::string& marker_dir, const std::string& 
       if (seen && *seen) return;
       (void)sys::append_file(dir->get(), marker, "", 0600);
     }
-  std::fprintf(stderr,
-               "ctx-agent-run: warning: no writable cgroup v2 (%s); supervising with the pidfd and the pid namespace "
-               "instead (--require-cgroup makes this an error)\n",
-               why.c_str());
+  std::fprintf(stderr, "ctx-agent-run: warning: no writable cgroup v2 (%s): supervising by pidfd instead\n", why.c_str());
 }
 
 // What the sandbox reported over the channel until its runtime's execve
@@ -400,7 +397,9 @@ std::optional<int> Supervisor::place() {
     return fail_launch(Error{EOPNOTSUPP, std::string(limits ? "limits" : "--require-cgroup") +
                                              ": EOPNOTSUPP: no writable cgroup v2: " + why_not});
   files_->log({"agent.cgroup", "", EventStatus::unavailable, {{"reason", why_not}}});
-  warn_once_without_cgroup(opts_.marker_dir, why_not);
+  // An owned child's parent has said it already (its cgroup is the
+  // parent's subtree, so both lack one); the child's .d/log keeps it.
+  if (opts_.owned_by == 0) warn_once_without_cgroup(opts_.marker_dir, why_not);
   if (auto f = sys::fault_at("supervisor.place"); !f) return fail_launch(f.error());
   return std::nullopt;
 }
