@@ -341,7 +341,12 @@ int main(int argc, char** argv) {
   if (explain->parsed()) return run_explain(ctx_root, ex_agent, ex_object, ex_perm);
   if (view_cmd->parsed()) return run_view(ctx_root, view_agent, view_json);
   if (ps->parsed()) {
-    print_lines(ctx::helper::format_ps(ctx::helper::running_agents(ctx_root)));
+    auto rows = ctx::helper::running_agents(ctx_root);
+    if (!rows) {
+      std::fprintf(stderr, "ctx ps: %s\n", ctx::printable(rows.error().msg).c_str());
+      return 1;
+    }
+    print_lines(ctx::helper::format_ps(*rows));
     return 0;
   }
   if (status->parsed()) return run_status(ctx_root);

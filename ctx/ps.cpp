@@ -65,7 +65,13 @@ std::string format_uptime(double s) {
 
 }  // namespace
 
-std::vector<PsRow> running_agents(const std::string& ctx_root) {
+Result<std::vector<PsRow>> running_agents(const std::string& ctx_root) {
+  // An empty table would say "nothing runs" of a tree that is not there.
+  if (auto agents = sys::open_dir(ctx_root + "/agent"); !agents)
+    return fail(agents.error().code,
+                ctx_root + ": " + errno_name(agents.error().code) +
+                    ": no CTX root here (it has no agent/ directory); pass --ctx-root DIR or set CTX_ROOT "
+                    "(ctx init makes a tree)");
   std::vector<PsRow> rows;
   std::vector<std::pair<std::string, agentdir::Tier>> all;
   for (const auto& name : agent_names(ctx_root)) all.emplace_back(name, agentdir::Tier());

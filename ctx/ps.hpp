@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
+
 namespace ctx::helper {
 
 /// One running agent as `ctx ps` shows it.
@@ -20,7 +22,8 @@ struct PsRow {
 
 /// The agents whose `pid` names a live supervisor and whose status is not
 /// dead: system agents, then the user agents of every home/<U>/agent.
-std::vector<PsRow> running_agents(const std::string& ctx_root);
+/// ENOENT (with what to do) when ctx_root is no CTX root (no agent/).
+Result<std::vector<PsRow>> running_agents(const std::string& ctx_root);
 
 /// The rows as a tree: children under their parent, indented; orphans
 /// (parent not running) at the top level. Pure.

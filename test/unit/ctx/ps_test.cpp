@@ -39,6 +39,16 @@ TEST_CASE("ctx status explains a missing status file", "[fs]") {
             "root; a tree made by hand has none (write one line, e.g. \"ok\", or check the --ctx-root)\n");
 }
 
+TEST_CASE("ctx ps without a CTX root fails and says what to do", "[fs]") {
+  ctx::test::TempDir t;
+  auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "ps", "--ctx-root", t / "none"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err == "ctx ps: " + (t / "none") +
+                     ": ENOENT: no CTX root here (it has no agent/ directory); pass --ctx-root DIR or set CTX_ROOT "
+                     "(ctx init makes a tree)\n");
+}
+
 TEST_CASE("ctx ps shows a running user agent as name@U, apart from its system namesake", "[fs]") {
   ctx::test::TempDir t;
   const std::string me = std::to_string(::getpid());  // a live pid: this test's
@@ -48,9 +58,11 @@ TEST_CASE("ctx ps shows a running user agent as name@U, apart from its system na
   }
   t.mkdir("home/999/agent/coder");  // the agent home's state directory: not an agent
   t.mkdir("home/x/agent/bad.d");    // not a uid: not a user tier
+  t.mkdir("agent");
   auto rows = ctx::helper::running_agents(t.path());
+  REQUIRE(rows);
   std::vector<std::string> names;
-  for (const auto& r : rows) names.push_back(r.name);
+  for (const auto& r : *rows) names.push_back(r.name);
   CHECK(names == std::vector<std::string>{"coder", "coder@999"});
   CHECK(ctx::helper::user_agent_names(t.path()) == std::vector<std::pair<std::uint32_t, std::string>>{{999u, "coder"}});
 }
