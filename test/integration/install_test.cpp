@@ -23,17 +23,19 @@ TEST_CASE("meson install puts the programs, man pages, completion, unit and prof
       120);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  std::string prefix, sysconfdir;
+  std::string prefix, apparmor_dir;
   bool strip = false;
   for (const auto& o :
        nlohmann::json::parse(ctx::test::read_file(std::string(build) + "/meson-info/intro-buildoptions.json"))) {
     if (o["name"] == "prefix") prefix = o["value"];
-    if (o["name"] == "sysconfdir") sysconfdir = o["value"];
+    if (o["name"] == "apparmor_dir") apparmor_dir = o["value"];
     if (o["name"] == "strip") strip = o["value"];
   }
   REQUIRE(!prefix.empty());
+  // Where AppArmor loads profiles from, whatever the prefix (and where
+  // docs/install.md tells a person to load it from).
+  CHECK(apparmor_dir == "/etc/apparmor.d");
   const std::string root = d.path() + prefix;
-  const std::string etc = sysconfdir[0] == '/' ? d.path() + sysconfdir : root + "/" + sysconfdir;
   for (const std::string f : {"/bin/ctx-agent-run", "/bin/ctx"}) {
     INFO(f);
     struct stat st {};
@@ -56,7 +58,16 @@ TEST_CASE("meson install puts the programs, man pages, completion, unit and prof
     CHECK(std::filesystem::is_regular_file(root + f));
   const std::string unit = ctx::test::read_file(root + "/lib/systemd/system/agent@.service");
   CHECK(unit.find("\nExecStart=" + prefix + "/bin/ctx-agent-run %i\n") != std::string::npos);
-  const std::string profile = ctx::test::read_file(etc + "/apparmor.d/ctx-agent-run");
+  const std::string profile = ctx::test::read_file(d.path() + apparmor_dir + "/ctx-agent-run");
+  CHECK(ctx::test::read_file(std::string(std::getenv("CTX_SOURCE_ROOT")) + "/docs/install.md")
+            .find("apparmor_parser -r " + apparmor_dir + "/ctx-agent-run") != std::string::npos);
   CHECK(profile.find("\nprofile ctx-agent-run " + prefix + "/bin/ctx-agent-run ") != std::string::npos);
   CHECK(ctx::test::read_file(root + "/share/man/man1/ctx.1").find(".TH CTX 1") == 0);
+  // The man pages name the directory the documents went to.
+  for (const std::string page : {"ctx.1", "ctx-agent-run.1"}) {
+    INFO(page);
+    CHECK(ctx::test::read_file(root + "/share/man/man1/" + page)
+              .find("The documents in \\fI" + prefix + "/share/doc/ctx-agent-run/\\fR") != std::string::npos);
+  }
+  CHECK(std::filesystem::is_regular_file(root + "/share/doc/ctx-agent-run/security.md"));
 }
