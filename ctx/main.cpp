@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
   if (auto direct = ctx::helper::direct_call(run_as.empty() ? argv[0] : run_as.c_str()))
     return ctx::helper::call_tool(direct->second, std::vector<std::string>(argv + 1, argv + argc), direct->first);
   std::vector<std::string> command = split_command(argc, argv);
-  CLI::App app{"ctx: the CortexFS ABI helper"};
+  CLI::App app{"ctx: tools, models and child agents from inside a sandbox; checks and views of a CTX tree from the host"};
   app.set_version_flag("--version", "ctx " CTX_VERSION);
   app.require_subcommand(1);
   std::string ctx_root = env_or("CTX_ROOT", "/ctx");

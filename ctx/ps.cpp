@@ -138,7 +138,7 @@ std::optional<std::string> root_status(const std::string& ctx_root, std::string&
   }
   if (!*f) {
     error = ctx_root +
-            "/status: ENOENT: missing: the CTX root's mount status (seed 001) is written by whatever mounts "
+            "/status: ENOENT: missing: the CTX root's status (docs/abi.md, \"The root's status file\") is written by whatever mounts "
             "the root; a tree made by hand has none (write one line, e.g. \"ok\", or check the --ctx-root)";
     return std::nullopt;
   }

@@ -35,7 +35,7 @@ TEST_CASE("ctx status explains a missing status file", "[fs]") {
   CHECK(r.exit_code == 1);
   CHECK(r.err ==
         "ctx status: " + (t / "ctx") +
-            "/status: ENOENT: missing: the CTX root's mount status (seed 001) is written by whatever mounts the "
+            "/status: ENOENT: missing: the CTX root's status (docs/abi.md, \"The root's status file\") is written by whatever mounts the "
             "root; a tree made by hand has none (write one line, e.g. \"ok\", or check the --ctx-root)\n");
 }
 
