@@ -2,7 +2,10 @@
 // back (launcher/terminal_modes.hpp).
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "launcher/terminal_modes.hpp"
 
@@ -88,3 +91,25 @@ TEST_CASE("terminal modes: a reset terminal and a forgotten one need nothing", "
   CHECK(m.reset().empty());
 }
 
+// docs/security.md lists, in "The terminal", every DEC private mode the
+// relay switches off, in the order it does.
+TEST_CASE("the mode table of docs/security.md matches the code's", "[unit]") {
+  const char* src = std::getenv("CTX_SOURCE_ROOT");
+  REQUIRE(src != nullptr);
+  std::ifstream in(std::string(src) + "/docs/security.md");
+  REQUIRE(in);
+  std::vector<int> documented;
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("### ", 0) == 0 || line.rfind("## ", 0) == 0) in_section = line == "### The terminal";
+    if (!in_section) continue;
+    for (std::size_t p = line.find("`?"); p != std::string::npos; p = line.find("`?", p + 1)) {
+      std::size_t q = line.find('`', p + 2);
+      std::string n = line.substr(p + 2, q - p - 2);
+      if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) documented.push_back(std::stoi(n));
+    }
+  }
+  std::vector<int> code;
+  for (std::size_t i = 0; i < TerminalModes::kDecModeCount; ++i) code.push_back(TerminalModes::kDecModes[i].number);
+  CHECK(documented == code);
+}
