@@ -157,7 +157,8 @@ bool in_sandbox(unsigned long sandbox_pidns, const Result<pid_t>& pid) {
 // among them. A supervisor that ends normally sends 'c' and reaps it. It
 // keeps the one-instance lock (the shared open file of <name>.d) while it
 // cleans. Messages: "c" (done), "p" + a child's pidfd, "g" + a cgroup
-// handover (cgroup::Placement::handover).
+// handover (cgroup::Placement::handover), and the caller's terminal while
+// the relay has it raw (TerminalKeeper), put back first of all.
 struct WatchdogJob {
   const LaunchPlan& plan;
   int agents, ddir;
@@ -185,16 +186,19 @@ void wait_pidfds(std::vector<UniqueFd>& pidfds, int timeout_ms) {
   if (!sys::close_fds_except({2, sock.get(), job.agents, job.ddir})) _exit(1);
   std::vector<UniqueFd> children;
   std::optional<cgroup::Placement> placement;
+  TerminalKeeper terminal;
   while (true) {
     auto m = sys::recv_message(sock.get(), 8192, 2);
     if (!m && m.error().code == EMSGSIZE) continue;
     if (!m || !*m) break;  // EOF: the supervisor is gone
     std::string_view bytes = (*m)->bytes;
     if (bytes == "c") _exit(0);
+    if (terminal.take(bytes, (*m)->fds)) continue;
     if (bytes == "p" && (*m)->fds.size() == 1) children.push_back(std::move((*m)->fds[0]));
     if (!bytes.empty() && bytes[0] == 'g')
       if (auto p = cgroup::Placement::adopt(bytes.substr(1), std::move((*m)->fds))) placement.emplace(std::move(*p));
   }
+  terminal.restore();
   AgentFiles files(job.plan, job.ddir);
   files.status(AgentState::stopping);
   wait_pidfds(children, job.grace_ms + kChildRecordsMs);
@@ -238,9 +242,6 @@ namespace {
 // agent's files and take the lock, place it in its cgroup, start the
 // sandbox, read its setup report, supervise, tear down. Every member
 // function is one concern; run() is the sequence.
-// What the runtime's pty still holds when the runtime ended is passed on
-// for at most this long.
-constexpr int kDrainMs = 500;
 
 class Supervisor {
  public:
@@ -509,7 +510,7 @@ std::optional<int> Supervisor::finish_setup() {
     // Output goes to the caller's terminal; to stdout when that is not one
     // (the runtime's stdout stays whatever the caller gave it then).
     int out = sys::is_terminal(1) ? 1 : sys::is_terminal(2) ? 2 : 1;
-    if (auto r = PtyRelay::start(0, out, std::move(setup_.master)); r) {
+    if (auto r = PtyRelay::start(0, out, std::move(setup_.master), watchdog_->first.get()); r) {
       relay_.emplace(std::move(*r));
     } else {
       setup_.error =
@@ -720,14 +721,16 @@ void Supervisor::view_ended() {
 // Job control of an interactive launch: the runtime stopped (^Z on its
 // terminal, or a SIGSTOP), so the agent stops as a whole the way a
 // foreground program does: the caller's terminal goes back to its own
-// mode and the supervisor stops itself, which gives the shell the
-// terminal. Once continued (fg), raw mode again and the runtime goes on.
-// Nothing typed meanwhile reaches the sandbox: nobody reads the terminal.
+// mode (PtyRelay::hand_back: what the runtime wrote shown, its modes
+// reset, the terminal's answers to it read and dropped) and the
+// supervisor stops itself, which gives the shell the terminal. Once
+// continued (fg), raw mode again and the runtime goes on. Nothing typed
+// meanwhile reaches the sandbox: nobody reads the terminal.
 void Supervisor::read_lifeline() {
   char c = 0;
   auto got = sys::read_byte(lifeline_.get(), c);
   if (!got || !*got || c != 'S' || !relay_) return;
-  relay_->suspend();
+  relay_->hand_back(PtyRelay::Why::stopped);
   sys::stop_self();
   relay_->resume();
   (void)sys::write_all(lifeline_.get(), "c", 1);
@@ -741,8 +744,8 @@ void Supervisor::read_lifeline() {
 int Supervisor::teardown() {
   (void)sys::fault_at("teardown.begin");
   if (relay_) {
-    relay_->drain(kDrainMs);
-    relay_.reset();  // the caller's terminal as it was
+    relay_->hand_back(PtyRelay::Why::ended);  // the caller's terminal as it was
+    relay_.reset();
   }
   socket_name_.remove();
   if (children_->running() > 0) {

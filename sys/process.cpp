@@ -163,6 +163,8 @@ void reset_signals() {
 
 void ignore_sigpipe() { std::signal(SIGPIPE, SIG_IGN); }
 
+void ignore_sigttou() { std::signal(SIGTTOU, SIG_IGN); }
+
 Result<void> set_parent_death_signal(int sig) {
   if (::prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0) return CTX_FAIL_ERRNO("prctl PR_SET_PDEATHSIG");
   return {};

@@ -95,6 +95,10 @@ void reset_signals();
 /// clients it does not control).
 void ignore_sigpipe();
 
+/// SIGTTOU ignored: a process of a background job may then change its
+/// terminal's mode (tcsetattr) instead of being stopped for it.
+void ignore_sigttou();
+
 /// PR_SET_PDEATHSIG: the kernel sends sig to the caller when its parent
 /// thread exits.
 Result<void> set_parent_death_signal(int sig);

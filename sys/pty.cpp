@@ -50,8 +50,19 @@ Result<termios> get_termios(int fd) {
   return t;
 }
 
-Result<void> set_termios(int fd, const termios& t) {
-  if (::tcsetattr(fd, TCSADRAIN, &t) < 0) return CTX_FAIL_ERRNO("tcsetattr");
+Result<void> set_termios(int fd, const termios& t, TermiosWhen when) {
+  int action = TCSADRAIN;
+  switch (when) {
+    case TermiosWhen::now: action = TCSANOW; break;
+    case TermiosWhen::drain: action = TCSADRAIN; break;
+    case TermiosWhen::flush: action = TCSAFLUSH; break;
+  }
+  if (::tcsetattr(fd, action, &t) < 0) return CTX_FAIL_ERRNO("tcsetattr");
+  return {};
+}
+
+Result<void> discard_input(int fd) {
+  if (::tcflush(fd, TCIFLUSH) < 0) return CTX_FAIL_ERRNO("tcflush");
   return {};
 }
 

@@ -33,9 +33,17 @@ Result<void> set_process_group(pid_t pid, pid_t pgid);
 /// tcsetpgrp(3): pgid becomes the terminal's foreground process group.
 Result<void> set_foreground(int tty, pid_t pgid);
 
-/// tcgetattr / tcsetattr(TCSADRAIN).
+/// When tcsetattr changes the mode: at once (TCSANOW), after the output
+/// written so far was transmitted (TCSADRAIN), or after that and with the
+/// input received but not yet read discarded (TCSAFLUSH).
+enum class TermiosWhen { now, drain, flush };
+
+/// tcgetattr / tcsetattr.
 Result<termios> get_termios(int fd);
-Result<void> set_termios(int fd, const termios& t);
+Result<void> set_termios(int fd, const termios& t, TermiosWhen when = TermiosWhen::drain);
+
+/// tcflush(TCIFLUSH): the input received but not yet read is discarded.
+Result<void> discard_input(int fd);
 
 /// The raw mode of cfmakeraw(3): bytes pass as typed, no signals from
 /// keys, no echo (the runtime's own terminal does all that).

@@ -37,6 +37,35 @@ termios termios_of(const std::string& tty) {
   return t;
 }
 
+bool same_mode(const termios& a, const termios& b) {
+  return a.c_iflag == b.c_iflag && a.c_oflag == b.c_oflag && a.c_cflag == b.c_cflag && a.c_lflag == b.c_lflag;
+}
+
+bool raw_mode(const termios& t) { return (t.c_lflag & (ICANON | ECHO | ISIG)) == 0; }
+
+std::string hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+// The command line that launches cmd from a shell typed at.
+std::string typed(const CtxTree& t, const std::vector<std::string>& cmd) {
+  std::string line;
+  for (const auto& a : launcher(t, cmd)) line += a + " ";
+  return line + "\n";
+}
+
+// The mouse, its SGR encoding, the alternate screen and bracketed paste
+// switched on, and what switches them off again.
+const std::string kModesOn = "\x1b[?1000h\x1b[?1006h\x1b[?1049h\x1b[?2004h";
+const std::string kModesOff = "\x1b[?1049l\x1b[?1000l\x1b[?1006l\x1b[?2004l";
+const std::string kStatusQuery = "\x1b[5n";
+
 }  // namespace
 
 TEST_CASE("an interactive shell runs on a pty of the sandbox's own", "[root][userns]") {
@@ -125,5 +154,130 @@ TEST_CASE("^Z, fg and ^C act on the agent like on a foreground program", "[root]
   s.type("echo rc=$?\n");
   CHECK(s.wait_for("rc=130"));
   s.type("exit\n");
+  CHECK(s.wait_exit() == 0);
+}
+
+// Before: a runtime asked the terminal something (here the cursor
+// position, ESC [ 6 n) and stopped itself at once; the supervisor gave
+// the terminal back to the shell before the answer came, and the answer
+// was typed into the shell (bash ran an injected answer as a command).
+// The terminal here answers as one over a slow link: 200 ms late.
+TEST_CASE("a terminal's answer to a runtime that stopped itself never reaches the shell", "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  PtySession s({"/bin/sh", "-i"}, m.as, kEnv);
+  s.answer("\x1b[6n", "\x1b[24;1R", 200);
+  s.answer(kStatusQuery, "\x1b[0n", 200);
+  REQUIRE(s.wait_for("outer> "));
+  s.mark();
+  s.type(typed(t, {"/probe", "out:" + hex("\x1b[6n"), "stop", "exit:0"}));
+  bool back = s.wait_for("outer> ");  // the supervisor stopped: the shell has the terminal
+  INFO(s.output());
+  REQUIRE(back);
+  REQUIRE(s.output().find("\x1b[6n") != std::string::npos);
+  s.mark();
+  s.idle(600);  // every answer has come by now
+  s.type("echo $((6*7))\n");
+  CHECK(s.wait_for("\r\n42\r\n"));
+  CHECK(s.since_mark().find("24;1R") == std::string::npos);  // neither echoed nor run
+  s.mark();
+  s.type("fg\n");
+  REQUIRE(s.wait_for("outer> "));
+  s.mark();
+  s.type("echo rc=$?\n");
+  CHECK(s.wait_for("rc=0"));
+  s.type("exit\n");
+  CHECK(s.wait_exit() == 0);
+}
+
+TEST_CASE("the caller's terminal mode is restored when the runtime stops itself and when it ends", "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  PtySession s({"/bin/sh", "-i"}, m.as, kEnv);
+  REQUIRE(s.wait_for("outer> "));
+  const termios shell = termios_of(s.slave());
+  REQUIRE_FALSE(raw_mode(shell));
+  s.mark();
+  s.type(typed(t, {"/probe", "notify:READY=1", "sleep:1", "stop", "exit:0"}));
+  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
+  CHECK(raw_mode(termios_of(s.slave())));  // relayed: what follows is a restore
+  bool stopped = s.wait_for("outer> ");
+  INFO(s.output());
+  REQUIRE(stopped);
+  CHECK(same_mode(termios_of(s.slave()), shell));
+  s.mark();
+  s.type("fg\n");
+  REQUIRE(s.wait_for("outer> "));
+  CHECK(same_mode(termios_of(s.slave()), shell));
+  s.type("exit\n");
+  CHECK(s.wait_exit() == 0);
+}
+
+// Before: a runtime that ended (or stopped) with the mouse reported, on
+// the alternate screen or with bracketed paste left the shell with a
+// terminal that sent mouse reports as input and hid its output.
+TEST_CASE("the modes a runtime switched on are switched off before the shell gets the terminal", "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  // What follows the runtime's last line (its JSON report) is the
+  // supervisor's: the resets, then the query that waits for the answers.
+  auto tail = [](const std::string& out) { return out.substr(out.rfind("}\r\n") + 3); };
+  SECTION("when it ends") {
+    PtySession s(launcher(t, {"/probe", "out:" + hex(kModesOn)}), m.as, kEnv);
+    s.answer(kStatusQuery, "\x1b[0n", 0);
+    CHECK(s.wait_exit() == 0);
+    INFO(s.output());
+    CHECK(tail(s.output()) == kModesOff + kStatusQuery);
+  }
+  SECTION("only those it left on") {
+    PtySession s(launcher(t, {"/probe", "out:" + hex(kModesOn + "\x1b[?1000;1006;2004l")}), m.as, kEnv);
+    s.answer(kStatusQuery, "\x1b[0n", 0);
+    CHECK(s.wait_exit() == 0);
+    INFO(s.output());
+    CHECK(tail(s.output()) == "\x1b[?1049l" + kStatusQuery);
+  }
+  SECTION("when it stops itself") {
+    PtySession s({"/bin/sh", "-i"}, m.as, kEnv);
+    s.answer(kStatusQuery, "\x1b[0n", 0);
+    REQUIRE(s.wait_for("outer> "));
+    s.mark();
+    s.type(typed(t, {"/probe", "out:" + hex(kModesOn), "stop", "exit:0"}));
+    bool stopped = s.wait_for("outer> ");
+    INFO(s.output());
+    REQUIRE(stopped);
+    auto on = s.since_mark().find(kModesOn);
+    REQUIRE(on != std::string::npos);
+    CHECK(s.since_mark().find(kModesOff + kStatusQuery, on) < s.since_mark().find("Stopped"));
+    s.mark();
+    s.type("fg\n");
+    REQUIRE(s.wait_for("outer> "));
+    CHECK(s.since_mark().find(kModesOff) == std::string::npos);  // already off: not again
+    s.type("exit\n");
+    CHECK(s.wait_exit() == 0);
+  }
+}
+
+// Before: a supervisor killed with SIGKILL during an interactive launch
+// left the caller's terminal raw (no echo, no line editing, ^C a byte).
+TEST_CASE("the watchdog restores the caller's terminal mode when the supervisor is killed", "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  PtySession s({"/bin/sh", "-i"}, m.as, kEnv);
+  REQUIRE(s.wait_for("outer> "));
+  const termios shell = termios_of(s.slave());
+  s.type(typed(t, {"/probe", "notify:READY=1", "sleep:30"}));
+  const std::string d = t.root() + "/agent/coder.d/";
+  REQUIRE(ctx::test::wait_for_file(d + "status", "ready\n"));
+  REQUIRE(raw_mode(termios_of(s.slave())));
+  REQUIRE(::kill(std::stoi(ctx::test::read_file(d + "pid")), SIGKILL) == 0);
+  bool dead = ctx::test::wait_for_file(d + "status", "dead\n");
+  INFO(s.output());
+  REQUIRE(dead);
+  CHECK(same_mode(termios_of(s.slave()), shell));
+  s.type("exit 0\n");
   CHECK(s.wait_exit() == 0);
 }

@@ -6,6 +6,8 @@
 //   connect:HOST:PORT notify:MESSAGE sleep:SECONDS
 //   denied (each call of the seccomp deny-list, its errno name or "ok")
 //   abstract:NAME (connect to an abstract unix socket) kill:PID (signal 0)
+//   out:HEX (those bytes to stdout at once: terminal sequences)
+//   stop (SIGTSTP to itself: stops until continued)
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -309,6 +311,13 @@ std::optional<json> call(const std::string& what, const std::string& arg) {
     std::signal(SIGTERM, SIG_IGN);
     return "ok";
   }
+  if (what == "out") {
+    std::string bytes;
+    for (std::size_t i = 0; i + 1 < arg.size(); i += 2)
+      bytes += static_cast<char>(std::stoi(arg.substr(i, 2), nullptr, 16));
+    return write(1, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()) ? "ok" : err_name(errno);
+  }
+  if (what == "stop") return raise(SIGTSTP) == 0 ? "ok" : err_name(errno);
   if (what == "sleep") {
     usleep(static_cast<useconds_t>(std::stod(arg) * 1e6));
     return "ok";

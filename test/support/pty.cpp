@@ -9,6 +9,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -71,16 +72,59 @@ void PtySession::type(const std::string& text) {
   }
 }
 
+void PtySession::answer(const std::string& query, const std::string& reply, int delay_ms) {
+  answers_.push_back({query, reply, delay_ms, out_.size()});
+}
+
+void PtySession::scan_queries() {
+  for (auto& a : answers_) {
+    std::size_t at;
+    while ((at = out_.find(a.query, a.scanned)) != std::string::npos) {
+      a.scanned = at + a.query.size();
+      due_.emplace_back(std::chrono::steady_clock::now() + std::chrono::milliseconds(a.delay_ms), a.reply);
+    }
+    if (out_.size() >= a.query.size()) a.scanned = std::max(a.scanned, out_.size() - a.query.size() + 1);
+  }
+  std::stable_sort(due_.begin(), due_.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+}
+
+void PtySession::type_due_answers() {
+  auto now = std::chrono::steady_clock::now();
+  while (!due_.empty() && due_.front().first <= now) {
+    type(due_.front().second);
+    due_.erase(due_.begin());
+  }
+}
+
 void PtySession::pump(int timeout_ms) {
+  if (!due_.empty()) {
+    auto next =
+        std::chrono::duration_cast<std::chrono::milliseconds>(due_.front().first - std::chrono::steady_clock::now())
+            .count();
+    timeout_ms = static_cast<int>(std::clamp<long long>(next, 0, timeout_ms));
+  }
   pollfd p{master_, POLLIN, 0};
   if (!closed_ && ::poll(&p, 1, timeout_ms) > 0) {
     char buf[4096];
     ssize_t n = ::read(master_, buf, sizeof buf);
     if (n > 0) {
       out_.append(buf, static_cast<std::size_t>(n));
+      scan_queries();
     } else {
       closed_ = true;  // EIO: every holder of the slave closed it
     }
+  } else if (closed_ && timeout_ms > 0) {
+    ::usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+  }
+  type_due_answers();
+}
+
+void PtySession::idle(int ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return;
+    pump(static_cast<int>(left));
   }
 }
 

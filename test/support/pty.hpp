@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +26,12 @@ class PtySession {
 
   /// Types text.
   void type(const std::string& text);
+  /// Answers as a terminal does: each time `query` appears in what the
+  /// terminal shows, `reply` is typed delay_ms later (a terminal's answer
+  /// comes late over a slow link), in the order the queries came.
+  void answer(const std::string& query, const std::string& reply, int delay_ms);
+  /// Reads (and answers) for ms.
+  void idle(int ms);
   /// Reads until `text` has appeared after the mark (see mark()); false on
   /// timeout or when the terminal closed first.
   bool wait_for(const std::string& text, int timeout_ms = 10000);
@@ -31,6 +39,8 @@ class PtySession {
   void mark() { from_ = out_.size(); }
   /// Everything the terminal showed.
   const std::string& output() const { return out_; }
+  /// What the terminal showed after the mark.
+  std::string since_mark() const { return out_.substr(std::min(from_, out_.size())); }
   /// The session leader's exit code (128+signal), waiting up to timeout_ms;
   /// -1 on timeout.
   int wait_exit(int timeout_ms = 20000);
@@ -40,6 +50,15 @@ class PtySession {
 
  private:
   void pump(int timeout_ms);
+  void scan_queries();
+  void type_due_answers();
+  struct Answer {
+    std::string query, reply;
+    int delay_ms;
+    std::size_t scanned;
+  };
+  std::vector<Answer> answers_;
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> due_;
   [[noreturn]] void run_child(const std::vector<std::string>& argv, std::optional<TestUser> as,
                               const std::vector<std::string>& env);
   int master_ = -1;
