@@ -3,7 +3,9 @@
 //  - the status after a message is the one before it or a lifecycle word,
 //    whatever the status before was;
 //  - a message is its lines applied in order: applying them one by one
-//    gives the same status, and ready is set iff some line is READY=1;
+//    gives the same status, and ready is set iff some line before the
+//    status became stopping is READY=1;
+//  - stopping is final: from it no message moves the status or sets ready;
 //  - a message without a recognised line leaves any status alone;
 //  - the limiter, fed the input as 16-bit gaps between messages (in
 //    microseconds, time never going back), takes at most `burst` plus
@@ -38,9 +40,10 @@ void message(std::string_view in) {
       std::string_view line = in.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
       auto one = apply_notify(line, state);
       if (apply_notify(line, "x").state != "x") recognised = true;
+      check(one.ready == (line == "READY=1" && state != "stopping"));
+      if (state == "stopping") check(one.state == "stopping");
       state = one.state;
       ready = ready || one.ready;
-      check(one.ready == (line == "READY=1"));
       if (nl == std::string_view::npos) break;
       pos = nl + 1;
     }

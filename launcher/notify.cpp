@@ -6,7 +6,7 @@ namespace ctx::launcher {
 
 NotifyEffect apply_notify(std::string_view message, std::string_view current) {
   NotifyEffect e{std::string(current), false};
-  for (std::size_t pos = 0; pos < message.size();) {
+  for (std::size_t pos = 0; pos < message.size() && e.state != "stopping";) {
     std::size_t nl = message.find('\n', pos);
     std::string_view line = message.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? message.size() : nl + 1;

@@ -18,7 +18,10 @@ struct NotifyEffect {
 /// Applies one message (newline-separated assignments) to the current
 /// status: READY=1 and CTX_STATE=ready -> ready, STOPPING=1 -> stopping,
 /// CTX_STATE=busy or BUSY=1 -> busy, CTX_STATE=idle or IDLE=1 -> idle; the
-/// last such line wins; anything else is ignored.
+/// last such line wins; anything else is ignored. `stopping` is final: from
+/// it (current, or a line before) no line moves the status, and a later
+/// READY=1 is not `ready` (not forwarded): an agent being stopped cannot
+/// claim to be ready again.
 NotifyEffect apply_notify(std::string_view message, std::string_view current);
 
 /// A token bucket: a runtime may send `burst` messages (notifications,
