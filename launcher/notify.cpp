@@ -1,7 +1,5 @@
 #include "launcher/notify.hpp"
 
-#include <algorithm>
-
 namespace ctx::launcher {
 
 NotifyEffect apply_notify(std::string_view message, std::string_view current) {
@@ -24,24 +22,6 @@ NotifyEffect apply_notify(std::string_view message, std::string_view current) {
     }
   }
   return e;
-}
-
-bool RateLimiter::take(std::uint64_t now_us) {
-  if (last_us_ != 0 && now_us > last_us_)
-    tokens_ = std::min<double>(burst_, tokens_ + static_cast<double>(now_us - last_us_) * rate_ / 1e6);
-  last_us_ = now_us;
-  if (tokens_ >= 1) {
-    tokens_ -= 1;
-    return true;
-  }
-  ++dropped_;
-  return false;
-}
-
-std::uint64_t RateLimiter::dropped_since_last() {
-  std::uint64_t d = dropped_;
-  dropped_ = 0;
-  return d;
 }
 
 }  // namespace ctx::launcher
