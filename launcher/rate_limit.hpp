@@ -5,14 +5,17 @@
 // or recorded. Pure: the caller passes the clock.
 //
 // Why these numbers: what a flood can push out of <name>.d/log (1 MiB,
-// then log.1) is one line per admitted request at most. A sustained flood
+// then log.1) is one line per admitted request at most, and a model's
+// shared <m>.d/log gets no more from one caller. A sustained flood
 // admits kRequestsPerMinute, so a record survives at least
 //   kMaxLogBytes / (rate x record size)
-// = 1 MiB / (0.5/s x 450 B) = 78 min with the longest line an agent can
-// make (a 255-byte model name), 2.9 h with the 200-byte lines of the
-// reviews' attack, and twice that before log.1 is replaced in turn. The
-// burst lets an agent's normal bursts through untouched (256 requests
-// at once, refilled in 8.5 minutes).
+// = 1 MiB / (0.5/s x 163 B) = 3.6 h for the lines of the reviews' attack
+// (a refused model call), 1.5 h for the longest line an agent's request
+// can make (a 255-byte model name, about 400 B), 55 min if its owner also
+// gave every name its maximum length (630 B); as long again while it is
+// in log.1. The burst lets an agent's normal bursts through untouched
+// (256 requests at once, refilled in 8.5 minutes); test/integration/
+// flood_test.cpp checks the first figure against a real flood.
 #pragma once
 
 #include <cstdint>
