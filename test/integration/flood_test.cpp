@@ -301,3 +301,28 @@ TEST_CASE("a refusal names the agent its supervisor serves, never the environmen
   CHECK(refusals[2]["agent"] == "coder");
   CHECK(refusals[2]["reason"] == "agent_policy");
 }
+
+// The limit's arithmetic without a sandbox: the burst, the rate, and the
+// count of drops reported once, a minute after the first of them (a
+// sustained flood: one record a minute) or at the end.
+TEST_CASE("the rate limit takes the burst and the rate, and reports the drops at most once a minute", "[unit]") {
+  using ctx::launcher::kDropReportUs;
+  ctx::launcher::RateLimiter l(ctx::launcher::kRequestBurst, ctx::launcher::kRequestsPerMinute);
+  std::uint64_t now = 1'000'000;
+  for (unsigned i = 0; i < ctx::launcher::kRequestBurst; ++i) CHECK(l.take(now));
+  CHECK_FALSE(l.take(now));
+  CHECK(l.report_at() == now + kDropReportUs);
+  CHECK_FALSE(l.due_report(now + kDropReportUs - 1, false));
+  // One token every two seconds, and a flood for 21 s: 10 taken, the
+  // rest counted.
+  std::uint64_t taken = 0, dropped = 1;
+  for (std::uint64_t t = now + 1000; t <= now + 21'000'000; t += 1000) (l.take(t) ? taken : dropped)++;
+  CHECK(taken == 10);
+  CHECK(l.due_report(now + kDropReportUs, false) == dropped);
+  CHECK_FALSE(l.report_at());
+  CHECK_FALSE(l.due_report(now + 2 * kDropReportUs, true));
+  // A later drop starts a new count, which the end of the run reports.
+  for (std::uint64_t t = now + kDropReportUs; l.take(t);) {
+  }
+  CHECK(l.due_report(now + kDropReportUs, true) == 1u);
+}
