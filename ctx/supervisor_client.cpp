@@ -36,14 +36,9 @@ Result<SupervisorAnswer> ask_supervisor(const nlohmann::json& request, const std
 }
 
 int refuse_call(const char* what, const std::string& name, int code, const std::string& reason,
-                const std::string& sentence) {
-  const char* agent = std::getenv("CTX_AGENT");
-  nlohmann::json j{{"type", "error"},
-                   {"code", errno_name(code)},
-                   {"reason", reason},
-                   {what, name},
-                   {"agent", agent != nullptr ? agent : ""},
-                   {"message", sentence}};
+                const std::string& sentence, const std::string& agent) {
+  nlohmann::json j{{"type", "error"}, {"code", errno_name(code)}, {"reason", reason},
+                   {what, name},      {"agent", agent},           {"message", sentence}};
   std::fprintf(stderr, "%s\nctx %s: %s: %s: %s\n", j.dump(-1, ' ', true).c_str(), what, printable(name).c_str(),
                errno_name(code).c_str(), printable(sentence).c_str());
   return code;
@@ -52,13 +47,14 @@ int refuse_call(const char* what, const std::string& name, int code, const std::
 std::optional<int> refused(const char* what, const std::string& name, const nlohmann::json& a) {
   if (a.value("ok", false)) return std::nullopt;
   int code = answer_errno(a);
-  refuse_call(what, name, code, a.value("reason", ""), a.value("message", errno_name(code)));
+  const auto agent = a.contains("agent") && a["agent"].is_string() ? a["agent"].get<std::string>() : std::string();
+  refuse_call(what, name, code, a.value("reason", ""), a.value("message", errno_name(code)), agent);
   return code > 124 ? 1 : code;
 }
 
 int answer_errno(const nlohmann::json& a) {
   std::string code = a.value("code", "EIO");
-  for (int e : {EACCES, EINVAL, ENOENT, ESRCH, EBUSY, EIO, ECANCELED, EPERM, EEXIST, ENOTSUP})
+  for (int e : {EACCES, EINVAL, ENOENT, ESRCH, EBUSY, EIO, ECANCELED, EPERM, EEXIST, ENOTSUP, EAGAIN})
     if (errno_name(e) == code) return e;
   return EIO;
 }

@@ -25,16 +25,19 @@ Result<SupervisorAnswer> ask_supervisor(const nlohmann::json& request, const std
 
 /// The error protocol of ctx tool and ctx model: one JSON line (type,
 /// code, reason, `what`: name, agent, message) and one sentence for
-/// people on stderr; returns code.
+/// people on stderr; returns code. `agent` is the one the supervisor's
+/// answer names ("" when no supervisor answered), never CTX_AGENT: the
+/// environment is the runtime's to change.
 int refuse_call(const char* what, const std::string& name, int code, const std::string& reason,
-                const std::string& sentence);
+                const std::string& sentence, const std::string& agent = "");
 
 /// A refusal in the supervisor's answer, said with refuse_call: the exit
 /// status (the errno; 1 for one above 124, which shells read as "could
 /// not run"); nullopt when the answer is ok.
 std::optional<int> refused(const char* what, const std::string& name, const nlohmann::json& answer);
 
-/// The errno an answer's "code" names (EIO for one not known here).
+/// The errno an answer's "code" names (EIO for one not known here;
+/// EAGAIN for a rate-limited request).
 int answer_errno(const nlohmann::json& a);
 
 }  // namespace ctx::helper

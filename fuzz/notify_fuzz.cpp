@@ -1,14 +1,18 @@
 // libFuzzer target: the sd_notify messages a runtime sends its supervisor
-// (apply_notify) and the rate limit on them (RateLimiter). Invariants:
+// (apply_notify) and the supervisor's rate limit (RateLimiter, which they
+// pass like every control request). Invariants:
 //  - the status after a message is the one before it or a lifecycle word,
 //    whatever the status before was;
 //  - a message is its lines applied in order: applying them one by one
-//    gives the same status, and ready is set iff some line is READY=1;
+//    gives the same status, and ready is set iff some line before the
+//    status became stopping is READY=1;
+//  - stopping is final: from it no message moves the status or sets ready;
 //  - a message without a recognised line leaves any status alone;
 //  - the limiter, fed the input as 16-bit gaps between messages (in
 //    microseconds, time never going back), takes at most `burst` plus
-//    `per_second` for each second passed, takes the first `burst`
-//    messages, and counts exactly the messages it drops.
+//    `per_minute` for each minute passed, takes the first `burst`
+//    messages, and reports exactly the messages it drops, never before
+//    kDropReportUs after the first of them unless at the end.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +20,7 @@
 #include <string_view>
 
 #include "launcher/notify.hpp"
+#include "launcher/rate_limit.hpp"
 
 namespace {
 
@@ -38,9 +43,10 @@ void message(std::string_view in) {
       std::string_view line = in.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
       auto one = apply_notify(line, state);
       if (apply_notify(line, "x").state != "x") recognised = true;
+      check(one.ready == (line == "READY=1" && state != "stopping"));
+      if (state == "stopping") check(one.state == "stopping");
       state = one.state;
       ready = ready || one.ready;
-      check(one.ready == (line == "READY=1"));
       if (nl == std::string_view::npos) break;
       pos = nl + 1;
     }
@@ -50,21 +56,26 @@ void message(std::string_view in) {
 }
 
 void limiter(std::string_view in) {
-  const unsigned burst = ctx::launcher::kNotifyBurst, rate = ctx::launcher::kNotifyPerSecond;
+  const unsigned burst = ctx::launcher::kRequestBurst, rate = ctx::launcher::kRequestsPerMinute;
   ctx::launcher::RateLimiter l(burst, rate);
-  std::uint64_t now = 1, taken = 0, dropped = 0, n = 0;
+  std::uint64_t now = 1, taken = 0, dropped = 0, n = 0, first_unreported = 0;
   for (std::size_t i = 0; i + 1 < in.size(); i += 2) {
     now += static_cast<std::uint8_t>(in[i]) | (static_cast<std::uint64_t>(static_cast<std::uint8_t>(in[i + 1])) << 8);
     const bool took = l.take(now);
     ++n;
     if (n <= burst) check(took);
     taken += took ? 1 : 0;
-    if (n % 7 == 0) dropped += l.dropped_since_last();
-    check(static_cast<double>(taken) <= burst + static_cast<double>(now - 1) * rate / 1e6 + 1e-6);
+    if (!took && first_unreported == 0) first_unreported = now;
+    if (auto d = l.due_report(now, false)) {
+      check(first_unreported != 0 && now >= first_unreported + ctx::launcher::kDropReportUs);
+      dropped += *d;
+      first_unreported = 0;
+    }
+    check(static_cast<double>(taken) <= burst + static_cast<double>(now - 1) * rate / 60e6 + 1e-6);
   }
-  dropped += l.dropped_since_last();
+  dropped += l.due_report(now, true).value_or(0);
   check(taken + dropped == n);
-  check(l.dropped_since_last() == 0);
+  check(!l.due_report(now, true));
 }
 
 }  // namespace

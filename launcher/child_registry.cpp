@@ -45,6 +45,15 @@ void ChildRegistry::forget_waiter(int conn) {
   }
 }
 
+bool ChildRegistry::waits(int conn) const {
+  for (const auto& [n, c] : children_) {
+    if (std::find(c.start_waiters.begin(), c.start_waiters.end(), conn) != c.start_waiters.end()) return true;
+    for (const auto& w : c.exit_waiters)
+      if (w.first == conn) return true;
+  }
+  return false;
+}
+
 std::vector<int> ChildRegistry::feed_status(OwnedChild& c, std::string_view bytes) {
   std::vector<int> started;
   c.status_buf += bytes;

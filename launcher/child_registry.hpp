@@ -58,6 +58,8 @@ class ChildRegistry {
 
   /// A connection went away: it waits for nothing any more.
   void forget_waiter(int conn);
+  /// Whether the connection waits for a child's start or exit.
+  bool waits(int conn) const;
 
   /// Feeds bytes read from a child's status pipe. Once its "started" line
   /// is complete, runtime_pid is set and the start waiters are returned

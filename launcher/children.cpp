@@ -19,7 +19,18 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kMaxRequest = 64 * 1024;
-constexpr std::size_t kMaxConns = 32;
+constexpr std::uint64_t kIdleTimeoutUs = static_cast<std::uint64_t>(kIdleTimeoutMs) * 1000;
+
+// The answer past the rate limit; the request is neither decoded nor
+// recorded.
+json rate_limited_answer() {
+  return json{
+      {"ok", false},
+      {"code", errno_name(EAGAIN)},
+      {"reason", "rate_limited"},
+      {"message", "EAGAIN: more than " + std::to_string(kRequestBurst) + " requests at once, or " +
+                      std::to_string(kRequestsPerMinute) + " a minute, to this agent's supervisor; try again later"}};
+}
 
 }  // namespace
 
@@ -63,6 +74,39 @@ void Children::handle(const std::vector<struct pollfd>& fds) {
     if (ready(c.fd.get())) ids.push_back(id);
   for (int id : ids) read_conn(id);
   if (listen_.valid() && ready(listen_.get())) accept_all();
+  close_idle();
+  report_dropped(false);
+}
+
+int Children::poll_timeout_ms() const {
+  const std::uint64_t now = sys::now_us();
+  std::optional<std::uint64_t> at = limiter_.report_at();
+  for (const auto& [id, c] : conns_)
+    if (!waits(id)) at = std::min(at.value_or(~std::uint64_t{0}), c.active_us + kIdleTimeoutUs);
+  if (!at) return -1;
+  return *at <= now ? 0 : static_cast<int>((*at - now + 999) / 1000);
+}
+
+bool Children::admit() { return limiter_.take(sys::now_us()); }
+
+void Children::report_dropped(bool final) {
+  auto n = limiter_.due_report(sys::now_us(), final);
+  if (n && cfg_.log)
+    cfg_.log(
+        {"agent.limit",
+         "",
+         EventStatus::dropped,
+         {{"dropped", *n}, {"reason", "rate_limited"}, {"burst", kRequestBurst}, {"per_minute", kRequestsPerMinute}}});
+}
+
+bool Children::waits(int id) const { return models_.count(id) != 0 || children_.waits(id); }
+
+// An idle connection holds one of kMaxConns for nothing: without a
+// timeout, 32 of them lock the agent out of its own calls.
+void Children::close_idle() {
+  const std::uint64_t now = sys::now_us();
+  std::erase_if(conns_,
+                [&](const auto& kv) { return !waits(kv.first) && now >= kv.second.active_us + kIdleTimeoutUs; });
 }
 
 void Children::accept_all() {
@@ -71,7 +115,7 @@ void Children::accept_all() {
     if (!c || !*c) return;
     if (conns_.size() >= kMaxConns) continue;                            // dropped: the peer sees EOF
     if (cfg_.peer_allowed && !cfg_.peer_allowed((*c)->get())) continue;  // not of our sandbox
-    conns_[next_conn_++] = Conn{std::move(**c), {}, {}};
+    conns_[next_conn_++] = Conn{std::move(**c), {}, {}, sys::now_us()};
   }
 }
 
@@ -110,16 +154,32 @@ void Children::read_conn(int id) {
     if (it == conns_.end()) return;
   }
   if (it->second.buf.size() > kMaxRequest) {
-    deny(id, "", bad_request("request longer than 64 KiB"));
+    if (admit())
+      deny(id, "", bad_request("request longer than 64 KiB"));
+    else
+      answer(id, rate_limited_answer());
     conns_.erase(id);
   }
 }
 
-void Children::answer(int id, const json& j) {
+void Children::answer(int id, const json& j, const std::vector<int>& fds) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
-  std::string s = j.dump() + "\n";
-  (void)sys::write_all(it->second.fd.get(), s.data(), s.size());
+  std::string s;
+  if (!j.value("ok", false) && j.is_object()) {
+    // The agent a refusal is about is the one this supervisor serves: the
+    // helper prints it, never its environment's CTX_AGENT.
+    json named = j;
+    named["agent"] = cfg_.parent->name;
+    s = named.dump() + "\n";
+  } else {
+    s = j.dump() + "\n";
+  }
+  it->second.active_us = sys::now_us();
+  if (fds.empty())
+    (void)sys::write_all(it->second.fd.get(), s.data(), s.size());
+  else
+    (void)sys::send_message(it->second.fd.get(), s, fds);
 }
 
 void Children::deny(int id, const std::string& op, const Error& e) {
@@ -130,6 +190,11 @@ void Children::deny(int id, const std::string& op, const Error& e) {
 }
 
 void Children::request(int id, const std::string& line) {
+  if (auto it = conns_.find(id); it != conns_.end()) it->second.active_us = sys::now_us();
+  if (!admit()) {
+    if (auto it = conns_.find(id); it != conns_.end()) it->second.fds.clear();  // a model's stdio, unused
+    return answer(id, rate_limited_answer());
+  }
   ControlDecode d = decode_control_request(
       line, [this](const std::string& name, std::string_view perm) { return authorize(name, perm); });
   if (!d.request) return deny(id, d.op, d.request.error());
@@ -161,13 +226,9 @@ void Children::request(int id, const std::string& line) {
     case ControlOp::tool: {
       if (!cfg_.tool) return deny(id, op, Error{ENOTSUP, "this agent's mounts show no tool tier", "no_tools"});
       ToolAnswer a = cfg_.tool(req.body);
-      auto it = conns_.find(id);
-      if (it == conns_.end()) return;
-      std::string s = a.answer.dump() + "\n";
       std::vector<int> fds;
       if (a.tool.valid()) fds.push_back(a.tool.get());
-      (void)sys::send_message(it->second.fd.get(), s, fds);
-      return;
+      return answer(id, a.answer, fds);
     }
   }
 }

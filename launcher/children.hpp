@@ -10,12 +10,23 @@
 //   {"op":"stop","name":"rev-1"}
 //   {"op":"wait","name":"rev-1"}
 // Answers: {"ok":true,"op":...,"name":...[,"pid":N][,"exit_status":N]} or
-// {"ok":false,"code":"EACCES","reason":"agent_policy","message":"..."}.
+// {"ok":false,"code":"EACCES","reason":"agent_policy","agent":"coder",
+// "message":"..."}: a refusal names the agent this supervisor serves
+// (never what the caller's environment says).
+//
+// Limits (docs/launcher.md, "The control socket's limits"): every request
+// line, and every notify datagram (admit), takes a token of one rate
+// limit (launcher/rate_limit.hpp) before it is decoded; beyond it the
+// answer is {"ok":false,"code":"EAGAIN","reason":"rate_limited",...},
+// unrecorded, and the count goes to <name>.d/log in one agent.limit
+// record. At most kMaxConns connections; one that waits for no answer
+// and sends no complete request for kIdleTimeoutMs is closed.
 #pragma once
 
 #include <poll.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -32,6 +43,7 @@
 #include "launcher/control_request.hpp"
 #include "launcher/event.hpp"
 #include "launcher/model_run.hpp"
+#include "launcher/rate_limit.hpp"
 #include "launcher/tool_gate.hpp"
 
 namespace ctx::launcher {
@@ -59,7 +71,17 @@ struct ChildrenConfig {
   std::function<std::optional<std::string>(const std::string&)> inner_path;
   /// Told when a model started by `model` has exited, once it is answered.
   std::function<void(const ModelRun&, int exit_status)> model_exit;
+  /// Appends a record to the agent's <name>.d/log (the count of
+  /// rate-limited requests).
+  std::function<void(const Event&)> log;
 };
+
+/// Connections served at once.
+inline constexpr std::size_t kMaxConns = 32;
+/// A connection that waits for no answer (a `start`, `wait` or `stop`
+/// of a child, a running model) and has sent no complete request for this
+/// long is closed.
+inline constexpr int kIdleTimeoutMs = 5000;
 
 /// The control socket's server: reads requests, checks them, answers, and
 /// keeps the owned children in a ChildRegistry. Single-threaded: the
@@ -72,6 +94,18 @@ class Children {
   /// and status pipes); handle() takes the same vector back after poll.
   void add_poll_fds(std::vector<struct pollfd>& fds) const;
   void handle(const std::vector<struct pollfd>& fds);
+  /// How long the poll may wait before handle() has work without an fd
+  /// (an idle connection to close, a count of dropped requests to
+  /// record), in ms; -1: no such work.
+  int poll_timeout_ms() const;
+
+  /// Whether a request arriving now (a notify datagram; the control
+  /// socket's own requests are admitted inside) is within the agent's
+  /// one rate limit; a refused one is counted.
+  bool admit();
+  /// Writes the count of refused requests to the log when it is due
+  /// (RateLimiter::due_report), or with `final` whatever is pending.
+  void report_dropped(bool final);
 
   /// Stops accepting requests and answers pending ones with ECANCELED.
   void close_control();
@@ -88,12 +122,17 @@ class Children {
   struct Conn {
     UniqueFd fd;
     std::string buf;
-    std::vector<UniqueFd> fds;  ///< descriptors that came with the request (ctx model's stdio)
+    std::vector<UniqueFd> fds;    ///< descriptors that came with the request (ctx model's stdio)
+    std::uint64_t active_us = 0;  ///< accepted, or its last complete request or answer
   };
 
   void accept_all();
+  void close_idle();
+  bool waits(int id) const;
   void read_conn(int id);
-  void answer(int id, const nlohmann::json& j);
+  /// Sends one answer line (with `fds`, SCM_RIGHTS); a refusal gets
+  /// "agent".
+  void answer(int id, const nlohmann::json& j, const std::vector<int>& fds = {});
   void deny(int id, const std::string& op, const Error& e);
   void request(int id, const std::string& line);
   Result<nlohmann::json> create(const agentdir::ChildRequest& r);
@@ -110,6 +149,7 @@ class Children {
   int next_conn_ = 0;
   ChildRegistry children_;
   std::map<int, ModelRun> models_;  ///< running models, by the connection their exit answers
+  RateLimiter limiter_{kRequestBurst, kRequestsPerMinute};
 };
 
 }  // namespace ctx::launcher

@@ -118,7 +118,12 @@ void ModelGate::finished(const ModelRun& run, int exit_status) {
 
 json ModelGate::refuse(const std::string& name, const Error& e, EventStatus status, const std::string& model,
                        const std::string& alias) {
-  Event ev{"model.call", "model/" + (model.empty() ? name : model), status};
+  // A name that is no model's (view::model_call looks none up) is not
+  // written: the record stays as short as a valid name makes it (the
+  // rate limit's arithmetic, launcher/rate_limit.hpp, counts on it).
+  const bool valid = name.find('/') != std::string::npos ? !model_name_issue(name) : !space_name_issue(name);
+  const std::string object = !model.empty() ? "model/" + model : valid ? "model/" + name : "model";
+  Event ev{"model.call", object, status};
   if (!e.reason.empty()) ev.facts["reason"] = e.reason;
   if (!alias.empty()) ev.facts["alias"] = alias;
   record(ev);

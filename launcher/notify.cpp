@@ -1,12 +1,10 @@
 #include "launcher/notify.hpp"
 
-#include <algorithm>
-
 namespace ctx::launcher {
 
 NotifyEffect apply_notify(std::string_view message, std::string_view current) {
   NotifyEffect e{std::string(current), false};
-  for (std::size_t pos = 0; pos < message.size();) {
+  for (std::size_t pos = 0; pos < message.size() && e.state != "stopping";) {
     std::size_t nl = message.find('\n', pos);
     std::string_view line = message.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? message.size() : nl + 1;
@@ -24,24 +22,6 @@ NotifyEffect apply_notify(std::string_view message, std::string_view current) {
     }
   }
   return e;
-}
-
-bool RateLimiter::take(std::uint64_t now_us) {
-  if (last_us_ != 0 && now_us > last_us_)
-    tokens_ = std::min<double>(burst_, tokens_ + static_cast<double>(now_us - last_us_) * rate_ / 1e6);
-  last_us_ = now_us;
-  if (tokens_ >= 1) {
-    tokens_ -= 1;
-    return true;
-  }
-  ++dropped_;
-  return false;
-}
-
-std::uint64_t RateLimiter::dropped_since_last() {
-  std::uint64_t d = dropped_;
-  dropped_ = 0;
-  return d;
 }
 
 }  // namespace ctx::launcher

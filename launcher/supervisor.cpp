@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -297,7 +298,6 @@ class Supervisor {
   json namespaces_ = json::object();
   SetupReport setup_;
   std::optional<Children> children_;
-  RateLimiter limiter_{kNotifyBurst, kNotifyPerSecond};
   std::optional<PtyRelay> relay_;
   std::optional<ViewProcess> view_;
   std::optional<ToolGate> tools_;    ///< decides `ctx tool` calls
@@ -568,6 +568,7 @@ void Supervisor::start_children() {
   cc.spawn.env = opts_.child_env;
   if (plan_.ids.privileged) cc.spawn.owner = sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
   cc.event = [this](const Event& e) { files_->event(e); };
+  cc.log = [this](const Event& e) { files_->log(e); };
   cc.spawn.spawned = [this](int pidfd) {
     if (watchdog_) (void)sys::send_message(watchdog_->first.get(), "p", {pidfd});
   };
@@ -593,7 +594,8 @@ void Supervisor::set_state(AgentState s) {
   files_->status(s);
 }
 
-// sd_notify: only from processes of the sandbox, and at a bounded rate.
+// sd_notify: only from processes of the sandbox, and within the agent's
+// one rate limit (the control server's: launcher/rate_limit.hpp).
 void Supervisor::read_notify() {
   for (int i = 0; i < 64; ++i) {
     auto d = sys::recv_datagram_from(setup_.notify.get());
@@ -608,9 +610,7 @@ void Supervisor::read_notify() {
       notify_refused_ = true;
       continue;
     }
-    if (!limiter_.take(sys::now_us())) continue;
-    if (auto n = limiter_.dropped_since_last(); n > 0)
-      files_->log({"agent.notify", "", EventStatus::dropped, {{"dropped", n}}});
+    if (!children_->admit()) continue;  // the agent's one rate limit, counted there
     NotifyEffect e = apply_notify((*d)->bytes, to_string(state_));
     if (e.ready && !opts_.parent_notify_socket.empty()) (void)sys::send_datagram(opts_.parent_notify_socket, "READY=1");
     auto next = agent_state_of(e.state);
@@ -673,10 +673,11 @@ void Supervisor::supervise_loop() {
     fds.push_back({view_ ? view_->pidfd() : -1, POLLIN, 0});  // fds[4]
     if (relay_) relay_->add_poll_fds(fds);
     children_->add_poll_fds(fds);
-    int timeout = -1;
+    int timeout = children_->poll_timeout_ms();
     if (cancelled_ && !killed_) {
       std::uint64_t now = sys::now_us();
-      timeout = now >= kill_at_ ? 0 : static_cast<int>((kill_at_ - now + 999) / 1000);
+      int kill_in = now >= kill_at_ ? 0 : static_cast<int>((kill_at_ - now + 999) / 1000);
+      timeout = timeout < 0 ? kill_in : std::min(timeout, kill_in);
     }
     if (!sys::poll_fds(fds, timeout)) return;
     if (cancelled_ && !killed_ && sys::now_us() >= kill_at_) {
@@ -748,6 +749,7 @@ int Supervisor::teardown() {
     relay_.reset();
   }
   socket_name_.remove();
+  children_->report_dropped(true);
   if (children_->running() > 0) {
     set_state(AgentState::stopping);
     children_->close_control();

@@ -203,18 +203,6 @@ Result<std::optional<ToolAnswer>> ToolGate::find(const std::vector<ToolTier>& ti
 }
 
 ToolAnswer ToolGate::call(const json& req) {
-  // A flood is answered, not recorded: it could otherwise grow the
-  // agent's events and log and keep the supervisor busy without bound.
-  if (!limiter_.take(sys::now_us())) {
-    json a{{"ok", false},
-           {"op", "tool"},
-           {"code", errno_name(EAGAIN)},
-           {"reason", "rate_limited"},
-           {"message", "more than " + std::to_string(kToolCallsPerSecond) + " tool calls a second; try again"}};
-    return ToolAnswer{a, UniqueFd()};
-  }
-  if (auto n = limiter_.dropped_since_last(); n > 0)
-    log_({"tool.call", "tool", EventStatus::dropped, {{"dropped", n}}});
   for (const auto& [k, v] : req.items())
     if (k != "op" && k != "name" && k != "dir")
       return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in tool"), EventStatus::error);

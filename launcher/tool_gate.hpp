@@ -8,7 +8,9 @@
 // read-only clone of the CTX root the sandbox made (launcher/sandbox.cpp):
 // the helper runs it with execveat, so the call needs no path to the tool
 // inside the sandbox, and nothing the agent can reach runs a tool
-// unrecorded. Every call, allowed or not, is one tool.call event.
+// unrecorded. Every call, allowed or not, is one tool.call event; a call
+// reaches the gate only through the control server's rate limit
+// (launcher/rate_limit.hpp).
 //
 // Protocol (on the control socket, launcher/children.hpp):
 //   {"op":"tool","name":"fs.read"[,"dir":"/ctx/tool"]}
@@ -30,7 +32,6 @@
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
 #include "launcher/event.hpp"
-#include "launcher/notify.hpp"
 #include "launcher/plan.hpp"
 #include "view/fs_tree.hpp"
 
@@ -60,11 +61,6 @@ struct ToolAnswer {
   UniqueFd tool;
 };
 
-/// At most this many calls at once, and per second on average; beyond,
-/// EAGAIN (reason rate_limited), counted in one log line.
-inline constexpr unsigned kToolCallBurst = 128;
-inline constexpr unsigned kToolCallsPerSecond = 64;
-
 class ToolGate {
  public:
   /// tree: the sandbox's read-only clone of the CTX root. event appends
@@ -91,7 +87,6 @@ class ToolGate {
   std::function<void(const Event&)> event_;
   std::function<void(const Event&)> log_;
   std::set<std::pair<std::string, int>> warned_;  ///< (tool .d/ file, errno) already said
-  RateLimiter limiter_{kToolCallBurst, kToolCallsPerSecond};
   view::LiveViewer live_;
 };
 
