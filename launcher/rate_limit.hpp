@@ -9,12 +9,14 @@
 // shared <m>.d/log gets no more from one caller. A sustained flood
 // admits kRequestsPerMinute, so a record survives at least
 //   kMaxLogBytes / (rate x record size)
-// = 1 MiB / (0.5/s x 163 B) = 3.6 h for the lines of the reviews' attack
-// (a refused model call), 1.5 h for the longest line an agent's request
-// can make (a 255-byte model name, about 400 B), 55 min if its owner also
+// = 1 MiB / (1/s x 163 B) = 1.8 h for the lines of the reviews' attack
+// (a refused model call), 44 min for the longest line an agent's request
+// can make (a 255-byte model name, about 400 B), 28 min if its owner also
 // gave every name its maximum length (630 B); as long again while it is
-// in log.1. The burst lets an agent's normal bursts through untouched
-// (256 requests at once, refilled in 8.5 minutes); test/integration/
+// in log.1. The rate is not lower because a coding agent's model calls
+// (one per turn of its tool loop) come every few seconds for hours; the
+// burst lets an agent's normal bursts through untouched (256 requests at
+// once, refilled in 4.3 minutes); test/integration/
 // flood_test.cpp checks the first figure against a real flood.
 #pragma once
 
@@ -25,7 +27,7 @@ namespace ctx::launcher {
 
 /// Requests taken at once, and per minute on average.
 inline constexpr unsigned kRequestBurst = 256;
-inline constexpr unsigned kRequestsPerMinute = 30;
+inline constexpr unsigned kRequestsPerMinute = 60;
 
 /// The dropped requests are reported at most once in this interval.
 inline constexpr std::uint64_t kDropReportUs = 60'000'000;

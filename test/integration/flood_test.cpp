@@ -186,11 +186,12 @@ TEST_CASE("a flood of model calls neither erases the agent's earlier records nor
   CHECK(count_if(lg, {{"type", "model.call"}}) == recorded);
   CHECK(count_if(lg, {{"type", "agent.limit"}, {"status", "dropped"}, {"dropped", fl.limited}}) == 1);
   CHECK(lg.size() <= admitted_at_most(fl) + 12);
-  // A sustained flood of these records takes hours to push one out.
+  // A sustained flood of these records takes 1.8 hours to push one out
+  // of log (docs/security.md), as long again out of log.1.
   json sample;
   for (const auto& e : lg)
     if (e["type"] == "model.call") sample = e;
-  CHECK(survival_seconds(sample) >= 2 * 3600);
+  CHECK(survival_seconds(sample) >= 1.75 * 3600);
 }
 
 TEST_CASE("a flood of calls a model's own policy refuses leaves another agent's records in the model's log",
@@ -217,7 +218,7 @@ TEST_CASE("a flood of calls a model's own policy refuses leaves another agent's 
   std::vector<json> lg = lines_of(f.read("ctx/agent/coder.d/log.1") + f.read("ctx/agent/coder.d/log"));
   CHECK(count_if(lg, {{"type", "agent.start"}}) == 1);
   CHECK(lg.size() <= admitted_at_most(fl) + 12);
-  CHECK(survival_seconds(ml.back()) >= 2 * 3600);
+  CHECK(survival_seconds(ml.back()) >= 1.75 * 3600);
 }
 
 TEST_CASE("idle control connections time out; a waiter for a child's exit is not idle", "[root][userns]") {
@@ -313,11 +314,12 @@ TEST_CASE("the rate limit takes the burst and the rate, and reports the drops at
   CHECK_FALSE(l.take(now));
   CHECK(l.report_at() == now + kDropReportUs);
   CHECK_FALSE(l.due_report(now + kDropReportUs - 1, false));
-  // One token every two seconds, and a flood for 21 s: 10 taken, the
-  // rest counted.
+  // One token a second, and a flood for 21.5 s: 21 taken, the rest
+  // counted.
+  static_assert(ctx::launcher::kRequestsPerMinute == 60);
   std::uint64_t taken = 0, dropped = 1;
-  for (std::uint64_t t = now + 1000; t <= now + 21'000'000; t += 1000) (l.take(t) ? taken : dropped)++;
-  CHECK(taken == 10);
+  for (std::uint64_t t = now + 1000; t <= now + 21'500'000; t += 1000) (l.take(t) ? taken : dropped)++;
+  CHECK(taken == 21);
   CHECK(l.due_report(now + kDropReportUs, false) == dropped);
   CHECK_FALSE(l.report_at());
   CHECK_FALSE(l.due_report(now + 2 * kDropReportUs, true));
