@@ -26,6 +26,12 @@ namespace {
 
 bool exists(const std::string& p) { return std::filesystem::exists(std::filesystem::symlink_status(p)); }
 
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
 // Waits until a file exists and is not empty.
 bool wait_nonempty(const std::string& path, int timeout_ms = 20000) {
   for (int waited = 0; waited < timeout_ms; waited += 20) {
@@ -165,7 +171,8 @@ TEST_CASE("enforcement: a symbolic link in a table's source is refused anywhere 
 
 // DESIGN.md 4b, identity entitlement: ctx check run as root refuses what
 // a root launch refuses, uid and gid as well as groups, with the same
-// sentence; the same file owned by root is root's decision.
+// sentence, each refused id once (a launch names only the first); the
+// same file owned by root is root's decision.
 TEST_CASE("enforcement: ctx check run as root reports a uid and a gid the owner is not entitled to", "[root]") {
   auto m = ctx::test::launch_mode();
   CtxTree t(m.owner);
@@ -177,15 +184,23 @@ TEST_CASE("enforcement: ctx check run as root reports a uid and a gid the owner 
   const std::string uid0 = "coder.d/uid: EPERM: uid 0 is neither the owner (" + owner +
                            ") nor in the owner's /etc/subuid ranges" + tail + "write " + owner +
                            ", delegate the uid to the owner in /etc/subuid, or have root own coder.d/uid";
-  t.agent("coder", {{"iso", "uid\n"}, {"uid", "0\n"}, {"mount", mounts}});
+  const std::string group0 = "coder.d/groups: EPERM: gid 0 is not the owner's primary group (" +
+                             std::to_string(m.owner.gid) + "), not a group uid " + owner +
+                             " is a member of, and not in uid " + owner + "'s /etc/subgid ranges" + tail +
+                             "remove it, add the owner to the group, or have root own coder.d/groups";
+  // Two refused ids: the check names each once; the launch names the first.
+  t.agent("coder", {{"iso", "uid\n"}, {"uid", "0\n"}, {"groups", "0\n"}, {"mount", mounts}});
   RunResult c = check();
   INFO(c.out << c.err);
   CHECK(c.exit_code != 0);
-  CHECK(c.out.find(uid0) != std::string::npos);
+  CHECK(count(c.out, uid0 + "\n") == 1);
+  CHECK(count(c.out, group0 + "\n") == 1);
+  CHECK(c.out.find("\n2 errors, ") != std::string::npos);
   RunResult l = t.launch({"coder", "--", "/probe", "ids"}, m.as);
   CHECK(l.exit_code == 125);
   CHECK(l.err == "ctx-agent-run: " + uid0 + "\n");
   // gid 42 under iso shared.
+  REQUIRE(::unlink((t.root() + "/agent/coder.d/groups").c_str()) == 0);
   t.agent("coder", {{"iso", "shared\n"}, {"uid", owner + "\n"}, {"gid", "42\n"}, {"mount", mounts}});
   RunResult g = check();
   INFO(g.out << g.err);
