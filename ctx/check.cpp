@@ -175,7 +175,12 @@ std::vector<Finding> check_agent(const std::string& given_root, const std::strin
   std::vector<Finding> out;
   // By its real path, as the launcher takes it.
   const std::string ctx_root = sys::real_path(given_root).value_or(given_root);
-  auto error = [&](const Error& e) { out.push_back({Finding::Level::error, e.msg}); };
+  // A refusal found by this check and again by the launch's own code
+  // (check_launch names the first entitlement refusal) is said once.
+  auto error = [&](const Error& e) {
+    auto same = [&](const Finding& f) { return f.level == Finding::Level::error && f.text == e.msg; };
+    if (std::none_of(out.begin(), out.end(), same)) out.push_back({Finding::Level::error, e.msg});
+  };
   auto warn = [&](const std::string& s) { out.push_back({Finding::Level::warning, s}); };
   std::vector<Error> errors;
   auto listing = agentdir::read_control_files(ctx_root, name, &errors, user);

@@ -7,8 +7,10 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -60,6 +62,27 @@ ToolTree make_tree() {
 }
 
 json first_json_line(const std::string& err) { return json::parse(err.substr(0, err.find('\n'))); }
+
+// Sets an access ACL on a directory that gives `uid` no access and keeps
+// the mode 0755 for everyone else (the xattr's format: a little-endian
+// version 2 header, then sorted {tag, perm, id} entries). False when the
+// file system has no ACLs.
+bool deny_user(const std::string& dir, uid_t uid) {
+  const std::uint32_t undefined = 0xffffffffu;
+  const std::uint32_t entries[][3] = {
+      {0x01, 7, undefined}, {0x02, 0, uid}, {0x04, 5, undefined}, {0x10, 5, undefined}, {0x20, 5, undefined}};
+  std::string acl;
+  auto put = [&](std::uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) acl += static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  put(2, 4);
+  for (const auto& e : entries) {
+    put(e[0], 2);
+    put(e[1], 2);
+    put(e[2], 4);
+  }
+  return ::setxattr(dir.c_str(), "system.posix_acl_access", acl.data(), acl.size(), 0) == 0;
+}
 
 }  // namespace
 
@@ -409,20 +432,42 @@ TEST_CASE("tool calls are rate-limited and recorded where the agent cannot write
 }
 
 // In a root launch the supervisor is root; it reads the tree as the owner,
-// as the view does: a tool whose .d/ only root may read is not decided on
-// what the owner cannot see (it is refused, as the view hides it).
+// as the view does: a tool whose .d/ the owner may not read is not decided
+// on what the owner cannot see (it is refused, as the view hides it).
+// Root could read each of these .d/ and would run the tool: the first
+// call shows it (a .d/ of root's that the owner may read is no refusal by
+// itself); the second is refused by an ACL that the view's rules, which
+// read mode bits, cannot see: only the kernel, asked with the owner's
+// file-system ids, refuses it.
 TEST_CASE("a root supervisor decides ctx tool with the owner's rights to the tree", "[root]") {
   ToolTree tt = make_tree();
   tt.t.set_policy("coder", "allow coder_t tool:locked execute\n");
   tt.tool("ctx/tool/locked", "#!/bin/sh\necho locked-ran\n");
   tt.t.write("ctx/tool/locked.d/policy", "allow coder_t tool:locked execute\n");
-  REQUIRE(::chown((tt.t.root() + "/tool/locked.d/policy").c_str(), 0, 0) == 0);
-  REQUIRE(::chown((tt.t.root() + "/tool/locked.d").c_str(), 0, 0) == 0);
-  REQUIRE(::chmod((tt.t.root() + "/tool/locked.d").c_str(), 0700) == 0);
+  const std::string meta = tt.t.root() + "/tool/locked.d";
+  REQUIRE(::chown((meta + "/policy").c_str(), 0, 0) == 0);
+  REQUIRE(::chown(meta.c_str(), 0, 0) == 0);
+  RunResult open = tt.sh("/ctx/bin/ctx tool locked; echo rc=$?");
+  INFO(open.out << open.err);
+  CHECK(open.out == "locked-ran\nrc=0\n");
+  const std::string refused =
+      "{\"agent\":\"coder\",\"code\":\"EACCES\",\"message\":\"the tool's own policy (locked.d/policy) has no "
+      "'allow coder_t tool:locked execute'\",\"reason\":\"tool_policy\",\"tool\":\"locked\",\"type\":\"error\"}";
+  // An ACL entry that denies the owner; the mode stays 0755.
+  REQUIRE(deny_user(meta, tt.t.owner().uid));
+  struct stat st {};
+  REQUIRE(::stat(meta.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0755);
+  RunResult acl = tt.sh("/ctx/bin/ctx tool locked; echo rc=$?");
+  INFO(acl.out << acl.err);
+  CHECK(acl.out == "rc=13\n");
+  CHECK(first_json_line(acl.err).dump() == refused);
+  REQUIRE(::removexattr(meta.c_str(), "system.posix_acl_access") == 0);
+  // Mode bits the owner lacks.
+  REQUIRE(::chmod(meta.c_str(), 0700) == 0);
   RunResult r = tt.sh("/ctx/bin/ctx tool locked; echo rc=$?");
   INFO(r.out << r.err);
-  CHECK(r.out.find("locked-ran") == std::string::npos);
-  CHECK(r.out.find("rc=13") != std::string::npos);
-  CHECK(first_json_line(r.err)["reason"] == "tool_policy");
-  REQUIRE(::chmod((tt.t.root() + "/tool/locked.d").c_str(), 0755) == 0);  // for the tree's removal
+  CHECK(r.out == "rc=13\n");
+  CHECK(first_json_line(r.err).dump() == refused);
+  REQUIRE(::chmod(meta.c_str(), 0755) == 0);  // for the tree's removal
 }

@@ -3,7 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
+
+#include <utility>
+#include <vector>
 
 #include "launcher/child_registry.hpp"
 #include "launcher/child_spawn.hpp"
@@ -56,14 +60,33 @@ TEST_CASE("the child registry keeps running and ended children by name", "[unit]
 }
 
 TEST_CASE("the child registry polls only running children", "[unit]") {
+  // Real descriptors, so that each polled one can be told by its number:
+  // rev runs with a pidfd and a status pipe, ann runs with a pidfd only,
+  // doc has ended (its descriptors closed and never polled again).
+  int rev[2], ann[2], doc[2];
+  REQUIRE(::pipe(rev) == 0);
+  REQUIRE(::pipe(ann) == 0);
+  REQUIRE(::pipe(doc) == 0);
+  ::close(ann[1]);
   ChildRegistry reg;
-  reg.add("rev", child(10));
-  reg.add("doc", child(11));
+  OwnedChild r = child(10);
+  r.pidfd = ctx::UniqueFd(rev[0]);
+  r.status = ctx::UniqueFd(rev[1]);
+  reg.add("rev", std::move(r));
+  OwnedChild a = child(11);
+  a.pidfd = ctx::UniqueFd(ann[0]);
+  reg.add("ann", std::move(a));
+  OwnedChild d = child(12);
+  d.pidfd = ctx::UniqueFd(doc[0]);
+  d.status = ctx::UniqueFd(doc[1]);
+  reg.add("doc", std::move(d));
   reg.mark_exited("doc", 0);
   std::vector<struct pollfd> fds;
   reg.add_poll_fds(fds);
-  // rev's pidfd only: its status pipe is not open (-1 here), doc has ended.
-  CHECK(fds.size() == 1);
+  std::vector<std::pair<int, short>> polled;
+  for (const auto& p : fds) polled.emplace_back(p.fd, p.events);
+  // In name order: ann's pidfd; rev's pidfd, then its status pipe.
+  CHECK(polled == std::vector<std::pair<int, short>>{{ann[0], POLLIN}, {rev[0], POLLIN}, {rev[1], POLLIN}});
 }
 
 TEST_CASE("an ended child's descriptors are closed; its record stays", "[unit]") {
