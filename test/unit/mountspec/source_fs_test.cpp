@@ -1,5 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "mountspec/source_fs.hpp"
 
 using ctx::mountspec::MountEntry;
@@ -62,4 +67,31 @@ TEST_CASE("a bind of a source off the allow-list, or an rbind holding one, is re
   CHECK(source_fs_issue(SourceRole::bind, "/usr", false, {}) ==
         "source /usr: EACCES: lies on no mount of the launcher's mount table, so its file system is unknown" + kWhy +
             "; name a directory that lies on one of them");
+}
+
+// docs/security.md's table of the allow-list must name exactly the code's
+// types, each under its kind, in the code's order.
+TEST_CASE("the allow-list table of docs/security.md matches the code", "[unit]") {
+  const char* src = std::getenv("CTX_SOURCE_ROOT");
+  REQUIRE(src != nullptr);
+  std::ifstream in(std::string(src) + "/docs/security.md");
+  REQUIRE(in);
+  std::vector<std::string> documented;
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#", 0) == 0) in_section = line == "### Mount sources of a root launch";
+    if (!in_section || line.rfind("| ", 0) != 0) continue;
+    std::size_t kind_end = line.find(" |", 2);
+    std::string kind = line.substr(2, kind_end - 2);
+    std::string types = line.substr(kind_end + 2, line.find(" |", kind_end + 2) - kind_end - 2);
+    for (std::size_t p = types.find('`'); p != std::string::npos; p = types.find('`', p + 1)) {
+      std::size_t q = types.find('`', p + 1);
+      documented.push_back(kind + " " + types.substr(p + 1, q - p - 1));
+      p = q;
+    }
+  }
+  std::vector<std::string> code;
+  for (const auto& a : ctx::mountspec::root_source_fs_types())
+    code.push_back(std::string(to_string(a.kind)) + " " + std::string(a.name));
+  CHECK(documented == code);
 }
