@@ -77,8 +77,10 @@ std::optional<std::string> source_fs_issue(SourceRole role, std::string_view sou
   const std::string what = std::string(role == SourceRole::root ? "root " : "source ") + std::string(source);
   const MountEntry* on = mount_holding(source, mounts);
   if (on == nullptr)
-    return what + ": EACCES: lies on no mount of the launcher's mount table, so its file system is unknown" +
-           std::string(kNotFiles) + "; name a directory that lies on one of them";
+    return what +
+           ": EACCES: lies on no mount of the launcher's mount table, so its file system is unknown: a root launch "
+           "takes mount sources only from file systems of plain files (docs/security.md, \"Mount sources of a root "
+           "launch\"); name a directory that lies on one of them";
   if (!root_source_fs_allowed(on->fstype)) {
     switch (role) {
       case SourceRole::bind:

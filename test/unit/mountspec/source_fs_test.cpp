@@ -65,8 +65,9 @@ TEST_CASE("a bind of a source off the allow-list, or an rbind holding one, is re
   CHECK(source_fs_issue(SourceRole::bind, "/usr", true, mounts) == std::nullopt);
   // A path no mount holds: the type is unknown, so refused.
   CHECK(source_fs_issue(SourceRole::bind, "/usr", false, {}) ==
-        "source /usr: EACCES: lies on no mount of the launcher's mount table, so its file system is unknown" + kWhy +
-            "; name a directory that lies on one of them");
+        "source /usr: EACCES: lies on no mount of the launcher's mount table, so its file system is unknown: a root "
+        "launch takes mount sources only from file systems of plain files (docs/security.md, \"Mount sources of a "
+        "root launch\"); name a directory that lies on one of them");
 }
 
 // docs/security.md's table of the allow-list must name exactly the code's
