@@ -19,7 +19,9 @@
 #include "launcher/caller.hpp"
 #include "launcher/plan.hpp"
 #include "launcher/preflight.hpp"
+#include "mountspec/source_fs.hpp"
 #include "sys/file.hpp"
+#include "sys/mountinfo.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
 
@@ -136,6 +138,32 @@ void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const st
   }
 }
 
+// The file system each mount line's source lies on in this mount
+// namespace, and whether a root launch refuses it, by the sandbox's own
+// rule (mountspec/source_fs.hpp). The CTX root itself is shown as the
+// agent view, never bound. A source that does not resolve is left out
+// (check_launch reports it).
+SourceTypes source_types(const agentdir::AgentSpec& s) {
+  SourceTypes out;
+  auto table = sys::mount_table();
+  if (!table) return out;
+  for (const auto& m : s.mounts) {
+    auto real = sys::real_path(m.source);
+    if (!real) continue;
+    const sys::MountEntry* on = mountspec::mount_holding(*real, *table);
+    if (on == nullptr) continue;
+    SourceFs fs{on->fstype, !mountspec::root_source_fs_allowed(on->fstype), ""};
+    if (m.kind == mountspec::Kind::rbind)
+      if (const sys::MountEntry* below = mountspec::refused_submount(*real, *table)) {
+        fs.root_refuses = true;
+        fs.holds = below->target + " on " + below->fstype;
+      }
+    if (*real == s.ctx_root) fs = {on->fstype, false, ""};
+    out[m.line] = fs;
+  }
+  return out;
+}
+
 // What a launch would refuse, from the launcher's own code: the caller
 // against the owner, the plan (make_plan: reserved targets, the root's
 // place, the policy's mounts, ...), then the plan against this host
@@ -226,7 +254,7 @@ std::vector<Finding> check_agent(const std::string& given_root, const std::strin
   for (const auto& e : agentdir::mount_policy_errors(name, spec->mounts, spec->policy, subject)) error(e);
   check_launch(*spec, error);
   // Every grant with its risk tier, highest first.
-  for (const auto& g : grants_by_risk(*spec)) {
+  for (const auto& g : grants_by_risk(*spec, source_types(*spec))) {
     char line[512];
     std::snprintf(line, sizeof line, "risk %-6s %-44s %s", std::string(to_string(g.risk)).c_str(), g.what.c_str(),
                   g.where.c_str());

@@ -30,24 +30,24 @@ bool sensitive_rw(const std::string& source, const std::string& ctx_root) {
          source == "/root" || (path_is_at_or_under(source, "/home") && path_depth(source) == 2);
 }
 
-// Sources that bring the host's processes and kernel state: /proc and /sys
-// (debugfs, tracefs, securityfs and cgroup live below it), or an rbind of
-// the whole tree, which carries them along.
-bool pseudo_fs_source(const mountspec::Entry& m) {
-  return path_is_at_or_under(m.source, "/proc") || path_is_at_or_under(m.source, "/sys") ||
-         (m.source == "/" && m.kind == mountspec::Kind::rbind);
+// A source a root launch refuses for its file system (it shows devices,
+// processes or kernel state), as this machine's mount table says.
+bool refused_fs_source(const mountspec::Entry& m, const SourceTypes& types) {
+  auto t = types.find(m.line);
+  return t != types.end() && t->second.root_refuses;
 }
 
 // A table line's risk: what it shows, and whether the agent may write it.
-Risk mount_risk(const mountspec::Entry& m, const std::string& ctx_root) {
+Risk mount_risk(const mountspec::Entry& m, const std::string& ctx_root, const SourceTypes& types) {
   bool rw = !m.attrs.rdonly;
-  if (pseudo_fs_source(m) || container_socket(m.source) || (rw && sensitive_rw(m.source, ctx_root))) return Risk::high;
+  if (refused_fs_source(m, types) || container_socket(m.source) || (rw && sensitive_rw(m.source, ctx_root)))
+    return Risk::high;
   return rw ? Risk::medium : Risk::low;
 }
 
 }  // namespace
 
-std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec) {
+std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec, const SourceTypes& types) {
   std::vector<Grant> out;
   const std::string subject = spec.subject();
   for (const auto& r : spec.policy.rules()) {
@@ -69,7 +69,7 @@ std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec) {
       for (auto m : spec.mounts) {
         if (m.target != r.object || (r.permission == "write" && m.attrs.rdonly)) continue;
         if (r.permission == "read") m.attrs.rdonly = true;
-        g.risk = std::min(g.risk, mount_risk(m, spec.ctx_root));
+        g.risk = std::min(g.risk, mount_risk(m, spec.ctx_root, types));
       }
     }
     out.push_back(g);
@@ -79,9 +79,12 @@ std::vector<Grant> grants_by_risk(const agentdir::AgentSpec& spec) {
     Grant g;
     g.what = std::string(rw ? "rw" : "ro") + " mount " + m.source + " -> " + m.target;
     g.where = spec.name + ".d/mount:" + std::to_string(m.line);
-    g.risk = mount_risk(m, spec.ctx_root);
-    if (pseudo_fs_source(m))
-      g.what += " (a pseudo file system: the host's processes and kernel state; a root launch refuses it)";
+    g.risk = mount_risk(m, spec.ctx_root, types);
+    if (auto t = types.find(m.line); t != types.end()) {
+      const SourceFs& fs = t->second;
+      g.what += " on " + fs.fstype + (fs.holds.empty() ? "" : ", holding " + fs.holds);
+      if (fs.root_refuses) g.what += " (not a file system of plain files: a root launch refuses it)";
+    }
     out.push_back(g);
   }
   std::stable_sort(out.begin(), out.end(), [](const Grant& a, const Grant& b) { return a.risk < b.risk; });

@@ -146,12 +146,12 @@ void check_sources(const LaunchPlan& plan, std::vector<Error>& out) {
   std::optional<std::vector<sys::MountEntry>> host_mounts;
   if (plan.ids.privileged)
     if (auto m = sys::read_mountinfo()) host_mounts = std::move(*m);
+  const std::vector<sys::MountEntry>* seen_in = host_mounts ? &*host_mounts : nullptr;
   for (const auto& s : plan.mounts) {
     if (s.kind == StepKind::root && !s.fresh)
-      if (auto r = open_root_source(s); !r) out.push_back(r.error().with_context(plan.name + ".d/root"));
+      if (auto r = open_root_source(s, seen_in); !r) out.push_back(r.error().with_context(plan.name + ".d/root"));
     if (s.kind == StepKind::bind)
-      if (auto r = open_bind_source(s, host_mounts ? &*host_mounts : nullptr); !r)
-        out.push_back(r.error().with_context(mount_line_context(plan, s)));
+      if (auto r = open_bind_source(s, seen_in); !r) out.push_back(r.error().with_context(mount_line_context(plan, s)));
   }
 }
 

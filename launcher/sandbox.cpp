@@ -15,7 +15,7 @@
 #include "launcher/channel.hpp"
 #include "launcher/preflight.hpp"
 #include "launcher/static_view.hpp"
-#include "mountspec/pseudo_fs.hpp"
+#include "mountspec/source_fs.hpp"
 #include "sys/fault.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
@@ -168,7 +168,8 @@ Result<UniqueFd> open_bind_source(const MountStep& b, const std::vector<sys::Mou
   CTX_TRY_ASSIGN(UniqueFd src, open_source(b));
   if (host_mounts != nullptr) {
     CTX_TRY_ASSIGN(std::string real, sys::fd_path(src.get()));
-    if (auto issue = mountspec::pseudo_fs_issue(real, b.recursive, *host_mounts)) return fail(Error{EACCES, *issue});
+    if (auto issue = mountspec::source_fs_issue(mountspec::SourceRole::bind, real, b.recursive, *host_mounts))
+      return fail(Error{EACCES, *issue});
   }
   CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src.get()));
   bool dir = S_ISDIR(st.mode);
@@ -187,7 +188,7 @@ std::string mount_line_context(const LaunchPlan& plan, const MountStep& m) {
 namespace {
 
 // host_mounts: the mount table the sources are seen in, for a privileged
-// launch (nullptr otherwise), which never binds a pseudo file system.
+// launch (nullptr otherwise), which binds only file systems of plain files.
 Result<void> bind_one(int rootfd, const MountStep& b, const std::vector<sys::MountEntry>* host_mounts) {
   // The source is opened with the owner's credentials (the caller's, or
   // the fs ids set for a privileged launch), so it must be reachable by
@@ -231,7 +232,7 @@ unsigned long fs_flags(const mountspec::Attrs& a) {
 
 }  // namespace
 
-Result<UniqueFd> open_root_source(const MountStep& r) {
+Result<UniqueFd> open_root_source(const MountStep& r, const std::vector<sys::MountEntry>* host_mounts) {
   UniqueFd root_dir;
   if (r.beneath.empty()) {
     auto d = open_no_symlinks("root", r.source);
@@ -250,6 +251,11 @@ Result<UniqueFd> open_root_source(const MountStep& r) {
     if (!d) return fail(d.error().with_context("root " + r.source));
     root_dir = std::move(*d);
   }
+  if (host_mounts != nullptr) {
+    CTX_TRY_ASSIGN(std::string real, sys::fd_path(root_dir.get()));
+    if (auto issue = mountspec::source_fs_issue(mountspec::SourceRole::root, real, false, *host_mounts))
+      return fail(Error{EACCES, *issue});
+  }
   return root_dir;
 }
 
@@ -257,8 +263,9 @@ namespace {
 
 // The new root: `source` cloned onto itself (pivot_root needs a mount of
 // its own), an owned child's never through a symlink below the CTX root.
-// Returns the attached tree, the anchor of every later path.
-Result<UniqueFd> make_root(const MountStep& r) {
+// Returns the attached tree, the anchor of every later path. host_mounts
+// as for bind_one.
+Result<UniqueFd> make_root(const MountStep& r, const std::vector<sys::MountEntry>* host_mounts) {
   if (r.fresh) {
     // A tmpfs over the anchor in this mount namespace: what the anchor
     // holds, or is given later on the host, is never seen.
@@ -267,7 +274,7 @@ Result<UniqueFd> make_root(const MountStep& r) {
     CTX_TRY_CTX(sys::mount_fresh("tmpfs", dir.get(), fs_flags(r.attrs), "mode=0755,size=1m"), "root " + r.source);
     return open_no_symlinks("root", r.source);
   }
-  CTX_TRY_ASSIGN(UniqueFd root_dir, open_root_source(r));
+  CTX_TRY_ASSIGN(UniqueFd root_dir, open_root_source(r, host_mounts));
   CTX_TRY_ASSIGN(UniqueFd root, sys::clone_tree(root_dir.get(), "", false));
   CTX_TRY_CTX(sys::set_mount_attrs(root.get(), r.attrs, false), "root " + r.source);
   CTX_TRY_CTX(sys::attach_tree(root.get(), root_dir.get()), "root " + r.source);
@@ -393,23 +400,26 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
   ViewMount view(std::move(fuse), plan);
   if (std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const MountStep& m) { return m.kind == StepKind::view; }))
     CTX_TRY_CTX(send_tool_tree(plan, rep), "the tools of " + plan.ctx_root);
+  // A privileged launch takes its root and bind sources only from file
+  // systems of plain files (mountspec/source_fs.hpp): the table they are
+  // seen in, read once.
   std::optional<std::vector<sys::MountEntry>> host_mounts;
+  if (plan.ids.privileged) {
+    CTX_TRY_ASSIGN(host_mounts, sys::read_mountinfo());
+  }
+  const std::vector<sys::MountEntry>* seen_in = host_mounts ? &*host_mounts : nullptr;
   std::vector<UniqueFd> sockets;
   for (const MountStep& m : plan.mounts) {
     if (Step t = timing_step(m); t != rep.current()) rep.enter(t);
     switch (m.kind) {
       case StepKind::root: {
-        auto r = make_root(m);
+        auto r = make_root(m, seen_in);
         if (!r) return fail(m.fresh ? r.error() : r.error().with_context(plan.name + ".d/root"));
         root = std::move(*r);
         break;
       }
       case StepKind::bind: {
-        // A privileged launch never binds a pseudo file system.
-        if (plan.ids.privileged && !host_mounts) {
-          CTX_TRY_ASSIGN(host_mounts, sys::read_mountinfo());
-        }
-        auto r = bind_one(root.get(), m, host_mounts ? &*host_mounts : nullptr);
+        auto r = bind_one(root.get(), m, seen_in);
         if (!r) return fail(r.error().with_context(mount_line_context(plan, m)));
         break;
       }

@@ -36,12 +36,17 @@ int exit_code_of(int wait_status);
 /// The root's host directory as the sandbox opens it (never through a
 /// symbolic link; an owned child's beneath its parent's), before it is
 /// mounted. `ctx check` opens it the same way (launcher/preflight.hpp).
-Result<UniqueFd> open_root_source(const mountspec::MountStep& root);
+/// A privileged launch (host_mounts: the mount table it is seen in, else
+/// nullptr) takes it only from a file system of plain files
+/// (mountspec/source_fs.hpp).
+Result<UniqueFd> open_root_source(const mountspec::MountStep& root, const std::vector<sys::MountEntry>* host_mounts);
 
 /// A bind's source as the sandbox opens it, with the checks made before
 /// it is mounted: never through a symbolic link, reachable and readable
-/// (writable for rw) by the owner, no pseudo file system for a privileged
-/// launch (host_mounts: the host's mount table then, else nullptr).
+/// (writable for rw) by the owner, and for a privileged launch
+/// (host_mounts: the mount table it is seen in, else nullptr) only from
+/// file systems of plain files, submounts of an rbind included
+/// (mountspec/source_fs.hpp).
 Result<UniqueFd> open_bind_source(const mountspec::MountStep& b, const std::vector<sys::MountEntry>* host_mounts);
 
 /// "<name>.d/mount:<line>: <source> -> <target>", what a bind's errors

@@ -9,6 +9,7 @@
 #include "sys/file.hpp"
 #include "sys/mount.hpp"
 #include "sys/resolve.hpp"
+#include "sys/socket.hpp"
 
 namespace ctx::launcher {
 
@@ -33,6 +34,11 @@ bool whole(const view::Viewer& v, const std::string& rel) {
 // The tmpfs of a view: small (it holds only names), no devices, no set-id,
 // nothing executable of its own; read-only once built.
 constexpr const char* kTmpfsOptions = "mode=0755,size=1m,nr_inodes=16384";
+
+// How often a file replaced between its clone and its attach is opened
+// again before the view gives up (a writer that replaces it this often is
+// rewriting it continuously).
+constexpr int kReplacedRetries = 16;
 
 }  // namespace
 
@@ -95,15 +101,45 @@ Result<void> StaticView::tmpfs_on(int dirfd, const std::string& name, UniqueFd& 
 }
 
 // One file of the tree, read-only, onto an empty file of its name.
-Result<void> StaticView::bind_file(int dirfd, const std::string& name, const std::string& host_rel,
+// The tree changes while the view is built: the supervisor writes the
+// agent's start records (<name>.d/status, pid) while the sandbox sets
+// itself up, each by renaming a temporary file over the old one, and any
+// other writer may do the same. So a listed name can be gone by the time
+// it is opened (the temporary one), and a file cloned with open_tree can
+// be renamed over or unlinked before it is attached, which move_mount
+// refuses with ENOENT (checked on Linux 6.18). Either is a name that
+// changed since the listing: it is opened again, and skipped (false)
+// once it is gone or no longer a file, like an entry gone before
+// decide().
+Result<bool> StaticView::bind_file(int dirfd, const std::string& name, const std::string& host_rel,
                                    const mountspec::Attrs& a) {
-  CTX_TRY_ASSIGN(UniqueFd src, sys::open_path_beneath(root_.get(), host_rel, false));
-  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(src.get(), "", false));
-  CTX_TRY(sys::set_mount_attrs(tree.get(), a, false));
-  CTX_TRY(sys::make_file_at(dirfd, name, 0444));
-  CTX_TRY_ASSIGN(UniqueFd point, sys::open_path_beneath(dirfd, name, true));
-  CTX_TRY(count_mount());
-  return sys::attach_tree(tree.get(), point.get());
+  UniqueFd point;
+  for (int attempt = 1;; ++attempt) {
+    auto src = sys::open_path_beneath(root_.get(), host_rel, false);
+    if (!src && src.error().code == ENOENT) {
+      if (point.valid()) CTX_TRY(sys::remove_at(dirfd, name, false));
+      return false;
+    }
+    if (!src) return fail(src.error());
+    if (attempt > 1) {
+      // What replaced the file must still be one (decide() saw a file).
+      CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src->get()));
+      if (!S_ISREG(st.mode)) {
+        CTX_TRY(sys::remove_at(dirfd, name, false));
+        return false;
+      }
+    }
+    CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(src->get(), "", false));
+    CTX_TRY(sys::set_mount_attrs(tree.get(), a, false));
+    if (!point.valid()) {
+      CTX_TRY(sys::make_file_at(dirfd, name, 0444));
+      CTX_TRY_ASSIGN(point, sys::open_path_beneath(dirfd, name, true));
+      CTX_TRY(count_mount());
+    }
+    auto attached = sys::attach_tree(tree.get(), point.get());
+    if (attached) return true;
+    if (attached.error().code != ENOENT || attempt == kReplacedRetries) return fail(attached.error());
+  }
 }
 
 Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec::Attrs& attrs) {
@@ -118,12 +154,14 @@ Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec
       // kernel allows (the agent's root lies in its home, and this view is
       // being built inside that root); with it where it must (mounts a user
       // namespace locks to their parent).
-      CTX_TRY_ASSIGN(UniqueFd src, sys::open_path_beneath(root_.get(), s->host_rel, false));
+      auto src = sys::open_path_beneath(root_.get(), s->host_rel, false);
+      if (!src && src.error().code == ENOENT) continue;  // gone since the listing
+      if (!src) return fail(src.error());
       bool recursive = false;
-      auto tree = sys::clone_tree(src.get(), "", false);
+      auto tree = sys::clone_tree(src->get(), "", false);
       if (!tree && tree.error().code == EINVAL) {
         recursive = true;
-        tree = sys::clone_tree(src.get(), "", true);
+        tree = sys::clone_tree(src->get(), "", true);
       }
       if (!tree) return fail(tree.error().with_context(s->host_rel));
       CTX_TRY(sys::set_mount_attrs(tree->get(), ro, recursive));
@@ -143,18 +181,14 @@ Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec
       // An allowed tool: the helper at its name (a direct call asks the
       // supervisor, which records it and hands over the tool); without a
       // helper, the tool's bytes, not runnable from here.
-      if (helper_) {
-        CTX_TRY(bind_file(dirfd, name, *helper_, ro));
-      } else {
-        mountspec::Attrs no = ro;
-        no.noexec = true;
-        CTX_TRY(bind_file(dirfd, name, s->host_rel, no));
-      }
+      mountspec::Attrs no = ro;
+      no.noexec = true;
+      CTX_TRY(bind_file(dirfd, name, helper_ ? *helper_ : s->host_rel, helper_ ? ro : no));
       continue;
     }
     mountspec::Attrs file = ro;
     file.noexec = file.noexec || s->no_exec;
-    CTX_TRY(bind_file(dirfd, name, s->host_rel, file));
+    CTX_TRY(bind_file(dirfd, name, s->host_rel, file));  // false: gone since the listing
   }
   return {};
 }

@@ -45,7 +45,7 @@ class StaticView {
  private:
   StaticView(UniqueFd root, view::Viewer v);
   Result<void> fill(int dirfd, const std::string& rel, const mountspec::Attrs& attrs);
-  Result<void> bind_file(int dirfd, const std::string& name, const std::string& host_rel, const mountspec::Attrs& a);
+  Result<bool> bind_file(int dirfd, const std::string& name, const std::string& host_rel, const mountspec::Attrs& a);
   Result<void> tmpfs_on(int dirfd, const std::string& name, UniqueFd& out);
   Result<void> count_mount();
 

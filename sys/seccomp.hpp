@@ -2,7 +2,10 @@
 // (and so to everything it starts: tools, shells, helpers). One table,
 // each entry with its reason (docs/seccomp.md prints the same table).
 // Denied calls return an errno; nothing is killed, so a program that
-// probes for a facility sees it missing and goes on.
+// probes for a facility sees it missing and goes on. A deny-list, unlike
+// Docker's default profile, because agents run arbitrary runtimes whose
+// new calls an allow-list would refuse (docs/seccomp.md, "A deny-list,
+// not an allow-list").
 #pragma once
 
 #include <cstdint>

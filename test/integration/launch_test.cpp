@@ -1156,7 +1156,8 @@ TEST_CASE("Landlock scopes abstract sockets and signals to the sandbox", "[root]
 
 // Through a bound /proc an agent reaches the owner's processes' files
 // (/proc/<pid>/root) and writes into them as the owner: a root launch
-// refuses pseudo file systems as sources, and an rbind that holds one.
+// takes sources only from file systems of plain files, and refuses an
+// rbind that holds another (allowlist_test.cpp has the rest).
 TEST_CASE("a root launch refuses pseudo file systems as mount sources", "[root]") {
   Mode m = mode();
   CtxTree t(m.owner);
@@ -1164,14 +1165,16 @@ TEST_CASE("a root launch refuses pseudo file systems as mount sources", "[root]"
   RunResult p = run_probe(t, m, "coder", {"ids"});
   CHECK(p.exit_code == 125);
   CHECK(p.err ==
-        "ctx-agent-run: coder.d/mount:3: /proc -> /hostproc: source /proc is on proc, a pseudo file system "
-        "that exposes the host's processes and kernel state: a root launch does not bind it; remove the line\n");
+        "ctx-agent-run: coder.d/mount:3: /proc -> /hostproc: source /proc: EACCES: lies on proc, which is not a file "
+        "system of plain files: a root launch takes mount sources only from those (docs/security.md, \"Mount sources "
+        "of a root launch\"); bind a directory of a disk, memory or network file system instead, or remove the "
+        "line\n");
   t.agent("coder", {{"mount", t.base_mounts() + "/sys/kernel\t/k\tro\tbind\n"}});
-  CHECK(run_probe(t, m, "coder", {"ids"}).err.find("source /sys/kernel is on sysfs") != std::string::npos);
+  CHECK(run_probe(t, m, "coder", {"ids"}).err.find("source /sys/kernel: EACCES: lies on sysfs,") != std::string::npos);
   t.agent("coder", {{"mount", t.base_mounts() + "/\t/host\tro\trbind\n"}});
   RunResult all = run_probe(t, m, "coder", {"ids"});
   CHECK(all.exit_code == 125);
-  CHECK(all.err.find("source / holds ") != std::string::npos);
+  CHECK(all.err.find("source /: EACCES: holds ") != std::string::npos);
   CHECK(all.err.find("use bind instead of rbind") != std::string::npos);
   // A plain bind of / brings no submount: allowed.
   t.agent("coder", {{"mount", t.base_mounts() + "/\t/host\tro\tbind\n"}});

@@ -266,6 +266,18 @@ TEST_CASE("a privileged launch refuses control files owned by another user", "[r
   CHECK(r.error().msg == "coder.d: EPERM: owned by uid 1002, not by root or the owner 1000; chown it");
 }
 
+namespace {
+
+// The file system type a path lies on, as findmnt(8) names it: what ctx
+// check adds to a mount's risk line.
+std::string fs_type_of(const std::string& path) {
+  auto r = ctx::test::run_command({"/usr/bin/findmnt", "-n", "-o", "FSTYPE", "--target", path});
+  REQUIRE(r.exit_code == 0);
+  return r.out.substr(0, r.out.find('\n'));
+}
+
+}  // namespace
+
 TEST_CASE("ctx check reports every error, compiler style, and its exit status", "[fs]") {
   ctx::test::TempDir t;
   for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
@@ -355,7 +367,7 @@ TEST_CASE("ctx check as a doctor: objects, suggestions, mounts, risk tiers", "[f
   std::snprintf(risk[0], sizeof risk[0], "risk %-6s %-44s %s", "high", "tool:shell.exec execute", "coder.d/policy:4");
   std::snprintf(risk[1], sizeof risk[1], "risk %-6s %-44s %s", "high", "network:default connect", "coder.d/policy:5");
   std::snprintf(risk[2], sizeof risk[2], "risk %-6s %-44s %s", "high",
-                ("rw mount " + t / "ctx" + " -> /ro/inner").c_str(), "coder.d/mount:2");
+                ("rw mount " + t / "ctx" + " -> /ro/inner on " + fs_type_of(t / "ctx")).c_str(), "coder.d/mount:2");
   std::snprintf(risk[3], sizeof risk[3], "risk %-6s %-44s %s", "high", "ro mount /run/docker.sock -> /docker.sock",
                 "coder.d/mount:4");
   CHECK(r.out ==
@@ -479,8 +491,9 @@ TEST_CASE("ctx check --json gives the same findings as one document", "[fs]") {
   CHECK(coder["risk"][0] ==
         nlohmann::json{{"tier", "high"}, {"grant", "tool:shell.exec execute"}, {"where", "coder.d/policy:1"}});
   CHECK(coder["risk"][1]["tier"] == "low");
-  CHECK(coder["risk"][3] ==
-        nlohmann::json{{"tier", "low"}, {"grant", "ro mount /usr -> /usr"}, {"where", "coder.d/mount:1"}});
+  CHECK(coder["risk"][3] == nlohmann::json{{"tier", "low"},
+                                           {"grant", "ro mount /usr -> /usr on " + fs_type_of("/usr")},
+                                           {"where", "coder.d/mount:1"}});
 }
 
 // Control-file text with ESC, BEL and U+202E (RIGHT-TO-LEFT OVERRIDE) is

@@ -37,21 +37,25 @@ TEST_CASE("grants are ordered by risk", "[unit]") {
   CHECK(g[0].where == "coder.d/policy:3");
 }
 
-TEST_CASE("mounts of pseudo file systems are high risk, ro or rw", "[unit]") {
+TEST_CASE("mounts a root launch refuses for their file system are high risk, ro or rw", "[unit]") {
   ctx::agentdir::AgentSpec s;
   s.name = "coder";
   s.mounts = *ctx::mountspec::parse("m",
-                                    "/proc\t/p\tro\tbind\n/sys/kernel/debug\t/d\tro\tbind\n/\t/host\tro\trbind\n"
-                                    "/\t/top\tro\tbind\n/srv\t/srv\tro\tbind\n");
+                                    "/proc\t/p\tro\tbind\n/dev\t/d\tro\tbind\n/\t/host\tro\trbind\n"
+                                    "/\t/top\tro\tbind\n/srv\t/srv\tro\tbind\n/nowhere\t/n\tro\tbind\n");
+  const SourceTypes types{{1, {"proc", true, ""}},
+                          {2, {"devtmpfs", true, ""}},
+                          {3, {"ext4", true, "/proc on proc"}},
+                          {4, {"ext4", false, ""}},
+                          {5, {"xfs", false, ""}}};
   std::vector<std::string> order;
-  for (const auto& x : grants_by_risk(s)) order.push_back(std::string(to_string(x.risk)) + " " + x.what);
-  const std::string why = " (a pseudo file system: the host's processes and kernel state; a root launch refuses it)";
+  for (const auto& x : grants_by_risk(s, types)) order.push_back(std::string(to_string(x.risk)) + " " + x.what);
+  const std::string why = " (not a file system of plain files: a root launch refuses it)";
   CHECK(order == std::vector<std::string>{
-                     "high ro mount /proc -> /p" + why,
-                     "high ro mount /sys/kernel/debug -> /d" + why,
-                     "high ro mount / -> /host" + why,
-                     "low ro mount / -> /top",
-                     "low ro mount /srv -> /srv",
+                     "high ro mount /proc -> /p on proc" + why, "high ro mount /dev -> /d on devtmpfs" + why,
+                     "high ro mount / -> /host on ext4, holding /proc on proc" + why, "low ro mount / -> /top on ext4",
+                     "low ro mount /srv -> /srv on xfs",
+                     "low ro mount /nowhere -> /n",  // not on this machine: no type
                  });
 }
 
