@@ -6,6 +6,10 @@
 //   connect:HOST:PORT notify:MESSAGE sleep:SECONDS
 //   denied (each call of the seccomp deny-list, its errno name or "ok")
 //   abstract:NAME (connect to an abstract unix socket) kill:PID (signal 0)
+//   mkfiles:DIR:N (N empty files with 240-character names in DIR)
+//   opendirs:DIR:N (holds N handles of DIR, each having read one entry,
+//     and lists the last one whole: its entry count, "." and ".." left out)
+//   await:PATH (waits up to 120 s until PATH exists)
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -262,6 +266,49 @@ std::optional<json> act(const std::string& what, const std::string& arg) {
   return std::nullopt;
 }
 
+// The attack of docs/security.md, "Floods and unbounded resources" (the
+// view server): many long names, and many handles of their directory held
+// open at once.
+std::optional<json> flood(const std::string& what, const std::string& arg) {
+  auto colon = arg.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  const std::string dir = arg.substr(0, colon);
+  const int n = std::stoi(arg.substr(colon + 1));
+  if (what == "mkfiles") {
+    for (int i = 0; i < n; ++i) {
+      std::string name = std::to_string(i);
+      name += std::string(240 - name.size(), 'x');
+      int fd = open((dir + "/" + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) return err_name(errno);
+      close(fd);
+    }
+    return "ok";
+  }
+  if (what == "opendirs") {
+    // Never closed: the handles stay open until the probe exits.
+    DIR* d = nullptr;
+    int entries = 0;
+    auto count = [&entries](const dirent* e) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") ++entries;
+    };
+    for (int i = 0; i < n; ++i) {
+      d = opendir(dir.c_str());
+      if (d == nullptr) return err_name(errno);
+      errno = 0;
+      const dirent* first = readdir(d);
+      if (first == nullptr) return errno != 0 ? err_name(errno) : "empty";
+      entries = 0;
+      count(first);
+    }
+    errno = 0;
+    while (const dirent* e = d == nullptr ? nullptr : readdir(d)) count(e);
+    if (errno != 0) return err_name(errno);
+    return json{{"held", n}, {"entries", entries}};
+  }
+  return std::nullopt;
+}
+
 // Checks that call: the deny-list, sockets, signals, notifications, exits.
 std::optional<json> call(const std::string& what, const std::string& arg) {
   if (what == "denied") return denied_calls();
@@ -309,6 +356,11 @@ std::optional<json> call(const std::string& what, const std::string& arg) {
     std::signal(SIGTERM, SIG_IGN);
     return "ok";
   }
+  if (what == "await") {
+    struct stat st {};
+    for (int i = 0; i < 1200 && lstat(arg.c_str(), &st) != 0; ++i) usleep(100000);
+    return lstat(arg.c_str(), &st) == 0 ? "ok" : err_name(errno);
+  }
   if (what == "sleep") {
     usleep(static_cast<useconds_t>(std::stod(arg) * 1e6));
     return "ok";
@@ -324,7 +376,7 @@ json check(const std::string& c) {
   auto colon = c.find(':');
   std::string what = c.substr(0, colon);
   std::string arg = colon == std::string::npos ? "" : c.substr(colon + 1);
-  for (auto* f : {look, look_around, act, call})
+  for (auto* f : {look, look_around, act, flood, call})
     if (auto j = f(what, arg)) return *j;
   return "unknown check";
 }

@@ -1,0 +1,81 @@
+// The agent view's server under an agent that tries to make it hold much
+// (docs/security.md, "Floods and unbounded resources"; docs/view.md,
+// "Bounds"): from sandboxes launched by root (for the test user) and by
+// the test user itself, as the view tests are.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "test/support/facility.hpp"
+#include "test/support/launch.hpp"
+
+using ctx::test::CtxTree;
+using ctx::test::RunResult;
+using ctx::test::TestUser;
+
+namespace {
+
+// A field of /proc/<pid>/status in kB ("VmHWM"); -1 when it is not there.
+long status_kb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  return -1;
+}
+
+// The view's server of the launch of the tree at root: the process named
+// ctx-view whose command line is its supervisor's (forked, not executed).
+pid_t view_server(const std::string& root) {
+  for (int pid : ctx::test::processes_mentioning(root)) {
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "ctx-view") return pid;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// The attack of the review: 20,000 files with long names in the agent's
+// writable part of a shared space, then 300 handles of that directory held
+// through the view. The server took a copy of the listing per handle and
+// grew to 1.7 GB.
+TEST_CASE("the view server's memory does not grow with the directory handles an agent holds", "[root][userns]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
+  CtxTree t(*u);
+  t.mkdir("ctx/shared/project-a/big");
+  t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() +
+                                  "/shared/project-a\t/shared/project-a\trw\tbind,nosuid,nodev\n"},
+                    {"policy", "allow coder_t shared:project-a read\nallow coder_t shared:project-a write\n"}});
+  const std::string done = t.root() + "/shared/project-a/done";
+  auto sp = t.spawn({"coder", "--", "/probe", "mkfiles:/shared/project-a/big:20000",
+                     "opendirs:/ctx/shared/project-a/big:300", "write:/shared/project-a/held",
+                     "await:/shared/project-a/done"},
+                    as);
+  bool held = ctx::test::wait_for_file(t.root() + "/shared/project-a/held", "probe\n", 240000);
+  pid_t server = view_server(t.root());
+  long hwm = server > 0 ? status_kb(server, "VmHWM") : -1;
+  long rss = server > 0 ? status_kb(server, "VmRSS") : -1;
+  t.write("ctx/shared/project-a/done", "");
+  RunResult r = ctx::test::wait_command(sp, 60);
+  INFO(r.out << r.err);
+  REQUIRE(held);
+  CHECK(r.exit_code == 0);
+  // Every handle held, and the last one listed whole while the others
+  // stayed open part-way.
+  CHECK(ctx::test::probe_json_line(r.out) ==
+        R"({"await:/shared/project-a/done":"ok","mkfiles:/shared/project-a/big:20000":"ok",)"
+        R"("opendirs:/ctx/shared/project-a/big:300":{"entries":20000,"held":300},"write:/shared/project-a/held":"ok"})");
+  REQUIRE(server > 0);
+  INFO("ctx-view VmHWM " << hwm << " kB, VmRSS " << rss << " kB");
+  CHECK(hwm > 0);
+  CHECK(hwm < 64 * 1024);
+  CHECK(rss < 64 * 1024);
+}
