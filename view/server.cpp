@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 
 #include "sys/file.hpp"
@@ -69,7 +70,7 @@ class Server {
   Server(const ServeOptions& o, UniqueFd root)
       : o_(o), root_(std::move(root)), tree_(root_.get()), live_(o.ctx_root, who(o)) {
     nodes_[kRootIno].lookups = 1;
-    by_rel_[""] = kRootIno;
+    by_rel_.emplace(nodes_[kRootIno].rel, kRootIno);
   }
 
   void lookup(fuse_req_t req, fuse_ino_t parent, const char* name);
@@ -92,7 +93,9 @@ class Server {
   FsTree tree_;
   LiveViewer live_;
   std::unordered_map<fuse_ino_t, Node> nodes_;
-  std::unordered_map<std::string, fuse_ino_t> by_rel_;
+  /// Each key is a view of its node's own rel (one copy of a path per
+  /// node: docs/view.md, "Bounds"), never kept past that node.
+  std::unordered_map<std::string_view, fuse_ino_t> by_rel_;
   fuse_ino_t next_ = kRootIno + 1;
 };
 
@@ -159,7 +162,8 @@ fuse_ino_t Server::ino_of(const std::string& rel, const HostEntry& e) {
   Node& n = nodes_[ino];
   n.rel = rel;
   n.key = key;
-  by_rel_[rel] = ino;
+  if (it != by_rel_.end()) by_rel_.erase(it);
+  by_rel_.emplace(n.rel, ino);
   return ino;
 }
 

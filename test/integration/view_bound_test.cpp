@@ -56,7 +56,8 @@ TEST_CASE("the view server's memory does not grow with the directory handles an 
                     {"policy", "allow coder_t shared:project-a read\nallow coder_t shared:project-a write\n"}});
   const std::string done = t.root() + "/shared/project-a/done";
   auto sp = t.spawn({"coder", "--", "/probe", "mkfiles:/shared/project-a/big:20000",
-                     "opendirs:/ctx/shared/project-a/big:300", "write:/shared/project-a/held",
+                     "opendirs:/ctx/shared/project-a/big:300", "lstatall:/ctx/shared/project-a/big",
+                     "write:/shared/project-a/held",
                      "await:/shared/project-a/done"},
                     as);
   bool held = ctx::test::wait_for_file(t.root() + "/shared/project-a/held", "probe\n", 240000);
@@ -71,7 +72,8 @@ TEST_CASE("the view server's memory does not grow with the directory handles an 
   // Every handle held, and the last one listed whole while the others
   // stayed open part-way.
   CHECK(ctx::test::probe_json_line(r.out) ==
-        R"({"await:/shared/project-a/done":"ok","mkfiles:/shared/project-a/big:20000":"ok",)"
+        R"({"await:/shared/project-a/done":"ok","lstatall:/ctx/shared/project-a/big":20000,)"
+        R"("mkfiles:/shared/project-a/big:20000":"ok",)"
         R"("opendirs:/ctx/shared/project-a/big:300":{"entries":20000,"held":300},"write:/shared/project-a/held":"ok"})");
   REQUIRE(server > 0);
   INFO("ctx-view VmHWM " << hwm << " kB, VmRSS " << rss << " kB");

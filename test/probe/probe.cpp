@@ -9,6 +9,7 @@
 //   mkfiles:DIR:N (N empty files with 240-character names in DIR)
 //   opendirs:DIR:N (holds N handles of DIR, each having read one entry,
 //     and lists the last one whole: its entry count, "." and ".." left out)
+//   lstatall:DIR (lstat of every name in DIR: how many)
 //   await:PATH (waits up to 120 s until PATH exists)
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -355,6 +356,15 @@ std::optional<json> call(const std::string& what, const std::string& arg) {
     if (arg != "TERM") return "unknown signal";
     std::signal(SIGTERM, SIG_IGN);
     return "ok";
+  }
+  if (what == "lstatall") {
+    int n = 0;
+    for (const auto& name : list(arg)) {
+      struct stat st {};
+      if (lstat((arg + "/" + name).c_str(), &st) != 0) return err_name(errno);
+      ++n;
+    }
+    return n;
   }
   if (what == "await") {
     struct stat st {};
