@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sys/process.hpp"
 #include "test/support/facility.hpp"
 #include "test/support/launch.hpp"
 
@@ -64,6 +65,8 @@ TEST_CASE("the view server's memory does not grow with the directory handles an 
   pid_t server = view_server(t.root());
   long hwm = server > 0 ? status_kb(server, "VmHWM") : -1;
   long rss = server > 0 ? status_kb(server, "VmRSS") : -1;
+  long peak = server > 0 ? status_kb(server, "VmPeak") : -1;
+  std::string limits = server > 0 ? ctx::test::read_file("/proc/" + std::to_string(server) + "/limits") : "";
   t.write("ctx/shared/project-a/done", "");
   RunResult r = ctx::test::wait_command(sp, 60);
   INFO(r.out << r.err);
@@ -76,8 +79,22 @@ TEST_CASE("the view server's memory does not grow with the directory handles an 
         R"("mkfiles:/shared/project-a/big:20000":"ok",)"
         R"("opendirs:/ctx/shared/project-a/big:300":{"entries":20000,"held":300},"write:/shared/project-a/held":"ok"})");
   REQUIRE(server > 0);
-  INFO("ctx-view VmHWM " << hwm << " kB, VmRSS " << rss << " kB");
+  INFO("ctx-view VmHWM " << hwm << " kB, VmRSS " << rss << " kB, VmPeak " << peak << " kB");
+  // docs/view.md, "Bounds". AddressSanitizer's build (scripts/test) holds
+  // up to 256 MB of freed memory in quarantine and shadows the rest: the
+  // bound there is still far below the 1.7 GB of a copy per handle.
+  const long bound_kb = ctx::sys::kAddressSanitizer ? 512 * 1024 : 64 * 1024;
   CHECK(hwm > 0);
-  CHECK(hwm < 64 * 1024);
-  CHECK(rss < 64 * 1024);
+  CHECK(hwm < bound_kb);
+  CHECK(rss < bound_kb);
+  // Its own limits (docs/view.md, "Bounds"), with which it served all that
+  // (AddressSanitizer's build sets no RLIMIT_AS: view/server.hpp).
+  INFO(limits);
+  for (const char* line : {"Max open files            64                   64                   files",
+                           "Max processes             0                    0                    processes",
+                           "Max core file size        0                    0                    bytes"})
+    CHECK(limits.find(line) != std::string::npos);
+  if (!ctx::sys::kAddressSanitizer)
+    CHECK(limits.find("Max address space         1073741824           1073741824           bytes") !=
+          std::string::npos);
 }
