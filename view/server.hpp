@@ -55,7 +55,7 @@ struct ServerLimit {
 /// cgroup v2 controllers nothing else bounds it (docs/view.md, "Bounds").
 /// It needs a few MB and about eight descriptors (0-2, the FUSE device,
 /// the CTX root, and those of one request); the address space leaves room
-/// for the nodes of about a million names the kernel holds at once, and
+/// for the nodes of about two million names the kernel holds at once, and
 /// beyond it the server ends and the agent is stopped as for a dead view.
 /// It never starts a process nor dumps its memory. (Under AddressSanitizer,
 /// sys::kAddressSanitizer, the address space is not limited.)
