@@ -8,7 +8,8 @@
 //   abstract:NAME (connect to an abstract unix socket) kill:PID (signal 0)
 //   mkfiles:DIR:N (N empty files with 240-character names in DIR)
 //   opendirs:DIR:N (holds N handles of DIR, each having read one entry,
-//     and lists the last one whole: its entry count, "." and ".." left out)
+//     and lists the last one whole, again after rewinddir, and from a
+//     telldir position half-way: the counts, "." and ".." left out)
 //   lstatall:DIR (lstat of every name in DIR: how many)
 //   await:PATH (waits up to 120 s until PATH exists)
 #include <arpa/inet.h>
@@ -302,10 +303,24 @@ std::optional<json> flood(const std::string& what, const std::string& arg) {
       entries = 0;
       count(first);
     }
+    if (d == nullptr) return "none";
     errno = 0;
-    while (const dirent* e = d == nullptr ? nullptr : readdir(d)) count(e);
+    while (const dirent* e = readdir(d)) count(e);
     if (errno != 0) return err_name(errno);
-    return json{{"held", n}, {"entries", entries}};
+    const int first_pass = entries;
+    // Read again from the start, then from a position taken half-way.
+    rewinddir(d);
+    entries = 0;
+    long half = -1;
+    while (const dirent* e = readdir(d)) {
+      count(e);
+      if (entries == first_pass / 2) half = telldir(d);
+    }
+    const int second_pass = entries;
+    seekdir(d, half);
+    entries = 0;
+    while (const dirent* e = readdir(d)) count(e);
+    return json{{"held", n}, {"entries", first_pass}, {"rewound", second_pass}, {"from_half", entries}};
   }
   return std::nullopt;
 }
