@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <random>
 #include <string_view>
 #include <unordered_map>
 
@@ -14,6 +15,7 @@
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "view/fs_tree.hpp"
+#include "view/position.hpp"
 
 namespace ctx::view {
 
@@ -65,10 +67,18 @@ Viewer who(const ServeOptions& o) {
   return v;
 }
 
+// The key of the positions a server hands out, new for each server.
+std::array<std::uint64_t, 4> random_keys() {
+  std::random_device rd;
+  std::array<std::uint64_t, 4> k{};
+  for (auto& w : k) w = (std::uint64_t{rd()} << 32) | rd();
+  return k;
+}
+
 class Server {
  public:
   Server(const ServeOptions& o, UniqueFd root)
-      : o_(o), root_(std::move(root)), tree_(root_.get()), live_(o.ctx_root, who(o)) {
+      : o_(o), root_(std::move(root)), tree_(root_.get()), live_(o.ctx_root, who(o)), positions_(random_keys()) {
     nodes_[kRootIno].lookups = 1;
     by_rel_.emplace(nodes_[kRootIno].rel, kRootIno);
   }
@@ -92,6 +102,8 @@ class Server {
   UniqueFd root_;
   FsTree tree_;
   LiveViewer live_;
+  /// What the kernel sees of the host's directory positions.
+  PositionCipher positions_;
   std::unordered_map<fuse_ino_t, Node> nodes_;
   /// Each key is a view of its node's own rel (one copy of a path per
   /// node: docs/view.md, "Bounds"), never kept past that node.
@@ -232,9 +244,11 @@ void Server::read(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off) {
 
 // Nothing is kept with a directory handle: a READDIR opens the directory
 // at the node's path again and resumes at the position the kernel hands
-// back, which is the host's own (read_dir_from), so the server's memory
-// does not grow with the handles an agent holds, and a listing is decided
-// as the tree and the policy are at each request (docs/view.md, "Bounds").
+// back, which is the host's own (read_dir_from), mapped by positions_ (as
+// they are, they would place the hidden names: view/position.hpp). So the
+// server's memory does not grow with the handles an agent holds, and a
+// listing is decided as the tree and the policy are at each request
+// (docs/view.md, "Bounds").
 void Server::opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   const Node* n = node(ino);
   if (n == nullptr) return (void)fuse_reply_err(req, ESTALE);
@@ -265,7 +279,7 @@ void Server::readdir(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off
   ListingTree listing(tree_, rel, d->get());
   std::vector<char> buf(size);
   std::size_t used = 0;
-  auto from = static_cast<std::uint64_t>(off);
+  std::uint64_t from = positions_.reveal(static_cast<std::uint64_t>(off));
   while (true) {
     auto batch = sys::read_dir_from(d->get(), from, size);
     if (!batch) return (void)fuse_reply_err(req, batch.error().code);
@@ -277,11 +291,12 @@ void Server::readdir(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off
         // st. The type is left unknown (DT_UNKNOWN): a reader that needs
         // it (find, os.walk) asks with a lookup, which the rules decide; a
         // wrong type here made such readers skip every directory below
-        // the first level. The number is the entry's position, never the
-        // host's inode number.
-        st.st_ino = std::max<std::uint64_t>(e.next, 1);
+        // the first level. The number is the entry's hidden position,
+        // never the host's inode number.
+        const std::uint64_t next = positions_.hide(e.next);
+        st.st_ino = std::max<std::uint64_t>(next, 1);
         std::size_t need =
-            fuse_add_direntry(req, buf.data() + used, size - used, e.name.c_str(), &st, static_cast<off_t>(e.next));
+            fuse_add_direntry(req, buf.data() + used, size - used, e.name.c_str(), &st, static_cast<off_t>(next));
         if (need > size - used) return (void)fuse_reply_buf(req, buf.data(), used);
         used += need;
       }

@@ -4,9 +4,11 @@
 // the test user itself, as the view tests are.
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "sys/process.hpp"
@@ -99,4 +101,34 @@ TEST_CASE("the view server's memory does not grow with the directory handles an 
   if (!ctx::sys::kAddressSanitizer)
     CHECK(limits.find("Max address space         1073741824           1073741824           bytes") !=
           std::string::npos);
+}
+
+// A READDIR resumes at the host's own directory position; handed over as
+// they are, positions would place the names the view hides (on tmpfs they
+// count them). The view hands out a keyed mapping of them instead
+// (view/position.hpp).
+TEST_CASE("the view hands out no host directory position", "[root][userns]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
+  CtxTree t(*u);
+  for (int i = 0; i < 50; ++i) t.write("ctx/shared/project-a/d/f" + std::to_string(i), "");
+  t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n"},
+                    {"policy", "allow coder_t shared:project-a read\n"}});
+  RunResult r = t.launch({"coder", "--", "/probe", "positions:/ctx/shared/project-a/d"}, as);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto seen = nlohmann::json::parse(ctx::test::probe_json_line(r.out))["positions:/ctx/shared/project-a/d"];
+  REQUIRE(seen.size() == 52);  // f0..f49, "." and ".."
+  DIR* d = ::opendir((t.root() + "/shared/project-a/d").c_str());
+  REQUIRE(d != nullptr);
+  int compared = 0, same = 0;
+  while (const dirent* e = ::readdir(d)) {
+    REQUIRE(seen.contains(e->d_name));
+    ++compared;
+    if (seen[e->d_name].get<long long>() == static_cast<long long>(e->d_off)) ++same;
+  }
+  ::closedir(d);
+  CHECK(compared == 52);
+  CHECK(same == 0);
 }

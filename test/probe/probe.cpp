@@ -11,6 +11,7 @@
 //     and lists the last one whole, again after rewinddir, and from a
 //     telldir position half-way: the counts, "." and ".." left out)
 //   lstatall:DIR (lstat of every name in DIR: how many)
+//   positions:DIR (each name's directory position, d_off)
 //   await:PATH (waits up to 120 s until PATH exists)
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -371,6 +372,14 @@ std::optional<json> call(const std::string& what, const std::string& arg) {
     if (arg != "TERM") return "unknown signal";
     std::signal(SIGTERM, SIG_IGN);
     return "ok";
+  }
+  if (what == "positions") {
+    DIR* d = opendir(arg.c_str());
+    if (d == nullptr) return err_name(errno);
+    json out = json::object();
+    while (const dirent* e = readdir(d)) out[e->d_name] = e->d_off;
+    closedir(d);
+    return out;
   }
   if (what == "lstatall") {
     int n = 0;
