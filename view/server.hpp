@@ -53,7 +53,7 @@ struct ServerLimit {
 
 /// The server's own limits, soft and hard, set before it serves: without
 /// cgroup v2 controllers nothing else bounds it (docs/view.md, "Bounds").
-/// It needs a few MB and about eight descriptors (0-2, the FUSE device,
+/// It needs a few MB and fewer than a dozen descriptors (0-2, the FUSE device,
 /// the CTX root, and those of one request); the address space leaves room
 /// for the nodes of about two million names the kernel holds at once, and
 /// beyond it the server ends and the agent is stopped as for a dead view.
