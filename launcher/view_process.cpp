@@ -23,6 +23,13 @@ namespace {
   // A credential change clears PR_SET_PDEATHSIG: armed again.
   if (ids.privileged && !sys::set_parent_death_signal(SIGKILL)) _exit(125);
   if (!sys::set_no_new_privs()) _exit(125);
+  for (const auto& l : view::kServerLimits) {
+    if (l.resource == sys::Resource::address_space && sys::kAddressSanitizer) continue;
+    if (auto r = sys::lower_limit(l.resource, l.value); !r) {
+      std::fprintf(stderr, "ctx-view: %s\n", printable(r.error().msg).c_str());
+      _exit(125);
+    }
+  }
   view::ServeOptions o;
   o.fuse_fd = fuse;
   o.ctx_root = plan.ctx_root;

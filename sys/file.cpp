@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string_view>
 
@@ -324,6 +325,24 @@ Result<std::vector<std::string>> list_dir(int dirfd) {
   if (err != 0) return fail(sys_error("readdir", err));
   std::sort(names.begin(), names.end());
   return names;
+}
+
+Result<std::vector<DirEntry>> read_dir_from(int dirfd, std::uint64_t from, std::size_t bytes) {
+  if (from > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()))
+    return fail(Error{EINVAL, "lseek: EINVAL: directory position " + std::to_string(from) + " is out of range"});
+  if (::lseek(dirfd, static_cast<off_t>(from), SEEK_SET) < 0) return CTX_FAIL_ERRNO("lseek");
+  // 8-byte words: struct dirent64 records are 8-byte aligned.
+  std::vector<std::uint64_t> buf((std::max<std::size_t>(bytes, 1024) + 7) / 8);
+  ssize_t n = ::getdents64(dirfd, buf.data(), buf.size() * 8);
+  if (n < 0) return CTX_FAIL_ERRNO("getdents64");
+  std::vector<DirEntry> out;
+  const char* base = reinterpret_cast<const char*>(buf.data());
+  for (ssize_t at = 0; at < n;) {
+    const auto* d = reinterpret_cast<const struct dirent64*>(base + at);
+    out.push_back(DirEntry{d->d_name, static_cast<std::uint64_t>(d->d_off)});
+    at += d->d_reclen;
+  }
+  return out;
 }
 
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode, bool durable,

@@ -143,6 +143,21 @@ std::string read_or_empty(const std::string& dir, const std::string& name);
 /// Names in a directory, without "." and "..", sorted.
 Result<std::vector<std::string>> list_dir(int dirfd);
 
+/// One entry of a directory as getdents64(2) gives it.
+struct DirEntry {
+  std::string name;
+  /// The position just after it (d_off): where a later read resumes.
+  std::uint64_t next = 0;
+};
+
+/// Entries of the open directory dirfd from position `from` (0 the start,
+/// else a `next` an earlier call gave), "." and ".." included, in the file
+/// system's order: what one getdents64(2) of a buffer of `bytes` returns
+/// (none at the end). A position stays valid across opens of the
+/// directory on the file systems NFS can export (ext4, xfs, btrfs, tmpfs),
+/// which use stable cookies for that.
+Result<std::vector<DirEntry>> read_dir_from(int dirfd, std::uint64_t from, std::size_t bytes);
+
 /// Replaces dirfd/name atomically: writes a temporary file in the same
 /// directory and renames it over the name, so a reader sees the old or the
 /// new content, never a mix. With `durable` the file is fsynced before the

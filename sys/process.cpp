@@ -347,6 +347,35 @@ Result<void> set_process_limit(std::uint64_t n) {
   return {};
 }
 
+Result<void> lower_limit(Resource r, std::uint64_t n) {
+  int which = 0;
+  const char* name = "";
+  switch (r) {
+    case Resource::address_space:
+      which = RLIMIT_AS;
+      name = "RLIMIT_AS";
+      break;
+    case Resource::open_files:
+      which = RLIMIT_NOFILE;
+      name = "RLIMIT_NOFILE";
+      break;
+    case Resource::processes:
+      which = RLIMIT_NPROC;
+      name = "RLIMIT_NPROC";
+      break;
+    case Resource::core_size:
+      which = RLIMIT_CORE;
+      name = "RLIMIT_CORE";
+      break;
+  }
+  rlimit now{};
+  if (::getrlimit(which, &now) < 0) return CTX_FAIL_ERRNO(std::string("getrlimit ") + name);
+  rlim_t to = now.rlim_max == RLIM_INFINITY ? n : std::min<rlim_t>(n, now.rlim_max);
+  rlimit rl{to, to};
+  if (::setrlimit(which, &rl) < 0) return CTX_FAIL_ERRNO(std::string("setrlimit ") + name);
+  return {};
+}
+
 Result<int> poll_fds(std::vector<struct pollfd>& fds, int timeout_ms) {
   while (true) {
     int n = ::poll(fds.data(), fds.size(), timeout_ms);

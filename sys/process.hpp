@@ -175,6 +175,34 @@ Result<std::string> read_to_eof(int fd, std::size_t max);
 /// the runtime cannot raise it again).
 Result<void> set_process_limit(std::uint64_t n);
 
+/// A resource that setrlimit(2) bounds.
+enum class Resource {
+  address_space,  ///< RLIMIT_AS
+  open_files,     ///< RLIMIT_NOFILE
+  processes,      ///< RLIMIT_NPROC
+  core_size,      ///< RLIMIT_CORE
+};
+
+/// Whether this build runs under AddressSanitizer (scripts/test's clang
+/// build), whose shadow memory takes terabytes of address space: an
+/// RLIMIT_AS would end the process at its first allocation.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
+/// setrlimit(2) of r, soft and hard, to n, or to the current hard limit
+/// when that is lower: a limit is only lowered, and without
+/// CAP_SYS_RESOURCE the process cannot raise it again.
+Result<void> lower_limit(Resource r, std::uint64_t n);
+
 /// poll(2) with EINTR retried; returns the number of ready fds.
 Result<int> poll_fds(std::vector<struct pollfd>& fds, int timeout_ms);
 

@@ -26,6 +26,19 @@ HostEntry::Type type_of(mode_t m) {
   return HostEntry::Type::other;
 }
 
+// Absent is nullopt; anything that cannot be reached (a symlink on the
+// way, no search permission) is an entry of type `other`, which no rule
+// shows and no check takes for absent.
+const HostEntry kUnreachable{HostEntry::Type::other, 0, 0, 0, 0, 0, 0};
+
+// The entry `name` directly in the open directory dir.
+std::optional<HostEntry> stat_in(int dir, const std::string& name) {
+  auto st = sys::stat_at(dir, name);
+  if (!st) return kUnreachable;
+  if (!*st) return std::nullopt;
+  return entry_of(**st);
+}
+
 }  // namespace
 
 Viewer load_viewer(const std::string& ctx_root, Viewer who) {
@@ -63,17 +76,15 @@ std::optional<HostEntry> FsTree::stat(const std::string& rel) const {
     if (!st) return std::nullopt;
     return entry_of(*st);
   }
-  // Absent is nullopt; anything that cannot be reached (a symlink on the
-  // way, no search permission) is an entry of type `other`, which no rule
-  // shows and no check takes for absent.
-  const HostEntry unreachable{HostEntry::Type::other, 0, 0, 0, 0, 0, 0};
   auto [dir, name] = parent_and_name(rel);
   auto d = open_dir(dir);
-  if (!d) return d.error().code == ENOENT ? std::nullopt : std::optional<HostEntry>(unreachable);
-  auto st = sys::stat_at(d->get(), name);
-  if (!st) return unreachable;
-  if (!*st) return std::nullopt;
-  return entry_of(**st);
+  if (!d) return d.error().code == ENOENT ? std::nullopt : std::optional<HostEntry>(kUnreachable);
+  return stat_in(d->get(), name);
+}
+
+std::optional<HostEntry> ListingTree::stat(const std::string& rel) const {
+  auto [dir, name] = parent_and_name(rel);
+  return !rel.empty() && dir == dir_rel_ ? stat_in(dir_, name) : base_.stat(rel);
 }
 
 std::optional<std::string> FsTree::read(const std::string& rel) const {

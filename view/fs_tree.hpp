@@ -32,6 +32,26 @@ class FsTree final : public HostTree {
   int root_;
 };
 
+/// The tree as `base` reads it, except that an entry directly in the
+/// directory dir_rel is looked at through `dir`, that directory opened
+/// beneath the root (borrowed): one fstatat(2) per name, not a new walk of
+/// the path beneath the root. For deciding the names of one listing.
+class ListingTree final : public HostTree {
+ public:
+  ListingTree(const FsTree& base, std::string dir_rel, int dir)
+      : base_(base), dir_rel_(std::move(dir_rel)), dir_(dir) {}
+
+  std::optional<HostEntry> stat(const std::string& rel) const override;
+  std::optional<std::string> read(const std::string& rel) const override { return base_.read(rel); }
+  std::optional<std::string> read_link(const std::string& rel) const override { return base_.read_link(rel); }
+  std::vector<std::string> list(const std::string& rel) const override { return base_.list(rel); }
+
+ private:
+  const FsTree& base_;
+  std::string dir_rel_;
+  int dir_;
+};
+
 /// How often a live reader reads the agent's label and policy again
 /// (milliseconds): a revoked grant counts within this.
 inline constexpr std::int64_t kPolicyRecheckMs = 250;

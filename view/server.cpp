@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <random>
+#include <string_view>
 #include <unordered_map>
 
 #include "sys/file.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "view/fs_tree.hpp"
+#include "view/position.hpp"
 
 namespace ctx::view {
 
@@ -64,12 +67,20 @@ Viewer who(const ServeOptions& o) {
   return v;
 }
 
+// The key of the positions a server hands out, new for each server.
+std::array<std::uint64_t, 4> random_keys() {
+  std::random_device rd;
+  std::array<std::uint64_t, 4> k{};
+  for (auto& w : k) w = (std::uint64_t{rd()} << 32) | rd();
+  return k;
+}
+
 class Server {
  public:
   Server(const ServeOptions& o, UniqueFd root)
-      : o_(o), root_(std::move(root)), tree_(root_.get()), live_(o.ctx_root, who(o)) {
+      : o_(o), root_(std::move(root)), tree_(root_.get()), live_(o.ctx_root, who(o)), positions_(random_keys()) {
     nodes_[kRootIno].lookups = 1;
-    by_rel_[""] = kRootIno;
+    by_rel_.emplace(nodes_[kRootIno].rel, kRootIno);
   }
 
   void lookup(fuse_req_t req, fuse_ino_t parent, const char* name);
@@ -77,10 +88,11 @@ class Server {
   void getattr(fuse_req_t req, fuse_ino_t ino);
   void read(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off);
   void opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
-  void readdir(fuse_req_t req, std::size_t size, off_t off, fuse_file_info* fi);
+  void readdir(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off);
 
  private:
   const Viewer& viewer();
+  bool shown(const HostTree& listing, const std::string& dir, const std::string& name);
   std::optional<Served> served(const std::string& rel);
   struct stat attrs(fuse_ino_t ino, const HostEntry& e) const;
   fuse_ino_t ino_of(const std::string& rel, const HostEntry& e);
@@ -90,8 +102,12 @@ class Server {
   UniqueFd root_;
   FsTree tree_;
   LiveViewer live_;
+  /// What the kernel sees of the host's directory positions.
+  PositionCipher positions_;
   std::unordered_map<fuse_ino_t, Node> nodes_;
-  std::unordered_map<std::string, fuse_ino_t> by_rel_;
+  /// Each key is a view of its node's own rel (one copy of a path per
+  /// node: docs/view.md, "Bounds"), never kept past that node.
+  std::unordered_map<std::string_view, fuse_ino_t> by_rel_;
   fuse_ino_t next_ = kRootIno + 1;
 };
 
@@ -158,7 +174,8 @@ fuse_ino_t Server::ino_of(const std::string& rel, const HostEntry& e) {
   Node& n = nodes_[ino];
   n.rel = rel;
   n.key = key;
-  by_rel_[rel] = ino;
+  if (it != by_rel_.end()) by_rel_.erase(it);
+  by_rel_.emplace(n.rel, ino);
   return ino;
 }
 
@@ -225,36 +242,66 @@ void Server::read(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off) {
   fuse_reply_buf(req, buf.data(), *got);
 }
 
-// A directory's listing is taken at opendir and kept with the handle, so
-// that readdir's offsets index one consistent list.
+// Nothing is kept with a directory handle: a READDIR opens the directory
+// at the node's path again and resumes at the position the kernel hands
+// back, which is the host's own (read_dir_from), mapped by positions_ (as
+// they are, they would place the hidden names: view/position.hpp). So the
+// server's memory does not grow with the handles an agent holds, and a
+// listing is decided as the tree and the policy are at each request
+// (docs/view.md, "Bounds").
 void Server::opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   const Node* n = node(ino);
   if (n == nullptr) return (void)fuse_reply_err(req, ESTALE);
   auto s = served(n->rel);
   if (!s) return (void)fuse_reply_err(req, ENOENT);
   if (s->entry.type != HostEntry::Type::directory) return (void)fuse_reply_err(req, ENOTDIR);
-  auto* names = new std::vector<std::string>{".", ".."};
-  for (auto& name : list(viewer(), tree_, n->rel)) names->push_back(std::move(name));
-  fi->fh = reinterpret_cast<std::uint64_t>(names);
-  if (fuse_reply_open(req, fi) != 0) delete names;
+  fi->fh = 0;
+  fuse_reply_open(req, fi);
 }
 
-void Server::readdir(fuse_req_t req, std::size_t size, off_t off, fuse_file_info* fi) {
-  const auto* names = reinterpret_cast<const std::vector<std::string>*>(fi->fh);
+bool Server::shown(const HostTree& listing, const std::string& dir, const std::string& name) {
+  if (name == "." || name == "..") return true;
+  return decide(viewer(), listing, dir.empty() ? name : dir + "/" + name).has_value();
+}
+
+// Fills one reply of at most `size` bytes from position off: each host
+// batch is about one reply's worth; hidden names are skipped within the
+// request (docs/view.md, "Bounds": what a request costs).
+void Server::readdir(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off) {
+  const Node* n = node(ino);
+  if (n == nullptr) return (void)fuse_reply_err(req, ESTALE);
+  const std::string rel = n->rel;
+  auto s = served(rel);
+  if (!s) return (void)fuse_reply_err(req, ENOENT);
+  if (s->entry.type != HostEntry::Type::directory) return (void)fuse_reply_err(req, ENOTDIR);
+  auto d = tree_.open_dir(rel);
+  if (!d) return (void)fuse_reply_err(req, d.error().code);
+  ListingTree listing(tree_, rel, d->get());
   std::vector<char> buf(size);
   std::size_t used = 0;
-  for (std::size_t i = static_cast<std::size_t>(off); i < names->size(); ++i) {
-    struct stat st {};
-    // Only the type bits and a non-zero inode number are read from st. The
-    // type is left unknown (DT_UNKNOWN): a reader that needs it (find,
-    // os.walk) asks with a lookup, which the rules decide; a wrong type
-    // here made such readers skip every directory below the first level.
-    st.st_ino = i + 1;
-    st.st_mode = 0;
-    std::size_t need =
-        fuse_add_direntry(req, buf.data() + used, size - used, (*names)[i].c_str(), &st, static_cast<off_t>(i + 1));
-    if (need > size - used) break;
-    used += need;
+  std::uint64_t from = positions_.reveal(static_cast<std::uint64_t>(off));
+  while (true) {
+    auto batch = sys::read_dir_from(d->get(), from, size);
+    if (!batch) return (void)fuse_reply_err(req, batch.error().code);
+    if (batch->empty()) break;
+    for (const auto& e : *batch) {
+      if (shown(listing, rel, e.name)) {
+        struct stat st {};
+        // Only the type bits and a non-zero inode number are read from
+        // st. The type is left unknown (DT_UNKNOWN): a reader that needs
+        // it (find, os.walk) asks with a lookup, which the rules decide; a
+        // wrong type here made such readers skip every directory below
+        // the first level. The number is the entry's hidden position,
+        // never the host's inode number.
+        const std::uint64_t next = positions_.hide(e.next);
+        st.st_ino = std::max<std::uint64_t>(next, 1);
+        std::size_t need =
+            fuse_add_direntry(req, buf.data() + used, size - used, e.name.c_str(), &st, static_cast<off_t>(next));
+        if (need > size - used) return (void)fuse_reply_buf(req, buf.data(), used);
+        used += need;
+      }
+      from = e.next;
+    }
   }
   fuse_reply_buf(req, buf.data(), used);
 }
@@ -289,12 +336,8 @@ fuse_lowlevel_ops make_ops() {
     self(req)->read(req, ino, size, off);
   };
   ops.opendir = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) { self(req)->opendir(req, ino, fi); };
-  ops.readdir = [](fuse_req_t req, fuse_ino_t, std::size_t size, off_t off, fuse_file_info* fi) {
-    self(req)->readdir(req, size, off, fi);
-  };
-  ops.releasedir = [](fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-    delete reinterpret_cast<std::vector<std::string>*>(fi->fh);
-    fuse_reply_err(req, 0);
+  ops.readdir = [](fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off, fuse_file_info*) {
+    self(req)->readdir(req, ino, size, off);
   };
   ops.statfs = [](fuse_req_t req, fuse_ino_t) {
     struct statvfs s {};

@@ -15,6 +15,7 @@
 
 #include "base/result.hpp"
 #include "sys/identity.hpp"
+#include "sys/process.hpp"
 
 namespace ctx::view {
 
@@ -43,6 +44,27 @@ struct ServeOptions {
 inline constexpr double kCacheSeconds = 0.5;
 /// (How often the agent's label and policy are read again:
 /// view/fs_tree.hpp, kPolicyRecheckMs.)
+
+/// One resource limit the server's process sets on itself.
+struct ServerLimit {
+  sys::Resource resource;
+  std::uint64_t value;
+};
+
+/// The server's own limits, soft and hard, set before it serves: without
+/// cgroup v2 controllers nothing else bounds it (docs/view.md, "Bounds").
+/// It needs a few MB and fewer than a dozen descriptors (0-2, the FUSE device,
+/// the CTX root, and those of one request); the address space leaves room
+/// for the nodes of about two million names the kernel holds at once, and
+/// beyond it the server ends and the agent is stopped as for a dead view.
+/// It never starts a process nor dumps its memory. (Under AddressSanitizer,
+/// sys::kAddressSanitizer, the address space is not limited.)
+inline constexpr ServerLimit kServerLimits[] = {
+    {sys::Resource::address_space, std::uint64_t{1} << 30},
+    {sys::Resource::open_files, 64},
+    {sys::Resource::processes, 0},
+    {sys::Resource::core_size, 0},
+};
 
 /// Serves until the mount is gone (the sandbox's mount namespace ended)
 /// or the descriptor fails. An allowed tool is served as the `ctx` helper

@@ -8,6 +8,13 @@
 //   abstract:NAME (connect to an abstract unix socket) kill:PID (signal 0)
 //   out:HEX (those bytes to stdout at once: terminal sequences)
 //   stop (SIGTSTP to itself: stops until continued)
+//   mkfiles:DIR:N (N empty files with 240-character names in DIR)
+//   opendirs:DIR:N (holds N handles of DIR, each having read one entry,
+//     and lists the last one whole, again after rewinddir, and from a
+//     telldir position half-way: the counts, "." and ".." left out)
+//   lstatall:DIR (lstat of every name in DIR: how many)
+//   positions:DIR (each name's directory position, d_off)
+//   await:PATH (waits up to 120 s until PATH exists)
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -264,6 +271,63 @@ std::optional<json> act(const std::string& what, const std::string& arg) {
   return std::nullopt;
 }
 
+// The attack of docs/security.md, "Floods and unbounded resources" (the
+// view server): many long names, and many handles of their directory held
+// open at once.
+std::optional<json> flood(const std::string& what, const std::string& arg) {
+  auto colon = arg.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  const std::string dir = arg.substr(0, colon);
+  const int n = std::stoi(arg.substr(colon + 1));
+  if (what == "mkfiles") {
+    for (int i = 0; i < n; ++i) {
+      std::string name = std::to_string(i);
+      name += std::string(240 - name.size(), 'x');
+      int fd = open((dir + "/" + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) return err_name(errno);
+      close(fd);
+    }
+    return "ok";
+  }
+  if (what == "opendirs") {
+    // Never closed: the handles stay open until the probe exits.
+    DIR* d = nullptr;
+    int entries = 0;
+    auto count = [&entries](const dirent* e) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") ++entries;
+    };
+    for (int i = 0; i < n; ++i) {
+      d = opendir(dir.c_str());
+      if (d == nullptr) return err_name(errno);
+      errno = 0;
+      const dirent* first = readdir(d);
+      if (first == nullptr) return errno != 0 ? err_name(errno) : "empty";
+      entries = 0;
+      count(first);
+    }
+    if (d == nullptr) return "none";
+    errno = 0;
+    while (const dirent* e = readdir(d)) count(e);
+    if (errno != 0) return err_name(errno);
+    const int first_pass = entries;
+    // Read again from the start, then from a position taken half-way.
+    rewinddir(d);
+    entries = 0;
+    long half = -1;
+    while (const dirent* e = readdir(d)) {
+      count(e);
+      if (entries == first_pass / 2) half = telldir(d);
+    }
+    const int second_pass = entries;
+    seekdir(d, half);
+    entries = 0;
+    while (const dirent* e = readdir(d)) count(e);
+    return json{{"held", n}, {"entries", first_pass}, {"rewound", second_pass}, {"from_half", entries}};
+  }
+  return std::nullopt;
+}
+
 // Checks that call: the deny-list, sockets, signals, notifications, exits.
 std::optional<json> call(const std::string& what, const std::string& arg) {
   if (what == "denied") return denied_calls();
@@ -318,6 +382,28 @@ std::optional<json> call(const std::string& what, const std::string& arg) {
     return write(1, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()) ? "ok" : err_name(errno);
   }
   if (what == "stop") return raise(SIGTSTP) == 0 ? "ok" : err_name(errno);
+  if (what == "positions") {
+    DIR* d = opendir(arg.c_str());
+    if (d == nullptr) return err_name(errno);
+    json out = json::object();
+    while (const dirent* e = readdir(d)) out[e->d_name] = e->d_off;
+    closedir(d);
+    return out;
+  }
+  if (what == "lstatall") {
+    int n = 0;
+    for (const auto& name : list(arg)) {
+      struct stat st {};
+      if (lstat((arg + "/" + name).c_str(), &st) != 0) return err_name(errno);
+      ++n;
+    }
+    return n;
+  }
+  if (what == "await") {
+    struct stat st {};
+    for (int i = 0; i < 1200 && lstat(arg.c_str(), &st) != 0; ++i) usleep(100000);
+    return lstat(arg.c_str(), &st) == 0 ? "ok" : err_name(errno);
+  }
   if (what == "sleep") {
     usleep(static_cast<useconds_t>(std::stod(arg) * 1e6));
     return "ok";
@@ -333,7 +419,7 @@ json check(const std::string& c) {
   auto colon = c.find(':');
   std::string what = c.substr(0, colon);
   std::string arg = colon == std::string::npos ? "" : c.substr(colon + 1);
-  for (auto* f : {look, look_around, act, call})
+  for (auto* f : {look, look_around, act, flood, call})
     if (auto j = f(what, arg)) return *j;
   return "unknown check";
 }

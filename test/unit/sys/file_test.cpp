@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <sys/stat.h>
@@ -131,4 +132,41 @@ TEST_CASE("a sysctl is read whole", "[unit]") {
   }
   REQUIRE(direct.size() > 2);
   CHECK(ctx::sys::read_or_empty("/proc/sys/kernel", "pid_max") == direct);
+}
+
+// The agent view's server keeps nothing per directory handle: it reads
+// from the position the kernel hands back, through a new descriptor each
+// time (view/server.cpp, readdir).
+TEST_CASE("read_dir_from resumes at a position through another descriptor", "[fs]") {
+  TempDir t;
+  std::vector<std::string> made;
+  for (int i = 0; i < 300; ++i) {
+    made.push_back(std::to_string(i) + std::string(100, 'x'));
+    t.write("d/" + made.back(), "");
+  }
+  std::vector<std::string> seen;
+  std::uint64_t from = 0;
+  while (true) {
+    // A buffer of about eight entries: many reads, each on a new open.
+    auto dir = ctx::sys::open_dir(t.path() + "/d");
+    REQUIRE(dir);
+    auto batch = ctx::sys::read_dir_from(dir->get(), from, 1024);
+    REQUIRE(batch);
+    if (batch->empty()) break;
+    CHECK(batch->size() < 20);
+    for (const auto& e : *batch) {
+      if (e.name != "." && e.name != "..") seen.push_back(e.name);
+      from = e.next;
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  std::sort(made.begin(), made.end());
+  CHECK(seen == made);
+
+  auto dir = ctx::sys::open_dir(t.path() + "/d");
+  REQUIRE(dir);
+  auto beyond = ctx::sys::read_dir_from(dir->get(), std::uint64_t{1} << 63, 1024);
+  REQUIRE_FALSE(beyond);
+  CHECK(beyond.error().code == EINVAL);
+  CHECK(beyond.error().msg == "lseek: EINVAL: directory position 9223372036854775808 is out of range");
 }

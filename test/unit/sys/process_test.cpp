@@ -31,3 +31,27 @@ TEST_CASE("keep_only_fds works under a small open-file limit", "[unit]") {
   CHECK(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 0);
 }
+
+TEST_CASE("lower_limit sets soft and hard limits, and never raises them", "[unit]") {
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    struct rlimit rl {};
+    if (!ctx::sys::lower_limit(ctx::sys::Resource::open_files, 32)) _exit(2);
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur != 32 || rl.rlim_max != 32) _exit(3);
+    // Asked for more than the hard limit: the hard limit stays.
+    if (!ctx::sys::lower_limit(ctx::sys::Resource::open_files, 4096)) _exit(4);
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur != 32 || rl.rlim_max != 32) _exit(5);
+    if (!ctx::sys::lower_limit(ctx::sys::Resource::core_size, 0)) _exit(6);
+    if (::getrlimit(RLIMIT_CORE, &rl) != 0 || rl.rlim_cur != 0 || rl.rlim_max != 0) _exit(7);
+    // No allocation follows: under AddressSanitizer, whose shadow memory
+    // is larger than this, one would fail.
+    if (!ctx::sys::lower_limit(ctx::sys::Resource::address_space, 1ULL << 32)) _exit(8);
+    if (::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_max != (1ULL << 32)) _exit(9);
+    _exit(0);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+}
