@@ -202,3 +202,34 @@ TEST_CASE("the home's directories and session files a root launch makes belong t
   REQUIRE(::lstat((t.root() + "/agent/coder.d/status").c_str(), &st) == 0);
   CHECK(st.st_uid == 0);
 }
+
+// The files `ctx agent create` and `start` make for a child in a root
+// launch: its coordination directory in the parent's session, its home,
+// root, session and output.log belong to the owner; its .d stays root's.
+TEST_CASE("a child's files that a root supervisor makes belong to the owner", "[root]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const std::string uid = std::to_string(m.owner.uid);
+  t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
+  t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n"},
+                    {"policy", "allow coder_t agent:rev create\nallow coder_t agent:rev start\n"},
+                    {"iso", "shared\n"}});
+  const std::string request =
+      R"({"name":"rev","label":"rev_t","mount":[["/usr","/usr","ro"],["/ctx","/ctx","ro"]],"handoff":"Task\n"})";
+  RunResult r = t.launch({"coder", "--", "/bin/sh", "-c",
+                          "set -e; /ctx/bin/ctx agent create '" + request +
+                              "' >/dev/null; /ctx/bin/ctx agent start rev -- /bin/true >/dev/null; "
+                              "/ctx/bin/ctx agent wait rev"},
+                         m.as, 90);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "{\"exit_status\":0,\"name\":\"rev\",\"ok\":true,\"op\":\"wait\"}\n");
+  const std::string home = t.root() + "/home/" + uid + "/agent";
+  all_owned_by(home + "/coder/session/default/context", m.owner.uid, m.owner.gid);
+  all_owned_by(home + "/rev", m.owner.uid, m.owner.gid);
+  CHECK(ctx::test::read_file(home + "/coder/session/default/context/child/rev/status") == "done\n");
+  CHECK(exists(home + "/rev/session/default/output.log"));
+  struct stat st {};
+  REQUIRE(::lstat((t.root() + "/agent/rev.d/policy").c_str(), &st) == 0);
+  CHECK(st.st_uid == 0);
+}
