@@ -136,8 +136,11 @@ Result<FsIdScope> FsIdScope::enter(const std::optional<Creds>& as) {
   // Already those ids (an unprivileged caller naming its own, a nested
   // scope): nothing to change, and setgroups would need CAP_SETGID.
   if (saved.uid == as->uid && saved.gid == as->gid && saved.groups == as->groups) return FsIdScope(std::nullopt);
+  // Held before the change, so a change that fails half-way (groups set,
+  // setfsgid refused) is undone by the destructor.
+  FsIdScope scope(std::move(saved));
   CTX_TRY_CTX(set_fs_ids(as->uid, as->gid, as->groups), "taking the owner's file-system ids");
-  return FsIdScope(std::move(saved));
+  return scope;
 }
 
 FsIdScope::~FsIdScope() {

@@ -63,6 +63,8 @@ Result<Creds> current_fs_ids();
 /// are the process's: single-threaded callers only.
 class FsIdScope {
  public:
+  /// Takes `as` (set_fs_ids) until the scope ends; the error of the
+  /// kernel's refusal, with nothing changed.
   static Result<FsIdScope> enter(const std::optional<Creds>& as);
   FsIdScope(FsIdScope&& o) noexcept : saved_(std::move(o.saved_)) { o.saved_.reset(); }
   FsIdScope& operator=(FsIdScope&&) = delete;
