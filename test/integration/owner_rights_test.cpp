@@ -26,12 +26,14 @@ namespace {
 constexpr uid_t kOther = 65534;
 constexpr gid_t kOtherGid = 65534;
 
-// One line per entry below dir, sorted: path, type, owner, group, mode,
-// mtime in ns, and the content of a regular file or the target of a link.
+// One line for dir and each entry below it, sorted: path, type and mode,
+// owner, group, mtime in ns, and the content of a regular file or the
+// target of a link.
 std::vector<std::string> listing(const std::string& dir) {
+  std::vector<std::string> paths{dir};
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) paths.push_back(e.path().string());
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    const std::string p = e.path().string();
+  for (const std::string& p : paths) {
     struct stat st {};
     REQUIRE(::lstat(p.c_str(), &st) == 0);
     std::string line = p.substr(dir.size()) + " " + std::to_string(st.st_mode) + " " + std::to_string(st.st_uid) + ":" +
