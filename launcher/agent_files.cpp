@@ -95,6 +95,10 @@ Result<void> AgentFiles::begin_session() {
   const std::string base_path = plan_.ctx_root + "/" + base_rel;
   const std::string agent_path = base_path + "/" + agent_rel;
   auto refuse = [&](const Error& e, const std::string& path) -> Result<void> {
+    if (e.code == EACCES)
+      return fail(refusal(e, path,
+                          " (the session's files are made with the rights of the agent's owner, uid " +
+                              std::to_string(plan_.owner) + ", who may not write there; the agent was not started)"));
     return fail(refusal(e, path, " (the session's files could not be made; the agent was not started)"));
   };
   auto base = sys::open_dir(base_path, true);

@@ -146,8 +146,9 @@ TEST_CASE("another user's session in a shared space stays untouched by a launch 
   CHECK(w.exit_code == 125);
   CHECK(w.out.empty());
   CHECK(w.err == "ctx-agent-run: " + o.space +
-                     "/agent/coder/session/index/by-cwd: mkdirat by-cwd: EACCES (the session's files could not be "
-                     "made; the agent was not started)\n");
+                     "/agent/coder/session/index/by-cwd: mkdirat by-cwd: EACCES (the session's files are made with the "
+                     "rights of the agent's owner, uid " +
+                     std::to_string(o.m.owner.uid) + ", who may not write there; the agent was not started)\n");
   CHECK(listing(o.space) == open_before);
   CHECK_FALSE(exists(o.t.root() + "/agent/coder.d/status"));
 }
