@@ -131,16 +131,17 @@ std::string child_context_dir(const AgentSpec& parent, std::string_view session,
 ///   3. the child's root directory (empty) and the parent session's
 ///      context/child/<name>/ with agent, session, status ("created"),
 ///      handoff.md, result.md and refs.jsonl (empty), artifact/.
-/// `owner` (a root caller) gives the agent's host ids what the child and
-/// its runtime write: the parent session's context/child/<name>/ (its
-/// files and artifact/, and the directories made on the way to it) and
-/// the child's home and root directories. `<name>.d`, its files and the
-/// entry stay the caller's (root), as the launcher's trust check asks
-/// (root or the owner, and with iso uid the agent's uid is not the owner),
-/// and so that no agent, with iso shared not even the runtime's uid, can
-/// rewrite its child's control files. On any failure what was created is
-/// removed again.
+/// `owner` (a root caller: the owner's file-system ids) is what the
+/// files the child and its runtime write are made with, so they lie only
+/// where the owner may write and belong to the owner: the parent
+/// session's context/child/<name>/ (its files and artifact/, and the
+/// directories made on the way to it) and the child's home and root
+/// directories. `<name>.d`, its files and the entry stay the caller's
+/// (root), as the launcher's trust check asks (root or the owner, and
+/// with iso uid the agent's uid is not the owner), and so that no agent,
+/// with iso shared not even the runtime's uid, can rewrite its child's
+/// control files. On any failure what was created is removed again.
 Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::string_view session,
-                         std::string_view handoff, std::string_view output, std::optional<sys::Ownership> owner);
+                         std::string_view handoff, std::string_view output, const sys::MakeAs& owner);
 
 }  // namespace ctx::agentdir

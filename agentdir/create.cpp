@@ -34,7 +34,7 @@ const std::string kEntryTmp = ".entry";
 
 /// What one write_child call has made, removed again in reverse order
 /// unless the call succeeds. Directories are held open, so that nothing is
-/// removed or chowned through a path someone could change meanwhile.
+/// removed through a path someone could change meanwhile.
 class Made {
  public:
   Made() = default;
@@ -57,15 +57,6 @@ class Made {
   void directory(std::size_t dir, std::string name, std::size_t self) {
     items_.push_back(Item{dir, std::move(name), self});
   }
-  /// How many items are recorded so far (a mark for give_directories).
-  std::size_t made() const { return items_.size(); }
-  /// Gives every directory among the first `count` items made to `owner`,
-  /// through its descriptor. Files got their owner when they were written.
-  Result<void> give_directories(sys::Ownership owner, std::size_t count) const {
-    for (std::size_t k = 0; k < count && k < items_.size(); ++k)
-      if (items_[k].self) CTX_TRY_CTX(sys::chown_at(fd(*items_[k].self), "", owner), items_[k].name);
-    return {};
-  }
   /// The call succeeded: keep everything.
   void keep() { items_.clear(); }
 
@@ -85,16 +76,16 @@ Error taken(std::string_view child, const std::string& path) {
 }
 
 /// Opens base/rel one component at a time, never through a symlink,
-/// making the missing directories. With `fresh` the last one must be new:
-/// EEXIST, reason "exists", if it is already there.
-Result<std::size_t> open_dirs(Made& made, std::size_t base, const std::string& rel, bool fresh) {
+/// making the missing directories with `as`'s rights. With `fresh` the
+/// last one must be new: EEXIST, reason "exists", if it is already there.
+Result<std::size_t> open_dirs(Made& made, std::size_t base, const std::string& rel, bool fresh, const sys::MakeAs& as) {
   std::size_t cur = base;
   std::size_t start = 0;
   while (start < rel.size()) {
     std::size_t slash = rel.find('/', start);
     bool last = slash == std::string::npos;
     std::string comp = rel.substr(start, last ? std::string::npos : slash - start);
-    CTX_TRY_ASSIGN(bool created, sys::make_dir_if_missing_at(made.fd(cur), comp, kDirMode));
+    CTX_TRY_ASSIGN(bool created, sys::make_dir_if_missing_at(made.fd(cur), comp, kDirMode, as));
     if (last && fresh && !created) return fail(Error{EEXIST, comp + ": EEXIST", "exists"});
     CTX_TRY_ASSIGN(UniqueFd dir, sys::open_dir_at(made.fd(cur), comp));
     std::size_t next = made.hold(std::move(dir));
@@ -175,7 +166,7 @@ Result<void> remove_unfinished_create(int ctxfd, int agentsfd, const std::string
 }  // namespace
 
 Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::string_view session,
-                         std::string_view handoff, std::string_view output, std::optional<sys::Ownership> owner) {
+                         std::string_view handoff, std::string_view output, const sys::MakeAs& owner) {
   const std::string& name = plan.spec.name;
   const std::string& ctx = parent.ctx_root;
   if (auto e = agent_name_issue(name))
@@ -218,7 +209,7 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
 
   // The parent session's coordination directory: new, or an earlier
   // child's results would be mixed with this one's.
-  auto cdir = open_dirs(made, top, std::string(path_suffix(context, ctx)), true);
+  auto cdir = open_dirs(made, top, std::string(path_suffix(context, ctx)), true, owner);
   if (!cdir) {
     if (cdir.error().reason == "exists")
       return fail(Error{EACCES,
@@ -242,13 +233,13 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
                 name + ": writing " + context + "/" + file);
     made.file(*cdir, file);
   }
-  auto artifact = open_dirs(made, *cdir, "artifact", true);
+  auto artifact = open_dirs(made, *cdir, "artifact", true, owner);
   if (!artifact) return fail(artifact.error().with_context(name + ": creating " + context + "/artifact"));
   CTX_TRY_CTX(sys::fault_at("child.create.context"), name);
 
   // The child's root: kept if it is there already (the history of an
   // earlier child of that name lives beside it).
-  auto root = open_dirs(made, top, std::string(path_suffix(plan.spec.root, ctx)), false);
+  auto root = open_dirs(made, top, std::string(path_suffix(plan.spec.root, ctx)), false, owner);
   if (!root) return fail(root.error().with_context(name + ": creating " + plan.spec.root));
   // It starts with the parent root's top-level symbolic links (the
   // merged-/usr layout: bin -> usr/bin, lib64 -> usr/lib64), so programs
@@ -263,18 +254,17 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
       if (!have || *have) continue;
       auto target = sys::read_link_at(proot->get(), n);
       if (!target) continue;
-      if (auto r = sys::make_symlink_at(*target, made.fd(*root), n); !r)
+      if (auto r = sys::make_symlink_at(*target, made.fd(*root), n, owner); !r)
         return fail(r.error().with_context(name + ": " + plan.spec.root + "/" + n));
       made.file(*root, n);
-      if (owner) CTX_TRY(sys::chown_at(made.fd(*root), n, *owner));
     }
   }
 
-  // Everything made so far is the agent's: its coordination directory and
-  // its root. What follows (the .d, its files, the entry) stays the
-  // caller's, so that no agent can rewrite a child's control files and the
-  // launcher's trust check (root or the owner) accepts them.
-  const std::size_t agents_part = made.made();
+  // Everything made so far lies in the owner's home and was made with the
+  // owner's rights: its coordination directory and its root. What follows
+  // (the .d, its files, the entry) stays the caller's, so that no agent
+  // can rewrite a child's control files and the launcher's trust check
+  // (root or the owner) accepts them.
 
   auto tmp_name = sys::make_temp_dir_at(made.fd(agents), "." + name + ".d.tmp.", kDirMode);
   if (!tmp_name) return fail(tmp_name.error().with_context(name + ": " + agent_dir));
@@ -293,7 +283,6 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
   const std::string parent_entry = path_join(agent_dir, parent.name);
   auto entry = copy_entry(made, agents, parent.name, tmp);
   if (!entry) return fail(entry.error().with_context(name + ": copying " + parent_entry));
-  if (owner) CTX_TRY_CTX(made.give_directories(*owner, agents_part), name + ": chown");
   CTX_TRY_CTX(sys::fault_at("child.create.files"), name);
 
   if (*entry) {

@@ -1,5 +1,7 @@
 #include "launcher/agent_files.hpp"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "base/timestamp.hpp"
+#include "launcher/as_owner.hpp"
 #include "sys/fault.hpp"
 #include "sys/resolve.hpp"
 
@@ -67,7 +70,7 @@ Error AgentFiles::refusal(const Error& e, const std::string& path, const std::st
 }
 
 Result<void> AgentFiles::session_file(const std::string& name, const std::string& content) {
-  return sys::atomic_replace(session_.get(), name, content);
+  return sys::atomic_replace(session_.get(), name, content, 0644, false, rights());
 }
 
 namespace {
@@ -76,10 +79,12 @@ namespace {
 // a by-cwd entry) is replaced only when it differs: on ext4 each replace
 // of an existing file costs a forced write-back (about 0.13 ms measured),
 // which every launch would otherwise pay.
-Result<void> replace_if_changed(int dirfd, const std::string& name, const std::string& content) {
+Result<void> replace_if_changed(int dirfd, const std::string& name, const std::string& content, const sys::MakeAs& as) {
+  // Read with the same rights: a file the owner may not read decides nothing.
+  CTX_TRY_ASSIGN(sys::FsIdScope scope, sys::FsIdScope::enter(as));
   if (auto old = sys::read_small_file(dirfd, name, content.size() + 1); old && *old && (*old)->data == content)
     return {};
-  return sys::atomic_replace(dirfd, name, content);
+  return sys::atomic_replace(dirfd, name, content, 0644, false, as);
 }
 
 }  // namespace
@@ -90,28 +95,35 @@ Result<void> AgentFiles::begin_session() {
   const std::string base_path = plan_.ctx_root + "/" + base_rel;
   const std::string agent_path = base_path + "/" + agent_rel;
   auto refuse = [&](const Error& e, const std::string& path) -> Result<void> {
+    if (e.code == EACCES)
+      return fail(refusal(e, path,
+                          " (the session's files are made with the rights of the agent's owner, uid " +
+                              std::to_string(plan_.owner) + ", who may not write there; the agent was not started)"));
     return fail(refusal(e, path, " (the session's files could not be made; the agent was not started)"));
   };
   auto base = sys::open_dir(base_path, true);
   if (!base) return refuse(base.error(), base_path);
   if (shared) {
     // The space itself is `ctx init --shared`'s: never made here, never
-    // reached through a symlink.
+    // reached through a symlink, and written only if the owner may.
+    const std::string space_path = base_path + "/" + plan_.session_space;
     auto space = sys::open_dir_beneath(base->get(), plan_.session_space);
-    if (!space) return refuse(space.error(), base_path + "/" + plan_.session_space);
+    if (!space && space.error().code == EACCES) return fail(space_refusal(space_path));
+    if (!space) return refuse(space.error(), space_path);
+    if (!sys::access_fd(space->get(), W_OK | X_OK, rights())) return fail(space_refusal(space_path));
   }
   // A shared space holds sessions only: data/, cache/ and log/ are the home's.
   std::vector<std::string> dirs{"session/index/by-cwd"};
   if (!shared) dirs.insert(dirs.begin(), {"data", "cache", "log"});
   for (const auto& d : dirs)
-    if (auto r = sys::open_or_make_dirs(base->get(), agent_rel + "/" + d, 0755, owner()); !r)
+    if (auto r = sys::open_or_make_dirs(base->get(), agent_rel + "/" + d, 0755, rights()); !r)
       return refuse(r.error(), agent_path + "/" + d);
-  auto dir = sys::open_or_make_dirs(base->get(), agent_rel + "/session/" + plan_.session, 0755, owner());
+  auto dir = sys::open_or_make_dirs(base->get(), agent_rel + "/session/" + plan_.session, 0755, rights());
   const std::string sdir = agent_path + "/session/" + plan_.session;
   if (!dir) return refuse(dir.error(), sdir);
   session_ = std::move(*dir);
   if (auto r = sys::fault_at("supervisor.session"); !r) return refuse(r.error(), sdir);
-  if (auto c = sys::open_or_make_dirs(session_.get(), "context", 0755, owner()); !c)
+  if (auto c = sys::open_or_make_dirs(session_.get(), "context", 0755, rights()); !c)
     return refuse(c.error(), sdir + "/context");
   const std::string now = timestamp_now() + "\n";
   auto created = sys::stat_at(session_.get(), "created_at");
@@ -128,13 +140,14 @@ Result<void> AgentFiles::begin_session() {
   const std::pair<const char*, std::string> steady[] = {{"cwd", plan_.cwd + "\n"},
                                                         {"meta.json", meta.dump(-1, ' ', true) + "\n"}};
   for (const auto& [name, content] : steady)
-    if (auto r = replace_if_changed(session_.get(), name, content); !r) return refuse(r.error(), sdir + "/" + name);
+    if (auto r = replace_if_changed(session_.get(), name, content, rights()); !r)
+      return refuse(r.error(), sdir + "/" + name);
   // The by-cwd index: the session last launched in this cwd.
   if (auto entry = cwd_index_name(plan_.cwd)) {
     const std::string idir = agent_path + "/session/index/by-cwd";
     auto index = sys::open_dir_beneath(base->get(), agent_rel + "/session/index/by-cwd");
     if (!index) return refuse(index.error(), idir);
-    if (auto r = replace_if_changed(index->get(), *entry, plan_.session + "\n"); !r)
+    if (auto r = replace_if_changed(index->get(), *entry, plan_.session + "\n", rights()); !r)
       return refuse(r.error(), idir + "/" + *entry);
   }
   return {};
@@ -179,7 +192,7 @@ void AgentFiles::log(const Event& e) {
 
 void AgentFiles::event(const Event& e) {
   if (!open_session()) return;
-  warn(sys::append_file(session_.get(), "events.jsonl", line_of(e, plan_.name, plan_.session), 0644, owner()),
+  warn(sys::append_file(session_.get(), "events.jsonl", line_of(e, plan_.name, plan_.session), 0644, rights()),
        own_session_path() + "/events.jsonl", Kind::appended);
 }
 
@@ -191,7 +204,7 @@ void AgentFiles::event_of(const std::string& agent, const std::string& session, 
   const std::string path = session_path(agent, session, "events.jsonl");
   auto dir = sys::open_dir_beneath(home->get(), session_rel(plan_.owner, agent, session));
   if (!dir) return warn(fail(dir.error()), path, Kind::appended);
-  warn(sys::append_file(dir->get(), "events.jsonl", line_of(e, agent, session), 0644, owner()), path, Kind::appended);
+  warn(sys::append_file(dir->get(), "events.jsonl", line_of(e, agent, session), 0644, rights()), path, Kind::appended);
 }
 
 void AgentFiles::context_status(const std::string& dir, const std::string& s) {
@@ -200,7 +213,7 @@ void AgentFiles::context_status(const std::string& dir, const std::string& s) {
   if (!root) return;
   auto d = sys::open_dir_beneath(root->get(), std::string(path_suffix(dir, plan_.ctx_root)));
   if (!d) return warn(fail(d.error()), dir + "/status", Kind::replaced);
-  warn(sys::atomic_replace(d->get(), "status", s + "\n"), dir + "/status", Kind::replaced);
+  warn(sys::atomic_replace(d->get(), "status", s + "\n", 0644, false, rights()), dir + "/status", Kind::replaced);
 }
 
 bool AgentFiles::open_session() {
@@ -210,7 +223,7 @@ bool AgentFiles::open_session() {
   auto base = sys::open_dir(plan_.ctx_root + "/" + base_rel, true);
   if (!base) return warn(fail(base.error()), path, Kind::appended), false;
   // Never through a symlink, in the home or in a shared space.
-  auto dir = sys::open_or_make_dirs(base->get(), agent_rel + "/session/" + plan_.session, 0755, owner());
+  auto dir = sys::open_or_make_dirs(base->get(), agent_rel + "/session/" + plan_.session, 0755, rights());
   if (!dir) return warn(fail(dir.error()), path, Kind::appended), false;
   session_ = std::move(*dir);
   return true;
@@ -226,11 +239,15 @@ std::string AgentFiles::own_session_path() const {
   return plan_.ctx_root + "/" + base_rel + "/" + agent_rel + "/session/" + plan_.session;
 }
 
-// A root supervisor gives what it creates in the owner's home tier to the
-// agent's host ids, so the agent's own tools can append events.
-std::optional<sys::Ownership> AgentFiles::owner() const {
-  if (!plan_.ids.privileged) return std::nullopt;
-  return sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
+sys::MakeAs AgentFiles::rights() const { return owner_rights(plan_.ids); }
+
+Error AgentFiles::space_refusal(const std::string& path) const {
+  const std::string uid = std::to_string(plan_.owner);
+  return Error{EACCES, "--session-space " + plan_.session_space + ": " + path + ": EACCES: the agent's owner (uid " +
+                           uid +
+                           ") may not write this shared space, and a launch writes only where its owner may; "
+                           "have the space's owner give uid " +
+                           uid + " write access (mode or group), or choose another space (the agent was not started)"};
 }
 
 std::string AgentFiles::ddir_path(const std::string& file) const {

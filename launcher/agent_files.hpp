@@ -98,7 +98,15 @@ class AgentFiles {
 
   bool open_session();
   Result<void> session_file(const std::string& name, const std::string& content);
-  std::optional<sys::Ownership> owner() const;
+  /// What every file of the agent's tree (its home's directories, its
+  /// sessions, events.jsonl, a child's coordination status) is made and
+  /// written with: the owner's file-system ids in a root launch
+  /// (owner_rights). The .d records (status, pid, log) are the caller's.
+  sys::MakeAs rights() const;
+  /// The refusal of a shared space the owner may not write (with the
+  /// rights above), said before anything is made: EACCES, naming the
+  /// space, its path and what to do.
+  Error space_refusal(const std::string& path) const;
   std::string ddir_path(const std::string& file) const;
   /// Where this launch's sessions lie: the tree below the CTX root
   /// ("home" or "shared", opened without following a symlink) and the

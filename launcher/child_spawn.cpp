@@ -18,11 +18,11 @@ namespace ctx::launcher {
 namespace {
 
 // <ctx>/home/<owner>/agent/<name>/session/default/output.log, for appending.
-Result<UniqueFd> open_output(const agentdir::AgentSpec& child, std::optional<sys::Ownership> owner) {
+Result<UniqueFd> open_output(const agentdir::AgentSpec& child, const sys::MakeAs& owner) {
   CTX_TRY_ASSIGN(UniqueFd home, sys::open_dir(child.ctx_root + "/home", true));
   CTX_TRY_ASSIGN(UniqueFd dir,
                  sys::open_or_make_dirs(home.get(), session_rel(child.owner, child.name, "default"), 0755, owner));
-  return sys::open_append(dir.get(), "output.log", 0644);
+  return sys::open_append(dir.get(), "output.log", 0644, owner);
 }
 
 }  // namespace

@@ -40,8 +40,10 @@ struct SpawnConfig {
   std::string agent_cgroup;  ///< the agent's cgroup directory, "" without cgroups
   bool require_cgroup = false;
   int cancel_grace_ms = kDefaultCancelGraceMs;
-  std::vector<std::string> env;         ///< the child supervisors' environment
-  std::optional<sys::Ownership> owner;  ///< a root caller: files go to the agent's host ids
+  std::vector<std::string> env;  ///< the child supervisors' environment
+  /// The rights the child's files are made with: the owner's file-system
+  /// ids for a root caller (owner_rights), else the caller's own.
+  sys::MakeAs owner;
   /// Runs once a child supervisor runs, with its pidfd (the parent's
   /// watchdog keeps a copy, so that it waits for the child when the
   /// parent's supervisor is killed).

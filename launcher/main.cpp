@@ -177,8 +177,10 @@ ctx::launcher::SuperviseOptions supervise_options(const Args& a, const ctx::laun
 // to mask those the policy does not let the agent read.
 ctx::Result<void> check_sessions(const ctx::agentdir::AgentSpec& spec, const Args& a, ctx::launcher::PlanOptions& po) {
   if (!a.session_space.empty()) {
-    const bool space_exists = static_cast<bool>(ctx::sys::open_dir(spec.ctx_root + "/shared/" + a.session_space, true));
-    CTX_TRY(ctx::launcher::check_session_space(spec, a.session_space, space_exists));
+    // One the caller may not open exists all the same: the supervisor
+    // refuses it as a space the owner may not write.
+    auto space = ctx::sys::open_dir(spec.ctx_root + "/shared/" + a.session_space, true);
+    CTX_TRY(ctx::launcher::check_session_space(spec, a.session_space, space || space.error().code != ENOENT));
   }
   const bool session_exists = static_cast<bool>(ctx::sys::open_dir(
       spec.ctx_root + "/" + ctx::launcher::session_dir_rel(spec.owner, spec.name, a.session_space) + "/" + a.session,

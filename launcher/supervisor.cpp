@@ -19,6 +19,7 @@
 #include "base/timestamp.hpp"
 #include "cgroup/placement.hpp"
 #include "launcher/agent_files.hpp"
+#include "launcher/as_owner.hpp"
 #include "launcher/channel.hpp"
 #include "launcher/children.hpp"
 #include "launcher/model_gate.hpp"
@@ -566,7 +567,7 @@ void Supervisor::start_children() {
   cc.spawn.require_cgroup = opts_.require_cgroup;
   cc.spawn.cancel_grace_ms = opts_.cancel_grace_ms;
   cc.spawn.env = opts_.child_env;
-  if (plan_.ids.privileged) cc.spawn.owner = sys::Ownership{plan_.ids.host_uid, plan_.ids.host_gid};
+  cc.spawn.owner = owner_rights(plan_.ids);
   cc.event = [this](const Event& e) { files_->event(e); };
   cc.log = [this](const Event& e) { files_->log(e); };
   cc.spawn.spawned = [this](int pidfd) {

@@ -141,7 +141,8 @@ Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string&
   return std::optional<FileContent>(FileContent{std::move(data), st});
 }
 
-Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode, std::optional<Ownership> owner) {
+Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode, const MakeAs& as) {
+  CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
   int raw = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) return CTX_FAIL_ERRNO("openat .");
   UniqueFd cur(raw);
@@ -150,10 +151,8 @@ Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mod
     std::size_t slash = rel.find('/', start);
     std::string comp = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (!comp.empty()) {
-      bool made = ::mkdirat(cur.get(), comp.c_str(), mode) == 0;
-      if (!made && errno != EEXIST) return CTX_FAIL_ERRNO("mkdirat " + comp);
+      if (::mkdirat(cur.get(), comp.c_str(), mode) < 0 && errno != EEXIST) return CTX_FAIL_ERRNO("mkdirat " + comp);
       CTX_TRY_ASSIGN(UniqueFd next, open_dir_at(cur.get(), comp));
-      if (made && owner && ::fchown(next.get(), owner->uid, owner->gid) < 0) return CTX_FAIL_ERRNO("fchown " + comp);
       cur = std::move(next);
     }
     if (slash == std::string::npos) break;
@@ -162,7 +161,8 @@ Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mod
   return cur;
 }
 
-Result<bool> make_dir_if_missing_at(int dirfd, const std::string& name, mode_t mode) {
+Result<bool> make_dir_if_missing_at(int dirfd, const std::string& name, mode_t mode, const MakeAs& as) {
+  CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
   if (::mkdirat(dirfd, name.c_str(), mode) == 0) return true;
   int err = errno;
   if (err != EEXIST) return fail(sys_error("mkdirat " + name, err));
@@ -346,7 +346,8 @@ Result<std::vector<DirEntry>> read_dir_from(int dirfd, std::uint64_t from, std::
 }
 
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode, bool durable,
-                            std::optional<Ownership> owner) {
+                            const MakeAs& as) {
+  CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
   std::string tmp =
       "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(random_u64() % 1000000007ULL);
   int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
@@ -356,11 +357,6 @@ Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view
   if (auto r = write_all(fd.get(), data, "write"); !r) {
     cleanup();
     return fail(std::move(r).error().with_context(name));
-  }
-  if (owner && ::fchown(fd.get(), owner->uid, owner->gid) < 0) {
-    int err = errno;
-    cleanup();
-    return fail(sys_error("fchown " + tmp, err));
   }
   // fchmod: the umask may have narrowed the create mode.
   if (::fchmod(fd.get(), mode) < 0) {
@@ -425,7 +421,8 @@ Result<std::size_t> read_at(int fd, char* buf, std::size_t size, std::uint64_t o
   }
 }
 
-Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode) {
+Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode, const MakeAs& as) {
+  CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
   int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
   if (raw < 0) return CTX_FAIL_ERRNO("openat " + name);
   UniqueFd fd(raw);
@@ -434,23 +431,8 @@ Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode) {
   return fd;
 }
 
-Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode,
-                         std::optional<Ownership> owner) {
-  // O_NONBLOCK: a FIFO planted under the name must not hang the caller.
-  // Only a file this call creates is given to `owner`, so a file linked
-  // in under the name is never chowned.
-  constexpr int kFlags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-  bool created = true;
-  int raw = ::openat(dirfd, name.c_str(), kFlags | O_CREAT | O_EXCL, mode);
-  if (raw < 0 && errno == EEXIST) {
-    created = false;
-    raw = ::openat(dirfd, name.c_str(), kFlags);
-  }
-  if (raw < 0) return CTX_FAIL_ERRNO("openat " + name);
-  UniqueFd fd(raw);
-  CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
-  if (!S_ISREG(st.mode)) return fail(Error{EINVAL, name + ": EINVAL: not a regular file"});
-  if (owner && created && ::fchown(fd.get(), owner->uid, owner->gid) < 0) return CTX_FAIL_ERRNO("fchown " + name);
+Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode, const MakeAs& as) {
+  CTX_TRY_ASSIGN(UniqueFd fd, open_append(dirfd, name, mode, as));
   return append_whole(fd.get(), data);
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
+#include "sys/identity.hpp"
 
 namespace ctx::sys {
 
@@ -54,23 +55,30 @@ struct FileContent {
 /// errors are the syscall's.
 Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string& name, std::size_t max_size);
 
-/// An owner to give the files and directories a call creates (a root
-/// supervisor writing into an agent owner's tree).
+/// A uid and gid to give a file (chown).
 struct Ownership {
   uid_t uid = 0;
   gid_t gid = 0;
 };
 
-/// Opens dirfd/rel, creating missing directories (mode) one component at a
-/// time; no component is ever followed as a symlink. Directories it creates
-/// are given to `owner` when set.
-Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode,
-                                   std::optional<Ownership> owner = std::nullopt);
+/// Whose rights a call that makes or writes files uses: nullopt, the
+/// caller's own; set, a root process writing for an agent (the agent
+/// owner's file-system ids, IdPlan::fs), which the call takes for its
+/// duration (FsIdScope). The kernel then checks every lookup, create and
+/// write as the owner's, and what the call makes belongs to the owner:
+/// a root launch makes nothing its owner could not (docs/security.md,
+/// "Root writes only where the owner may").
+using MakeAs = std::optional<Creds>;
 
-/// mkdirat(2) of one name below dirfd: true if this call made the
-/// directory, false if a directory (not a symlink) was already there.
-/// Anything else under the name is an error (ELOOP, ENOTDIR).
-Result<bool> make_dir_if_missing_at(int dirfd, const std::string& name, mode_t mode);
+/// Opens dirfd/rel, creating missing directories (mode) one component at a
+/// time; no component is ever followed as a symlink. Done with `as`'s
+/// rights.
+Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode, const MakeAs& as = std::nullopt);
+
+/// mkdirat(2) of one name below dirfd, with `as`'s rights: true if this
+/// call made the directory, false if a directory (not a symlink) was
+/// already there. Anything else under the name is an error (ELOOP, ENOTDIR).
+Result<bool> make_dir_if_missing_at(int dirfd, const std::string& name, mode_t mode, const MakeAs& as = std::nullopt);
 
 /// Makes a new directory below dirfd named `prefix` followed by random
 /// characters (mkdtemp(3) relative to dirfd) and returns its name.
@@ -163,10 +171,9 @@ Result<std::vector<DirEntry>> read_dir_from(int dirfd, std::uint64_t from, std::
 /// new content, never a mix. With `durable` the file is fsynced before the
 /// rename (control files that must survive a crash); runtime state such as
 /// status is not. On any failure the temporary file is removed and the old
-/// content stays. `owner` is given the new file through its descriptor
-/// before it gets its name, so no path is ever chowned.
+/// content stays. Done with `as`'s rights.
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode = 0644,
-                            bool durable = false, std::optional<Ownership> owner = std::nullopt);
+                            bool durable = false, const MakeAs& as = std::nullopt);
 
 /// Copies the regular file `from` (never through a symlink at its last
 /// component) to dirfd/name with `mode`, only if name does not exist
@@ -180,17 +187,17 @@ Result<std::size_t> read_at(int fd, char* buf, std::size_t size, std::uint64_t o
 
 /// Opens dirfd/name for appending (created with mode if missing), never
 /// through a symlink, and only if it is a regular file (a FIFO planted
-/// there cannot block the caller).
-Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode);
+/// there cannot block the caller). Opened with `as`'s rights.
+Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode, const MakeAs& as = std::nullopt);
 
 /// Appends data to dirfd/name (created with mode if missing) with one
 /// write(2) on an O_APPEND descriptor, so concurrent appenders of lines
 /// shorter than PIPE_BUF do not interleave. All or nothing: when the file
 /// system fills up part-way (a short write, then ENOSPC or EDQUOT), the
 /// part written is truncated away again and the error returned, so a file
-/// of whole lines stays one.
+/// of whole lines stays one. Done with `as`'s rights.
 Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode = 0644,
-                         std::optional<Ownership> owner = std::nullopt);
+                         const MakeAs& as = std::nullopt);
 
 /// Appends data to dirfd/name only if it exists and is a regular file
 /// (never created: ENOENT), never through a symlink at name (O_NOFOLLOW:

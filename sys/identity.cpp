@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "base/unique_fd.hpp"
@@ -119,6 +120,35 @@ Result<Creds> current_creds() {
   if (n < 0) return CTX_FAIL_ERRNO("getgroups");
   c.groups.assign(g.begin(), g.begin() + n);
   return c;
+}
+
+Result<Creds> current_fs_ids() {
+  CTX_TRY_ASSIGN(Creds c, current_creds());
+  // (uid_t)-1 changes nothing and returns the current value.
+  c.uid = static_cast<std::uint32_t>(::setfsuid(static_cast<uid_t>(-1)));
+  c.gid = static_cast<std::uint32_t>(::setfsgid(static_cast<gid_t>(-1)));
+  return c;
+}
+
+Result<FsIdScope> FsIdScope::enter(const std::optional<Creds>& as) {
+  if (!as) return FsIdScope(std::nullopt);
+  CTX_TRY_ASSIGN(Creds saved, current_fs_ids());
+  // Already those ids (an unprivileged caller naming its own, a nested
+  // scope): nothing to change, and setgroups would need CAP_SETGID.
+  if (saved.uid == as->uid && saved.gid == as->gid && saved.groups == as->groups) return FsIdScope(std::nullopt);
+  // Held before the change, so a change that fails half-way (groups set,
+  // setfsgid refused) is undone by the destructor.
+  FsIdScope scope(std::move(saved));
+  CTX_TRY_CTX(set_fs_ids(as->uid, as->gid, as->groups), "taking the owner's file-system ids");
+  return scope;
+}
+
+FsIdScope::~FsIdScope() {
+  if (!saved_) return;
+  // Failing to take the previous ids again would leave a root process
+  // unable to do its own work (cgroups, its records), or with rights it
+  // should no longer have: stop rather than go on.
+  if (!set_fs_ids(saved_->uid, saved_->gid, saved_->groups)) std::abort();
 }
 
 Result<std::optional<UserEntry>> lookup_user(std::uint32_t uid) {

@@ -49,6 +49,32 @@ struct Creds {
 };
 Result<Creds> current_creds();
 
+/// The caller's file-system uid and gid (setfsuid/setfsgid read back)
+/// and supplementary groups: the ids every path is checked with.
+Result<Creds> current_fs_ids();
+
+/// The file-system ids and groups set to `as` for a scope: a root process
+/// that looks up, makes and writes paths with another user's rights (the
+/// owner of the agent it launches, DESIGN.md section 3), so the kernel
+/// checks every step as that user's and what it makes belongs to that
+/// user. The previous file-system ids (not the effective ones) come back
+/// at its end, so scopes nest. Without `as`, or with the ids in force
+/// already, it changes nothing. The ids
+/// are the process's: single-threaded callers only.
+class FsIdScope {
+ public:
+  /// Takes `as` (set_fs_ids) until the scope ends; the error of the
+  /// kernel's refusal, with nothing changed.
+  static Result<FsIdScope> enter(const std::optional<Creds>& as);
+  FsIdScope(FsIdScope&& o) noexcept : saved_(std::move(o.saved_)) { o.saved_.reset(); }
+  FsIdScope& operator=(FsIdScope&&) = delete;
+  ~FsIdScope();
+
+ private:
+  explicit FsIdScope(std::optional<Creds> saved) : saved_(std::move(saved)) {}
+  std::optional<Creds> saved_;
+};
+
 /// A user's passwd entry, in the fields the project uses.
 struct UserEntry {
   std::string name;

@@ -96,7 +96,8 @@ Result<UniqueFd> open_path_at(int dirfd, const std::string& name) {
   return UniqueFd(fd);
 }
 
-Result<void> make_symlink_at(const std::string& target, int dirfd, const std::string& name) {
+Result<void> make_symlink_at(const std::string& target, int dirfd, const std::string& name, const MakeAs& as) {
+  CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
   if (::symlinkat(target.c_str(), dirfd, name.c_str()) < 0) return CTX_FAIL_ERRNO("symlinkat " + name);
   return {};
 }
@@ -107,7 +108,8 @@ Result<UniqueFd> open_path(const std::string& path, int flags) {
   return UniqueFd(fd);
 }
 
-Result<void> access_fd(int fd, int mode) {
+Result<void> access_fd(int fd, int mode, const MakeAs& as) {
+  CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
   if (::faccessat(fd, "", mode, AT_EACCESS | AT_EMPTY_PATH) < 0) return CTX_FAIL_ERRNO("faccessat");
   return {};
 }

@@ -9,6 +9,7 @@
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
+#include "sys/file.hpp"
 
 namespace ctx::sys {
 
@@ -48,14 +49,15 @@ Result<UniqueFd> open_file_beneath(int dirfd, const std::string& rel);
 /// Opens dirfd/name O_PATH|O_NOFOLLOW (the last component only).
 Result<UniqueFd> open_path_at(int dirfd, const std::string& name);
 
-/// symlinkat(2): creates dirfd/name -> target.
-Result<void> make_symlink_at(const std::string& target, int dirfd, const std::string& name);
+/// symlinkat(2): creates dirfd/name -> target, with `as`'s rights.
+Result<void> make_symlink_at(const std::string& target, int dirfd, const std::string& name,
+                             const MakeAs& as = std::nullopt);
 
 /// open(2) of a host path with flags (O_CLOEXEC added).
 Result<UniqueFd> open_path(const std::string& path, int flags);
 
 /// faccessat(AT_EACCESS) on an fd: checks with the effective (file-system)
-/// ids of the caller, so a set fsuid counts.
-Result<void> access_fd(int fd, int mode);
+/// ids of the caller, so a set fsuid counts; with `as`, with those.
+Result<void> access_fd(int fd, int mode, const MakeAs& as = std::nullopt);
 
 }  // namespace ctx::sys

@@ -686,12 +686,17 @@ TEST_CASE("write_child writes the .d, the entry, the root and the parent's coord
   CHECK(r.t.read("home/1000/agent/coder/session/default/messages.jsonl") == "{}\n");
 }
 
-TEST_CASE("write_child gives the agent its channels and root, and keeps the .d and the entry", "[fs]") {
+TEST_CASE("write_child makes the agent's channels and root with the owner's rights, and keeps the .d and the entry",
+          "[fs]") {
   Root r;
-  // As root, ids nobody has; otherwise the caller's own (the only chown
-  // an unprivileged caller may do), which still runs every chown.
+  // As root, an owner with ids nobody has, whose home the test gives it;
+  // otherwise the caller's own ids.
   bool root = ::geteuid() == 0;
-  ctx::sys::Ownership o{root ? 4242u : ::getuid(), root ? 4343u : ::getgid()};
+  ctx::sys::Creds o{root ? 4242u : ::getuid(), root ? 4343u : ::getgid(), {}};
+  if (root)
+    for (const auto& e : std::filesystem::recursive_directory_iterator(r.t / "home/1000"))
+      REQUIRE(::lchown(e.path().c_str(), o.uid, o.gid) == 0);
+  if (root) REQUIRE(::chown((r.t / "home/1000").c_str(), o.uid, o.gid) == 0);
   struct stat before = lstat_of(r.t / "home/1000/agent/coder/session/default");
   REQUIRE(write_child(r.parent, r.child, "default", "x\n", "", o));
   std::string c = r.context();
@@ -725,6 +730,22 @@ TEST_CASE("write_child gives the agent its channels and root, and keeps the .d a
   struct stat after = lstat_of(r.t / "home/1000/agent/coder/session/default");
   CHECK(after.st_uid == before.st_uid);
   CHECK(after.st_gid == before.st_gid);
+}
+
+// Attack: a root supervisor made a child's coordination files and root
+// wherever root may, in a session or home its owner cannot write.
+TEST_CASE("write_child as root makes nothing where the owner may not write", "[root]") {
+  Root r;
+  // The parent's session belongs to another user (root, 0755): the owner
+  // 4242 may not make context/ in it.
+  const ctx::sys::Creds o{4242, 4343, {}};
+  REQUIRE(::chown((r.t / "home/1000/agent").c_str(), o.uid, o.gid) == 0);
+  const std::vector<std::string> before = tree(r.t.path());
+  auto w = write_child(r.parent, r.child, "default", "x\n", "", o);
+  REQUIRE_FALSE(w);
+  CHECK(w.error().code == EACCES);
+  CHECK(w.error().msg == "rev-1: creating " + r.t.path() + "/" + r.context() + ": mkdirat context: EACCES");
+  CHECK(tree(r.t.path()) == before);
 }
 
 TEST_CASE("write_child: a symlinked entry stays a symlink, a missing one is not made", "[fs]") {
