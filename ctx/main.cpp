@@ -194,6 +194,16 @@ int run_view(const std::string& ctx_root, const std::string& agent, bool as_json
   return 0;
 }
 
+int run_ps(const std::string& ctx_root) {
+  auto rows = ctx::helper::running_agents(ctx_root);
+  if (!rows) {
+    std::fprintf(stderr, "ctx ps: %s\n", ctx::printable(rows.error().msg).c_str());
+    return 1;
+  }
+  print_lines(ctx::helper::format_ps(*rows));
+  return 0;
+}
+
 int run_status(const std::string& ctx_root) {
   std::string error;
   auto s = ctx::helper::root_status(ctx_root, error);
@@ -340,15 +350,7 @@ int main(int argc, char** argv) {
   }
   if (explain->parsed()) return run_explain(ctx_root, ex_agent, ex_object, ex_perm);
   if (view_cmd->parsed()) return run_view(ctx_root, view_agent, view_json);
-  if (ps->parsed()) {
-    auto rows = ctx::helper::running_agents(ctx_root);
-    if (!rows) {
-      std::fprintf(stderr, "ctx ps: %s\n", ctx::printable(rows.error().msg).c_str());
-      return 1;
-    }
-    print_lines(ctx::helper::format_ps(*rows));
-    return 0;
-  }
+  if (ps->parsed()) return run_ps(ctx_root);
   if (status->parsed()) return run_status(ctx_root);
   if (run_parsed) return run_parsed();
   if (check->parsed()) {

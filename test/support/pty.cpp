@@ -121,11 +121,10 @@ void PtySession::pump(int timeout_ms) {
 
 void PtySession::idle(int ms) {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
-    if (left <= 0) return;
-    pump(static_cast<int>(left));
-  }
+  auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
+  };
+  for (auto rest = left(); rest > 0; rest = left()) pump(static_cast<int>(rest));
 }
 
 bool PtySession::wait_for(const std::string& text, int timeout_ms) {
