@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -61,6 +62,10 @@ PtySession::~PtySession() {
   }
   if (master_ >= 0) ::close(master_);
   if (held_slave_ >= 0) ::close(held_slave_);
+  if (realtime_ && --realtime_sessions_ == 0) {
+    sched_param p{};
+    ::sched_setscheduler(0, SCHED_OTHER, &p);
+  }
 }
 
 void PtySession::type(const std::string& text) {
@@ -72,8 +77,22 @@ void PtySession::type(const std::string& text) {
   }
 }
 
+// Why real-time: a terminal is a device of its own, not a process among
+// the sandbox's. Under load (CI runs [root] and [userns] side by side on
+// two cores) an ordinary test process read a query 300 ms and more after
+// it was written, so its answer came after the supervisor's 500 ms wait
+// for answers (PtyRelay::kSettleMs) and landed in the shell, as
+// docs/security.md says one that late does. SCHED_RESET_ON_FORK: what the
+// test launches later runs as an ordinary process.
 void PtySession::answer(const std::string& query, const std::string& reply, int delay_ms) {
   answers_.push_back({query, reply, delay_ms, out_.size()});
+  if (realtime_) return;
+  sched_param p{};
+  p.sched_priority = 1;
+  if (realtime_sessions_ > 0 || ::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &p) == 0) {
+    realtime_ = true;
+    ++realtime_sessions_;
+  }
 }
 
 void PtySession::scan_queries() {

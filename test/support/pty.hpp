@@ -28,7 +28,10 @@ class PtySession {
   void type(const std::string& text);
   /// Answers as a terminal does: each time `query` appears in what the
   /// terminal shows, `reply` is typed delay_ms later (a terminal's answer
-  /// comes late over a slow link), in the order the queries came.
+  /// comes late over a slow link), in the order the queries came. From
+  /// then on the test process runs as a real-time task where it may (root),
+  /// its children forked later as ordinary ones, so that delay_ms is how
+  /// late the answer is even on a loaded machine.
   void answer(const std::string& query, const std::string& reply, int delay_ms);
   /// Reads (and answers) for ms.
   void idle(int ms);
@@ -68,6 +71,8 @@ class PtySession {
   std::string out_;
   std::size_t from_ = 0;
   bool closed_ = false;
+  bool realtime_ = false;                ///< this session keeps the test process real-time
+  static inline int realtime_sessions_ = 0;  ///< how many do
 };
 
 }  // namespace ctx::test
