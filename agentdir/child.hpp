@@ -144,4 +144,17 @@ std::string child_context_dir(const AgentSpec& parent, std::string_view session,
 Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::string_view session,
                          std::string_view handoff, std::string_view output, const sys::MakeAs& owner);
 
+/// Deletes a stopped owned child (`ctx agent delete`, or a create with
+/// "replace"): its `<name>.d` and entry under agent/, its socket, its home
+/// home/<owner>/agent/<name> (its sessions and root) and the parent
+/// session's context/child/<name>/. The caller has checked that `child`
+/// is the parent's own (check_child) and runs in no supervisor of the
+/// caller's. The .d's instance lock is taken first and held throughout:
+/// a child that runs under another supervisor is EBUSY (reason
+/// "running") and nothing is removed. The .d is renamed away before
+/// anything is removed, so no launch can find a half-removed child; the
+/// trees are removed without following a symbolic link or crossing a
+/// mount (sys::remove_tree_at).
+Result<void> remove_child(const AgentSpec& parent, const std::string& name, std::string_view session);
+
 }  // namespace ctx::agentdir

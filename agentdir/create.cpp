@@ -70,8 +70,15 @@ class Made {
   std::vector<Item> items_;
 };
 
+// A child's home holds whatever its runtime made there (a checkout).
+constexpr int kRemoveDepth = 256;
+
+// A re-run of a parent meets the child its earlier run made.
 Error taken(std::string_view child, const std::string& path) {
-  return Error{EACCES, std::string(child) + ": EACCES: " + path + " already exists; choose another name for the child",
+  const std::string c(child);
+  return Error{EEXIST,
+               c + ": EEXIST: " + path + " already exists (a child made earlier); delete it first (ctx agent delete " +
+                   c + "), create it with --replace, or choose another name",
                "exists"};
 }
 
@@ -212,9 +219,10 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
   auto cdir = open_dirs(made, top, std::string(path_suffix(context, ctx)), true, owner);
   if (!cdir) {
     if (cdir.error().reason == "exists")
-      return fail(Error{EACCES,
-                        name + ": EACCES: " + context +
-                            " already exists (an earlier child of that name); move it away or choose another name",
+      return fail(Error{EEXIST,
+                        name + ": EEXIST: " + context +
+                            " already exists (an earlier child of that name); delete the child (ctx agent delete " +
+                            name + "), create it with --replace, or choose another name",
                         "exists"});
     return fail(cdir.error().with_context(name + ": creating " + context));
   }
@@ -298,6 +306,37 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
     return fail(r.error().with_context(name + ": " + agent_dir));
   }
   made.keep();
+  return {};
+}
+
+Result<void> remove_child(const AgentSpec& parent, const std::string& name, std::string_view session) {
+  const std::string& ctx = parent.ctx_root;
+  const std::string agent_dir = path_join(ctx, "agent");
+  CTX_TRY_ASSIGN(UniqueFd top, sys::open_dir(ctx));
+  auto agents = sys::open_dir_beneath(top.get(), "agent");
+  if (!agents) return fail(agents.error().with_context(name + ": " + agent_dir));
+  auto ddir = sys::open_dir_beneath(agents->get(), name + ".d");
+  if (!ddir) return fail(ddir.error().with_context(name + ": " + path_join(agent_dir, name + ".d")));
+  CTX_TRY_ASSIGN(bool locked, sys::try_lock(ddir->get()));
+  if (!locked)
+    return fail(Error{EBUSY, name + ": EBUSY: it runs (its supervisor holds " + name + ".d); stop it first", "running"});
+  // Out of every launch's sight first; then nothing can find half of it.
+  const std::string gone = "." + name + ".d.del";
+  CTX_TRY_CTX(sys::remove_tree_at(agents->get(), gone), name + ": " + agent_dir);
+  CTX_TRY_CTX(sys::rename_at(agents->get(), name + ".d", agents->get(), gone), name + ": " + agent_dir);
+  CTX_TRY_CTX(sys::remove_tree_at(agents->get(), gone), name + ": " + agent_dir);
+  for (const std::string& n : {name, name + ".sock"})
+    CTX_TRY_CTX(sys::remove_tree_at(agents->get(), n), name + ": " + agent_dir);
+  // The child's home and its coordination directory lie in the owner's
+  // home; what is already gone is no error.
+  for (const std::string& rel : {"home/" + std::to_string(parent.owner) + "/agent/" + name,
+                                 std::string(path_suffix(child_context_dir(parent, session, name), ctx))}) {
+    const auto slash = rel.rfind('/');
+    auto dir = sys::open_dir_beneath(top.get(), rel.substr(0, slash));
+    if (!dir && dir.error().code == ENOENT) continue;
+    if (!dir) return fail(dir.error().with_context(name + ": " + path_join(ctx, rel.substr(0, slash))));
+    CTX_TRY_CTX(sys::remove_tree_at(dir->get(), rel.substr(slash + 1), kRemoveDepth), name + ": " + path_join(ctx, rel));
+  }
   return {};
 }
 

@@ -27,7 +27,7 @@ int refuse(const std::string& op, int code, const std::string& reason, const std
 }  // namespace
 
 int agent_request(const std::string& op, const std::optional<std::string>& arg,
-                  const std::vector<std::string>& command) {
+                  const std::vector<std::string>& command, bool replace) {
   std::string text;
   if (arg) {
     text = *arg;
@@ -45,6 +45,7 @@ int agent_request(const std::string& op, const std::optional<std::string>& arg,
       return refuse(op, EINVAL, "invalid_request", "EINVAL: the request is not one JSON object");
     if (op == "create") {
       req["request"] = body;
+      if (replace) req["replace"] = true;
     } else {
       for (auto& [k, v] : body.items()) req[k] = v;
     }

@@ -10,13 +10,14 @@
 
 namespace ctx::helper {
 
-/// Runs one request. `op` is create, start, stop or wait; `arg` is the
+/// Runs one request. `op` is create, start, stop, wait or delete; `arg` is the
 /// request (create: the JSON of seed 000's agent.create, else a NAME or
 /// {"name": ...}), read from stdin when absent; `command` (start only) is
-/// the child's runtime command line. Prints the supervisor's answer on
+/// the child's runtime command line; `replace` (create only) deletes a
+/// stopped child of the same name first. Prints the supervisor's answer on
 /// stdout and returns 0, or prints one JSON error line and a sentence on
 /// stderr and returns the errno value (13 for a denial).
 int agent_request(const std::string& op, const std::optional<std::string>& arg,
-                  const std::vector<std::string>& command);
+                  const std::vector<std::string>& command, bool replace = false);
 
 }  // namespace ctx::helper

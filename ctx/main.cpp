@@ -4,7 +4,7 @@
 //   ctx explain [--ctx-root DIR] NAME CLASS:OBJECT PERMISSION
 //   ctx ps [--ctx-root DIR]                        running agents as a tree
 //   ctx status [--ctx-root DIR]                    the root's status
-//   ctx agent create|start|stop|wait [REQUEST] [-- CMD...]
+//   ctx agent create [--replace]|start|stop|wait|delete [REQUEST] [-- CMD...]
 //                                                  owned children, from inside a sandbox
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -215,17 +215,20 @@ int run_status(const std::string& ctx_root) {
   return 0;
 }
 
-// `ctx agent create|start|stop|wait [REQUEST]`: the operation and its
-// argument land in op and arg.
-CLI::App* add_agent_commands(CLI::App& app, std::vector<std::string>& arg, std::string& op) {
+// `ctx agent create|start|stop|wait|delete [REQUEST]`: the operation and
+// its argument land in op and arg, create's --replace in replace.
+CLI::App* add_agent_commands(CLI::App& app, std::vector<std::string>& arg, std::string& op, bool& replace) {
   auto* agent = app.add_subcommand("agent", "owned child agents, from inside a parent's sandbox");
   agent->require_subcommand(1);
-  for (const char* name : {"create", "start", "stop", "wait"}) {
-    auto* sub =
-        agent->add_subcommand(name, std::string(name) == "create"
-                                        ? "create a child from a JSON request (argument or stdin)"
-                                        : std::string(name) + " a child: NAME or {\"name\": ...} (argument or stdin)");
+  for (const char* name : {"create", "start", "stop", "wait", "delete"}) {
+    const std::string n = name;
+    auto* sub = agent->add_subcommand(
+        name, n == "create"   ? "create a child from a JSON request (argument or stdin)"
+              : n == "delete" ? "delete a stopped child: its files, its home and its history (NAME)"
+                              : n + " a child: NAME or {\"name\": ...} (argument or stdin)");
     sub->add_option("REQUEST", arg, "the request")->expected(0, 1);
+    if (n == "create")
+      sub->add_flag("--replace", replace, "delete a stopped child of the same name first (a parent run again)");
     sub->callback([&op, name] { op = name; });
   }
   return agent;
@@ -327,7 +330,8 @@ int main(int argc, char** argv) {
   status->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   std::vector<std::string> agent_arg;
   std::string agent_op;
-  auto* agent = add_agent_commands(app, agent_arg, agent_op);
+  bool agent_replace = false;
+  auto* agent = add_agent_commands(app, agent_arg, agent_op, agent_replace);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -346,7 +350,7 @@ int main(int argc, char** argv) {
   if (agent->parsed()) {
     std::optional<std::string> arg;
     if (!agent_arg.empty()) arg = agent_arg.front();
-    return ctx::helper::agent_request(agent_op, arg, command);
+    return ctx::helper::agent_request(agent_op, arg, command, agent_replace);
   }
   if (explain->parsed()) return run_explain(ctx_root, ex_agent, ex_object, ex_perm);
   if (view_cmd->parsed()) return run_view(ctx_root, view_agent, view_json);

@@ -30,6 +30,10 @@ std::vector<std::string> ChildRegistry::running_names() const {
 
 void ChildRegistry::add(const std::string& name, OwnedChild c) { children_.insert_or_assign(name, std::move(c)); }
 
+void ChildRegistry::forget_ended(const std::string& name) {
+  if (auto it = children_.find(name); it != children_.end() && it->second.exit_status) children_.erase(it);
+}
+
 void ChildRegistry::add_poll_fds(std::vector<struct pollfd>& fds) const {
   for (const auto& [name, c] : children_) {
     if (c.exit_status) continue;

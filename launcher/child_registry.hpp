@@ -52,6 +52,9 @@ class ChildRegistry {
 
   /// Records a started child; an ended one of the same name is replaced.
   void add(const std::string& name, OwnedChild c);
+  /// Forgets an ended child (deleted): a later wait is ESRCH. A running
+  /// one stays.
+  void forget_ended(const std::string& name);
 
   /// Appends the pidfds and status pipes of the running children.
   void add_poll_fds(std::vector<struct pollfd>& fds) const;

@@ -1,5 +1,6 @@
 #include "launcher/children.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "agentdir/child.hpp"
@@ -202,9 +203,14 @@ void Children::request(int id, const std::string& line) {
   const std::string& op = d.op;
   switch (req.op) {
     case ControlOp::create: {
-      auto r = create(req.child);
+      auto r = create(req.child, req.replace);
       if (!r) return deny(id, op, r.error());
       return answer(id, *r);
+    }
+    case ControlOp::remove: {
+      auto r = remove(req.name);
+      if (!r) return deny(id, op, r.error());
+      return answer(id, {{"ok", true}, {"op", op}, {"name", req.name}});
     }
     case ControlOp::start: {
       auto r = start(id, req);
@@ -264,18 +270,23 @@ std::string Children::shown(const std::string& host) const {
   return cfg_.inner_path(host).value_or(host);
 }
 
-Result<json> Children::create(const agentdir::ChildRequest& r) {
+Error Children::shown(Error e) const {
+  // "<host>/agent/rev already exists": said with the parent's paths.
+  const std::string root = cfg_.parent->ctx_root;
+  if (const std::string inner = shown(root); inner != root)
+    for (std::size_t at = e.msg.find(root + "/"); at != std::string::npos; at = e.msg.find(root + "/", at))
+      e.msg.replace(at, root.size(), inner), at += inner.size();
+  return e;
+}
+
+Result<json> Children::create(const agentdir::ChildRequest& r, bool replace) {
   CTX_TRY_ASSIGN(agentdir::ChildPlan plan,
                  agentdir::plan_child(*cfg_.parent, r, {cfg_.session, cfg_.run}, agentdir::passwd_primary_gid()));
-  if (auto w = agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, r.output, cfg_.spawn.owner); !w) {
-    // "<host>/agent/rev already exists": said with the parent's paths.
-    Error e = w.error();
-    const std::string root = cfg_.parent->ctx_root;
-    if (const std::string inner = shown(root); inner != root)
-      for (std::size_t at = e.msg.find(root + "/"); at != std::string::npos; at = e.msg.find(root + "/", at))
-        e.msg.replace(at, root.size(), inner), at += inner.size();
-    return fail(std::move(e));
-  }
+  if (replace)
+    if (auto have = sys::stat_at(AT_FDCWD, cfg_.parent->ctx_root + "/agent/" + r.name + ".d"); have && *have)
+      CTX_TRY(remove(r.name));
+  if (auto w = agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, r.output, cfg_.spawn.owner); !w)
+    return fail(shown(w.error()));
   (void)sys::fault_at("child.create.answer");
   cfg_.event(
       {"agent.child.create", "agent/" + r.name, EventStatus::ok, {{"parent", cfg_.parent->name}, {"child", r.name}}});
@@ -283,6 +294,20 @@ Result<json> Children::create(const agentdir::ChildRequest& r) {
               {"op", "create"},
               {"name", r.name},
               {"context", shown(agentdir::child_context_dir(*cfg_.parent, cfg_.session, r.name))}};
+}
+
+Result<void> Children::remove(const std::string& name) {
+  if (children_.running(name))
+    return fail(Error{EBUSY, name + ": EBUSY: it runs; stop it first (ctx agent stop " + name + ")", "running"});
+  // Only an owned child of this agent is ours to delete (as to start).
+  auto spec = agentdir::load(cfg_.parent->ctx_root, name, {::geteuid() == 0, {}});
+  if (!spec) return fail(shown(spec.error()));
+  CTX_TRY(agentdir::check_child(*cfg_.parent, *spec));
+  if (auto r = agentdir::remove_child(*cfg_.parent, name, cfg_.session); !r) return fail(shown(r.error()));
+  children_.forget_ended(name);
+  cfg_.event(
+      {"agent.child.delete", "agent/" + name, EventStatus::ok, {{"parent", cfg_.parent->name}, {"child", name}}});
+  return {};
 }
 
 Result<std::string> Children::start(int id, const ControlRequest& req) {

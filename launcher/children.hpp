@@ -1,14 +1,15 @@
 // The supervisor's owned children (seed 003): the control socket that
-// `ctx agent create|start|stop|wait` talks to from inside the sandbox
+// `ctx agent create|start|stop|wait|delete` talks to from inside the sandbox
 // (and `ctx tool`, whose requests go to a ToolGate: launcher/tool_gate.hpp).
 // The requests are decoded by control_request (and child_request), the children kept in a
 // ChildRegistry, started and ended by child_spawn.
 //
 // Protocol: one JSON object per line in each direction.
-//   {"op":"create","request":{...seed 000 agent.create shape...}}
+//   {"op":"create"[,"replace":true],"request":{...agent.create shape...}}
 //   {"op":"start","name":"rev-1"[,"command":["/probe","sleep:5"]]}
 //   {"op":"stop","name":"rev-1"}
 //   {"op":"wait","name":"rev-1"}
+//   {"op":"delete","name":"rev-1"}   (a stopped child; needs agent:<name> create)
 // Answers: {"ok":true,"op":...,"name":...[,"pid":N][,"exit_status":N]} or
 // {"ok":false,"code":"EACCES","reason":"agent_policy","agent":"coder",
 // "message":"..."}: a refusal names the agent this supervisor serves
@@ -135,7 +136,13 @@ class Children {
   void answer(int id, const nlohmann::json& j, const std::vector<int>& fds = {});
   void deny(int id, const std::string& op, const Error& e);
   void request(int id, const std::string& line);
-  Result<nlohmann::json> create(const agentdir::ChildRequest& r);
+  /// With `replace`, a stopped child of that name is deleted first.
+  Result<nlohmann::json> create(const agentdir::ChildRequest& r, bool replace);
+  /// `ctx agent delete`: an owned child that runs nowhere, its files and
+  /// home removed (agentdir::remove_child), recorded.
+  Result<void> remove(const std::string& name);
+  /// An error as the parent's sandbox would name its paths.
+  Error shown(Error e) const;
   Result<std::string> start(int id, const ControlRequest& req);
   /// Whether the parent's policy lets it `perm` the agent `name` (ControlAuthorize).
   Result<void> authorize(const std::string& name, std::string_view perm) const;

@@ -38,6 +38,7 @@ std::string_view to_string(ControlOp op) {
     case ControlOp::start: return "start";
     case ControlOp::stop: return "stop";
     case ControlOp::wait: return "wait";
+    case ControlOp::remove: return "delete";
     case ControlOp::model: return "model";
     case ControlOp::tool: return "tool";
   }
@@ -47,13 +48,17 @@ std::string_view to_string(ControlOp op) {
 ControlDecode decode_control_request(std::string_view line, const ControlAuthorize& authorize) {
   json j = json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("op") || !j["op"].is_string())
-    return {"", fail(bad_request("a request is one JSON object with \"op\" (create, start, stop, wait)"))};
+    return {"", fail(bad_request("a request is one JSON object with \"op\" (create, start, stop, wait, delete)"))};
   std::string op = j["op"].get<std::string>();
   auto decoded = [&]() -> Result<ControlRequest> {
     if (op == "create") {
       if (!j.contains("request")) return fail(bad_request("create needs \"request\""));
       ControlRequest r;
       r.op = ControlOp::create;
+      if (j.contains("replace")) {
+        if (!j["replace"].is_boolean()) return fail(bad_request("\"replace\" is true or false"));
+        r.replace = j["replace"].get<bool>();
+      }
       CTX_TRY_ASSIGN(r.child, decode_child_request(j["request"]));
       return r;
     }
@@ -65,13 +70,19 @@ ControlDecode decode_control_request(std::string_view line, const ControlAuthori
       CTX_TRY_ASSIGN(r.name, child_name(j, stop ? "stop" : nullptr, authorize));
       return r;
     }
+    if (op == "delete") {
+      ControlRequest r;
+      r.op = ControlOp::remove;
+      CTX_TRY_ASSIGN(r.name, child_name(j, "create", authorize));
+      return r;
+    }
     if (op == "model" || op == "tool") {
       ControlRequest r;
       r.op = op == "model" ? ControlOp::model : ControlOp::tool;
       r.body = j;
       return r;
     }
-    return fail(bad_request("unknown op '" + op + "' (create, start, stop, wait, tool)"));
+    return fail(bad_request("unknown op '" + op + "' (create, start, stop, wait, delete, model, tool)"));
   };
   return {op, decoded()};
 }

@@ -17,16 +17,19 @@
 namespace ctx::launcher {
 
 /// The ops of the protocol.
-enum class ControlOp { create, start, stop, wait, model, tool };
+enum class ControlOp { create, start, stop, wait, remove, model, tool };
 
-/// The op's word on the wire ("create").
+/// The op's word on the wire ("create"; remove is "delete").
 std::string_view to_string(ControlOp op);
 
 /// A request that passed every check that needs no state.
 struct ControlRequest {
   ControlOp op = ControlOp::create;
-  /// start, stop, wait: the child, a valid agent name (agent_name_issue).
+  /// start, stop, wait, remove: the child, a valid agent name
+  /// (agent_name_issue).
   std::string name;
+  /// create: "replace": a stopped child of that name is deleted first.
+  bool replace = false;
   /// start: the runtime's command ("command"); empty: the child's own.
   std::vector<std::string> command;
   /// create: the decoded "request" (decode_child_request).
@@ -51,8 +54,10 @@ using ControlAuthorize = std::function<Result<void>(const std::string& name, std
 /// Decodes one request line (without its newline): a JSON object with a
 /// string "op". create needs "request"; start, stop and wait a valid
 /// "name" (start and stop then pass `authorize`); start knows only "op",
-/// "name" and "command" (a string or an array of strings). Other ops are
-/// refused with EINVAL, reason invalid_request.
+/// "name" and "command" (a string or an array of strings). delete needs a
+/// valid "name" that passes `authorize` with "create" (policy v0 has no
+/// delete: what made a child may unmake it); create may carry "replace":
+/// true. Other ops are refused with EINVAL, reason invalid_request.
 ControlDecode decode_control_request(std::string_view line, const ControlAuthorize& authorize);
 
 }  // namespace ctx::launcher

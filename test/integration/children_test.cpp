@@ -247,11 +247,11 @@ TEST_CASE("every denial of ctx agent create is EACCES with its reason, and write
   // A name that is taken: the second create is refused, the first stays.
   RunResult twice = f.sh("/ctx/bin/ctx agent create '" + request("rev") + "' && /ctx/bin/ctx agent create '" +
                          request("rev", ",\"handoff\":\"other\"") + "'");
-  CHECK(twice.exit_code == 13);
+  CHECK(twice.exit_code == EEXIST);
   CHECK(twice.err.find("\"reason\":\"exists\"") != std::string::npos);
   // Said with the path the parent sees, not the host's.
-  CHECK(twice.err.find("rev: EACCES: /ctx/agent/rev.d already exists; choose another name for the child") !=
-        std::string::npos);
+  CHECK(twice.err.find("rev: EEXIST: /ctx/agent/rev.d already exists (a child made earlier); delete it first (ctx "
+                       "agent delete rev), create it with --replace, or choose another name") != std::string::npos);
   CHECK(twice.err.find(f.t.root()) == std::string::npos);
   CHECK(f.read(f.session_dir("coder") + "/context/child/rev/handoff.md").empty());
   // start and stop are policy-checked too, and only for the parent's own children.
@@ -745,4 +745,63 @@ TEST_CASE("a SIGKILLed parent is marked dead only after its cancelled children h
   RunResult r = ctx::test::wait_command(sp, 30);
   CHECK(r.exit_code == 128 + SIGKILL);
   CHECK(wait_gone(f.t.root()));
+}
+
+// A parent run again meets the child its first run made: create says
+// EEXIST with the way out; delete removes a stopped child (entry, .d,
+// home, coordination directory) and records it; create --replace does
+// both in one request. A running child, another agent and a name the
+// policy does not let the parent create are never deleted.
+TEST_CASE("a parent run twice: its child is deleted, or replaced, and made again", "[root][userns]") {
+  Family f;
+  const std::string home = "ctx/home/" + f.uid + "/agent/rev";
+  const std::string context = f.session_dir("coder") + "/context/child/rev";
+  const std::string first = "/ctx/bin/ctx agent create '" + request("rev", ",\"handoff\":\"first\\n\"") +
+                            "' >/dev/null && /ctx/bin/ctx agent start rev -- /probe ids >/dev/null && "
+                            "/ctx/bin/ctx agent wait rev >/dev/null";
+  RunResult r1 = f.sh(first);
+  INFO(r1.out << r1.err);
+  REQUIRE(r1.exit_code == 0);
+  REQUIRE(f.exists(home + "/session/default/output.log"));
+  // The same run again: EEXIST, and the way out.
+  RunResult r2 = f.sh(first);
+  CHECK(r2.exit_code == EEXIST);
+  CHECK(r2.err.find("rev: EEXIST: /ctx/agent/rev.d already exists (a child made earlier); delete it first (ctx agent "
+                    "delete rev), create it with --replace, or choose another name") != std::string::npos);
+  // delete: everything of the child goes, and the parent's events say so.
+  RunResult del = f.sh("/ctx/bin/ctx agent delete rev");
+  INFO(del.out << del.err);
+  CHECK(del.exit_code == 0);
+  CHECK(json::parse(del.out) == json{{"ok", true}, {"op", "delete"}, {"name", "rev"}});
+  for (const std::string& gone : std::vector<std::string>{"ctx/agent/rev", "ctx/agent/rev.d", home, context}) {
+    INFO(gone);
+    CHECK_FALSE(f.exists(gone));
+  }
+  CHECK(has_event(events(f, "coder"), {{"type", "agent.child.delete"}, {"object", "agent/rev"}, {"status", "ok"}}));
+  CHECK(f.sh(first).exit_code == 0);  // and the first run's script works again
+  // --replace: the earlier child is deleted and the new one made, in one request.
+  RunResult rep = f.sh("/ctx/bin/ctx agent create --replace '" + request("rev", ",\"handoff\":\"second\\n\"") + "'");
+  INFO(rep.out << rep.err);
+  CHECK(rep.exit_code == 0);
+  CHECK(f.read(context + "/handoff.md") == "second\n");
+  CHECK_FALSE(f.exists(home + "/session"));  // the first child's history went with it
+  // A running child is not deleted, nor replaced.
+  RunResult busy = f.sh(
+      "/ctx/bin/ctx agent start rev -- /probe sleep:20 >/dev/null; /ctx/bin/ctx agent delete rev; echo \"rc=$?\"; "
+      "/ctx/bin/ctx agent create --replace '" +
+      request("rev") + "'; echo \"rc=$?\"; /ctx/bin/ctx agent stop rev >/dev/null");
+  INFO(busy.out << busy.err);
+  CHECK(busy.out.find("rc=16\n") != std::string::npos);
+  CHECK(busy.out.rfind("rc=16\n") != busy.out.find("rc=16\n"));  // twice
+  CHECK(busy.err.find("rev: EBUSY: it runs; stop it first (ctx agent stop rev)") != std::string::npos);
+  CHECK(f.exists("ctx/agent/rev.d/label"));
+  // Only with the right that makes it, and only the parent's own child.
+  f.t.agent("sub");
+  RunResult other = f.sh("/ctx/bin/ctx agent delete other; echo \"rc=$?\"; /ctx/bin/ctx agent delete sub");
+  INFO(other.out << other.err);
+  CHECK(other.out.find("rc=13\n") != std::string::npos);
+  CHECK(other.err.find("lacks 'allow coder_t agent:other create'") != std::string::npos);
+  CHECK(other.exit_code == 13);
+  CHECK(other.err.find("\"reason\":\"not_owned\"") != std::string::npos);
+  CHECK(f.exists("ctx/agent/sub.d/label"));
 }

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "test/support/facility.hpp"
 #include "test/support/launch.hpp"
@@ -13,15 +14,15 @@
 
 namespace {
 
-// The page's shell blocks, joined in order.
-std::string sh_blocks(const std::string& md) {
-  std::string out;
+// The page's shell blocks, in order.
+std::vector<std::string> sh_blocks(const std::string& md) {
+  std::vector<std::string> out;
   const std::string open = "```sh\n", close = "\n```";
   for (std::size_t at = md.find(open); at != std::string::npos; at = md.find(open, at)) {
     at += open.size();
     std::size_t end = md.find(close, at);
     REQUIRE(end != std::string::npos);
-    out += md.substr(at, end - at) + "\n";
+    out.push_back(md.substr(at, end - at) + "\n");
     at = end;
   }
   return out;
@@ -35,7 +36,10 @@ TEST_CASE("docs/quickstart.md works as written: a tree, an agent, a tool call, a
   ctx::test::TestUser as = ctx::test::current_facility() == "root" ? ctx::test::TestUser{0, 0, "root"} : *u;
   const char* src = std::getenv("CTX_SOURCE_ROOT");
   REQUIRE(src != nullptr);
-  const std::string script = sh_blocks(ctx::test::read_file(std::string(src) + "/docs/quickstart.md"));
+  const std::vector<std::string> blocks = sh_blocks(ctx::test::read_file(std::string(src) + "/docs/quickstart.md"));
+  REQUIRE(blocks.size() >= 2);
+  std::string script;
+  for (const auto& b : blocks) script += b;
   REQUIRE(script.find("ctx init") != std::string::npos);
   ctx::test::TempDir home;
   if (::geteuid() == 0) REQUIRE(::chown(home.path().c_str(), as.uid, as.gid) == 0);
@@ -53,6 +57,15 @@ TEST_CASE("docs/quickstart.md works as written: a tree, an agent, a tool call, a
   CHECK(r.out.find("{\"exit_status\":0,\"name\":\"helper\",\"ok\":true,\"op\":\"wait\"}") != std::string::npos);
   CHECK(r.out.size() >= 11);
   CHECK(r.out.substr(r.out.size() - 11) == "helper ran\n");
+  // The child's block again, as a person re-running it would: the same
+  // answers, the child made anew.
+  auto again = ctx::test::run_command({"/bin/sh", "-ec", "export " + path + "\nexport CTX_ROOT=~/ctx\n" + blocks.back()},
+                                      as, 120, {"HOME=" + home.path()});
+  INFO(blocks.back() << "\n---\n" << again.out << again.err);
+  CHECK(again.exit_code == 0);
+  CHECK(again.out.find("{\"exit_status\":0,\"name\":\"helper\",\"ok\":true,\"op\":\"wait\"}") != std::string::npos);
+  CHECK(again.out.size() >= 11);
+  CHECK(again.out.substr(again.out.size() - 11) == "helper ran\n");
   CHECK(ctx::test::processes_mentioning(home.path()).empty());
 }
 

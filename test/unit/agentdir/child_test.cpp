@@ -776,10 +776,11 @@ TEST_CASE("write_child: a taken name is EACCES exists and nothing is written", "
     auto before = tree(r.t.path());
     auto w = write_child(r.parent, r.child, "default", "x\n", "", std::nullopt);
     REQUIRE_FALSE(w);
-    CHECK(w.error().code == EACCES);
+    CHECK(w.error().code == EEXIST);
     CHECK(w.error().reason == "exists");
-    CHECK(w.error().msg ==
-          "rev-1: EACCES: " + r.t.path() + "/agent/" + clash + " already exists; choose another name for the child");
+    CHECK(w.error().msg == "rev-1: EEXIST: " + r.t.path() + "/agent/" + clash +
+                               " already exists (a child made earlier); delete it first (ctx agent delete rev-1), "
+                               "create it with --replace, or choose another name");
     CHECK(tree(r.t.path()) == before);
   }
 }
@@ -790,10 +791,11 @@ TEST_CASE("write_child: an earlier child's coordination directory is not overwri
   auto before = tree(r.t.path());
   auto w = write_child(r.parent, r.child, "default", "x\n", "", std::nullopt);
   REQUIRE_FALSE(w);
-  CHECK(w.error().code == EACCES);
+  CHECK(w.error().code == EEXIST);
   CHECK(w.error().reason == "exists");
-  CHECK(w.error().msg == "rev-1: EACCES: " + r.t / r.context() +
-                             " already exists (an earlier child of that name); move it away or choose another name");
+  CHECK(w.error().msg == "rev-1: EEXIST: " + r.t / r.context() +
+                             " already exists (an earlier child of that name); delete the child (ctx agent delete "
+                             "rev-1), create it with --replace, or choose another name");
   CHECK(tree(r.t.path()) == before);
   CHECK(r.t.read(r.context() + "/result.md") == "earlier results\n");
 }

@@ -84,14 +84,14 @@ TEST_CASE("control request: each op decodes to its typed request", "[unit]") {
 
 TEST_CASE("control request: every refusal says why", "[unit]") {
   const std::string no_op =
-      "|EINVAL|invalid_request|EINVAL: a request is one JSON object with \"op\" (create, start, stop, wait)";
+      "|EINVAL|invalid_request|EINVAL: a request is one JSON object with \"op\" (create, start, stop, wait, delete)";
   CHECK(refusal("") == no_op);
   CHECK(refusal("{") == no_op);
   CHECK(refusal("[1]") == no_op);
   CHECK(refusal(R"({"name":"rev"})") == no_op);
   CHECK(refusal(R"({"op":1})") == no_op);
   CHECK(refusal(R"({"op":"fly"})") ==
-        "fly|EINVAL|invalid_request|EINVAL: unknown op 'fly' (create, start, stop, wait, tool)");
+        "fly|EINVAL|invalid_request|EINVAL: unknown op 'fly' (create, start, stop, wait, delete, model, tool)");
   CHECK(refusal(R"({"op":"create"})") == "create|EINVAL|invalid_request|EINVAL: create needs \"request\"");
   CHECK(refusal(R"({"op":"create","request":{"name":"r","colour":1}})")
             .rfind("create|EINVAL|invalid_request|EINVAL: unknown key 'colour'", 0) == 0);
