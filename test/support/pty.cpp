@@ -86,10 +86,10 @@ void PtySession::type(const std::string& text) {
 // test launches later runs as an ordinary process.
 void PtySession::answer(const std::string& query, const std::string& reply, int delay_ms) {
   answers_.push_back({query, reply, delay_ms, out_.size()});
-  if (realtime_) return;
   sched_param p{};
   p.sched_priority = 1;
-  if (realtime_sessions_ > 0 || ::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &p) == 0) {
+  if (!realtime_ &&
+      (realtime_sessions_ > 0 || ::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &p) == 0)) {
     realtime_ = true;
     ++realtime_sessions_;
   }
