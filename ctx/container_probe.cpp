@@ -177,7 +177,7 @@ std::string userns_remedy(const std::string& step, int code, const UsernsSysctls
   return "a new user namespace cannot be used here (" + step + " failed): see docs/containers.md";
 }
 
-std::vector<Finding> container_findings(const ContainerView& c, const std::optional<ProbeOutcome>& procfs) {
+std::vector<Finding> container_findings(const ContainerView& c, const LaunchProbes& probes) {
   std::vector<Finding> out;
   if (!in_container(c)) {
     out.push_back({Finding::Level::note,
@@ -191,9 +191,11 @@ std::vector<Finding> container_findings(const ContainerView& c, const std::optio
     if (c.cgroup) t += *c.cgroup == "/" ? "; cgroup namespace of its own" : "; own cgroup " + *c.cgroup;
     out.push_back({Finding::Level::note, t});
   }
+  const std::string skip = ": not probed: it needs a user namespace (see above)";
   const std::string what = "a fresh /proc in a new pid namespace";
+  const auto& procfs = probes.procfs;
   if (!procfs) {
-    out.push_back({Finding::Level::note, "env skip    " + what + ": not probed: it needs a user namespace (see above)"});
+    out.push_back({Finding::Level::note, "env skip    " + what + skip});
   } else if (procfs->code == 0) {
     out.push_back({Finding::Level::note, "env ok      " + what});
   } else {
@@ -203,6 +205,20 @@ std::vector<Finding> container_findings(const ContainerView& c, const std::optio
            "), and the kernel mounts a new procfs in a user namespace only where one is fully visible: ";
     t += "every launch is refused (an agent never runs without its own /proc)";
     if (procfs->step == "mount proc") t += ": " + std::string(kProcFix);
+    out.push_back({Finding::Level::error, t});
+  }
+  const std::string host = "a hostname of its own (a new UTS namespace)";
+  const auto& hn = probes.hostname;
+  if (!hn) {
+    out.push_back({Finding::Level::note, "env skip    " + host + skip});
+  } else if (hn->code == 0) {
+    out.push_back({Finding::Level::note, "env ok      " + host});
+  } else {
+    std::string t = "env missing " + host + ": " + hn->step + ": " + errno_name(hn->code) + ": every launch is refused";
+    if (hn->step == "sethostname" && hn->code == EPERM && c.seccomp == 2)
+      t += std::string(": the seccomp profile refuses sethostname (the engines' default allows it only with "
+                       "CAP_SYS_ADMIN): ") +
+           (in_container(c) ? kSeccompFix : "run outside that filter");
     out.push_back({Finding::Level::error, t});
   }
   return out;

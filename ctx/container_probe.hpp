@@ -67,10 +67,17 @@ struct ProbeOutcome {
   int code = 0;
 };
 
+/// What every launch does that a container may refuse, probed for real
+/// (nullopt: not probed, for want of a user namespace).
+struct LaunchProbes {
+  std::optional<ProbeOutcome> procfs;    ///< a fresh /proc in a new pid namespace
+  std::optional<ProbeOutcome> hostname;  ///< sethostname in a new UTS namespace
+};
+
 /// The findings of `ctx check --env` about the container (one note saying
-/// what was seen, "none seen" outside one) and the fresh /proc every
-/// launch mounts (an error where it cannot be mounted: every launch is
-/// refused; not probed when `procfs` is nullopt). Pure.
-std::vector<Finding> container_findings(const ContainerView& c, const std::optional<ProbeOutcome>& procfs);
+/// what was seen, "none seen" outside one), then one per probe: ok, or an
+/// error naming the blocker and the option that lifts it (every launch is
+/// refused there). Pure.
+std::vector<Finding> container_findings(const ContainerView& c, const LaunchProbes& probes);
 
 }  // namespace ctx::helper

@@ -62,12 +62,13 @@ std::vector<Finding> probe_environment() {
   const ContainerView where = read_container(read_container_facts());
   const auto facilities = probe_kernel_facilities(where);
   for (const auto& r : facilities) out.push_back(facility_finding(r));
-  std::optional<ProbeOutcome> procfs;
+  LaunchProbes probes;
   if (root || facilities.front().state == FacilityResult::State::ok) {
-    auto r = sys::probe_fresh_procfs();
-    procfs = r ? ProbeOutcome{} : ProbeOutcome{r.error().reason, r.error().code};
+    auto outcome = [](const Result<void>& r) { return r ? ProbeOutcome{} : ProbeOutcome{r.error().reason, r.error().code}; };
+    probes.procfs = outcome(sys::probe_fresh_procfs());
+    probes.hostname = outcome(sys::probe_own_hostname());
   }
-  for (auto& f : container_findings(where, procfs)) out.push_back(std::move(f));
+  for (auto& f : container_findings(where, probes)) out.push_back(std::move(f));
 
   auto table = sys::mount_table_of(sys::kCgroup2);
   auto mount = table ? cgroup::find_cgroup2(*table) : std::nullopt;

@@ -399,6 +399,16 @@ Error fresh_fs_error(const MountStep& m, Error e) {
   return e;
 }
 
+// Why: container engines' default seccomp profiles allow sethostname only
+// to a container holding CAP_SYS_ADMIN, whatever namespace it would change.
+Error hostname_error(Error e) {
+  if (e.code == EPERM)
+    e.msg +=
+        ": a seccomp filter refuses it (a container engine's default profile does): the launch is refused; `ctx "
+        "check --env` names the profile to run with";
+  return e;
+}
+
 // The one function that makes the sandbox's mounts: the plan's steps, in
 // order. The sockets of /run/ctx go to the supervisor over the channel.
 Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse) {
@@ -490,7 +500,7 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
 
   rep.enter(Step::network);
   if (plan.net_ns) CTX_TRY_CTX(sys::loopback_up(), "network namespace");
-  CTX_TRY(sys::set_hostname(plan.hostname));
+  if (auto r = sys::set_hostname(plan.hostname); !r) return fail(hostname_error(r.error()));
   rep.enter(Step::pivot_root);
   CTX_TRY_CTX(sys::pivot_to(root.get()), "switching root to " + plan.root);
   rep.enter(Step::cwd);

@@ -135,6 +135,27 @@ Result<void> probe_fresh_procfs() {
   return fail(e);
 }
 
+Result<void> probe_own_hostname() {
+  const bool root = ::geteuid() == 0;
+  uid_t uid = ::geteuid();
+  gid_t gid = ::getegid();
+  auto r = in_forked_child([&]() -> Result<void> {
+    auto step = [](const char* name) { return fail(sys_error(name, errno)); };
+    if (::unshare((root ? 0 : CLONE_NEWUSER) | CLONE_NEWUTS) < 0) return step("unshare");
+    if (!root && (!put("/proc/self/setgroups", "deny") ||
+                  !put("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+                  !put("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")))
+      return step("id_map");
+    if (::sethostname("ctx-check", 9) < 0) return step("sethostname");
+    return {};
+  });
+  if (r) return r;
+  // The child's report is "<step>: <errno name>".
+  Error e = r.error();
+  e.reason = e.msg.substr(0, e.msg.find(':'));
+  return fail(e);
+}
+
 Result<int> landlock_abi() {
   long v = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (v < 0) return CTX_FAIL_ERRNO("landlock_create_ruleset");

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <seccomp.h>
 #include <unistd.h>
 
 #include <string>
@@ -43,7 +44,41 @@ bool enter_masked_proc(const TestUser& u) {
   return ::mount("/dev/null", "/proc/version", nullptr, MS_BIND, nullptr) == 0;
 }
 
+// In the child about to exec: no_new_privs and a filter that refuses
+// sethostname with EPERM, as the engines' default profiles do for a
+// container without CAP_SYS_ADMIN.
+bool refuse_sethostname() {
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return false;
+  scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
+  if (f == nullptr) return false;
+  bool ok = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sethostname), 0) == 0 && seccomp_load(f) == 0;
+  seccomp_release(f);
+  return ok;
+}
+
 }  // namespace
+
+TEST_CASE("a seccomp profile that refuses sethostname refuses the launch with the reason", "[userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  RunResult r = ctx::test::run_command(
+      {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "ids"}, m.as, 60,
+      {}, refuse_sethostname);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 125);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("ctx-agent-run: sethostname: EPERM: a seccomp filter refuses it (a container engine's default "
+                   "profile does): the launch is refused; `ctx check --env` names the profile to run with\n") !=
+        std::string::npos);
+  RunResult c = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--env"}, m.as, 60, {},
+                                       refuse_sethostname);
+  CHECK(c.exit_code == 1);
+  CHECK(("\n" + c.out)
+            .find("\nenv missing a hostname of its own (a new UTS namespace): sethostname: EPERM: every launch is "
+                  "refused: the seccomp profile refuses sethostname (the engines' default allows it only with "
+                  "CAP_SYS_ADMIN): ") != std::string::npos);
+}
 
 TEST_CASE("a masked /proc refuses the launch with the reason, never a sandbox without its own /proc", "[userns]") {
   auto m = ctx::test::launch_mode();

@@ -11,6 +11,7 @@ using ctx::helper::ContainerFacts;
 using ctx::helper::ContainerView;
 using ctx::helper::Engine;
 using ctx::helper::Finding;
+using ctx::helper::LaunchProbes;
 using ctx::helper::ProbeOutcome;
 using ctx::helper::UsernsSysctls;
 
@@ -91,8 +92,8 @@ TEST_CASE("container: user namespace, seccomp, AppArmor, masked /proc and cgroup
 
 TEST_CASE("container: the findings say what was seen and refuse a launch without a fresh /proc", "[unit]") {
   ContainerView v = read_container(podman_defaults());
-  auto out = container_findings(v, ProbeOutcome{"mount proc", EPERM});
-  REQUIRE(out.size() == 2);
+  auto out = container_findings(v, LaunchProbes{ProbeOutcome{"mount proc", EPERM}, ProbeOutcome{}});
+  REQUIRE(out.size() == 3);
   CHECK(out[0].level == Finding::Level::note);
   CHECK(out[0].text ==
         "env ok      container: podman (/run/.containerenv); the host's user namespace; seccomp filter on; AppArmor "
@@ -106,17 +107,28 @@ TEST_CASE("container: the findings say what was seen and refuse a launch without
         "--security-opt unmask=ALL; Docker: --security-opt systempaths=unconfined; Kubernetes: "
         "securityContext.procMount: Unmasked (with hostUsers: false)");
 
-  out = container_findings(v, ProbeOutcome{});
-  REQUIRE(out.size() == 2);
+  CHECK(out[2].text == "env ok      a hostname of its own (a new UTS namespace)");
+
+  out = container_findings(v, LaunchProbes{ProbeOutcome{}, ProbeOutcome{"sethostname", EPERM}});
+  REQUIRE(out.size() == 3);
   CHECK(out[1].text == "env ok      a fresh /proc in a new pid namespace");
   CHECK(out[1].level == Finding::Level::note);
-  out = container_findings(v, std::nullopt);
+  CHECK(out[2].level == Finding::Level::error);
+  CHECK(out[2].text ==
+        "env missing a hostname of its own (a new UTS namespace): sethostname: EPERM: every launch is refused: the "
+        "seccomp profile refuses sethostname (the engines' default allows it only with CAP_SYS_ADMIN): "
+        "Docker/Podman: --security-opt seccomp=/usr/share/ctx-agent-run/seccomp/ctx-agent-run.json (the package's "
+        "profile, on the host); Kubernetes: securityContext.seccompProfile: {type: Localhost, localhostProfile: "
+        "ctx-agent-run.json} (the file in /var/lib/kubelet/seccomp on the node)");
+  out = container_findings(v, LaunchProbes{});
   CHECK(out[1].text == "env skip    a fresh /proc in a new pid namespace: not probed: it needs a user namespace (see "
                        "above)");
+  CHECK(out[2].text == "env skip    a hostname of its own (a new UTS namespace): not probed: it needs a user "
+                       "namespace (see above)");
 
   ContainerFacts none;
   none.uid_map = kHostMap;
-  out = container_findings(read_container(none), ProbeOutcome{"unshare", EPERM});
+  out = container_findings(read_container(none), LaunchProbes{ProbeOutcome{"unshare", EPERM}, ProbeOutcome{}});
   CHECK(out[0].text == "env ok      container: none seen (/run/.containerenv, /.dockerenv, container=, /proc/1/cgroup)");
   CHECK(out[1].text ==
         "env missing a fresh /proc in a new pid namespace: unshare: EPERM: every launch is refused (an agent never "
