@@ -84,9 +84,7 @@ void find_engine(const ContainerFacts& f, ContainerView& v) {
 }
 
 // The whole identity map ("0 0 4294967295") is the initial user namespace.
-bool own_user_namespace(const std::string& uid_map) {
-  return !uid_map.empty() && squeeze(uid_map) != "0 0 4294967295";
-}
+bool own_user_namespace(const std::string& uid_map) { return !uid_map.empty() && squeeze(uid_map) != "0 0 4294967295"; }
 
 std::string join(const std::vector<std::string>& v, std::size_t most) {
   std::string out;
@@ -102,8 +100,9 @@ std::string userns_unshare_eperm(const UsernsSysctls& s, const ContainerView& c,
     return "unprivileged user namespaces are disabled: sysctl -w kernel.unprivileged_userns_clone=1 (Debian)";
   if (c.seccomp == 2) {
     if (in_container(c))
-      return std::string("the container's seccomp profile refuses unshare(CLONE_NEWUSER) (Seccomp: 2; the engine's "
-                         "default allows it only with CAP_SYS_ADMIN): ") +
+      return std::string(
+                 "the container's seccomp profile refuses unshare(CLONE_NEWUSER) (Seccomp: 2; the engine's "
+                 "default allows it only with CAP_SYS_ADMIN): ") +
              kSeccompFix;
     return "a seccomp filter refuses unshare(CLONE_NEWUSER) (Seccomp: 2 in /proc/self/status; set by what started "
            "this shell): run outside that filter";
@@ -216,8 +215,9 @@ std::vector<Finding> container_findings(const ContainerView& c, const LaunchProb
   } else {
     std::string t = "env missing " + host + ": " + hn->step + ": " + errno_name(hn->code) + ": every launch is refused";
     if (hn->step == "sethostname" && hn->code == EPERM && c.seccomp == 2)
-      t += std::string(": the seccomp profile refuses sethostname (the engines' default allows it only with "
-                       "CAP_SYS_ADMIN): ") +
+      t += std::string(
+               ": the seccomp profile refuses sethostname (the engines' default allows it only with "
+               "CAP_SYS_ADMIN): ") +
            (in_container(c) ? kSeccompFix : "run outside that filter");
     out.push_back({Finding::Level::error, t});
   }

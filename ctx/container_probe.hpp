@@ -36,13 +36,13 @@ const char* to_string(Engine e);
 /// What read_container() made of the facts.
 struct ContainerView {
   Engine engine = Engine::none;
-  std::string evidence;                  ///< the file or value that told, "" for none
-  bool own_userns = false;               ///< uid_map is not the whole identity map of the initial namespace
-  std::string uid_map;                   ///< its first line, spaces squeezed ("0 1000 1")
-  int seccomp = -1;                      ///< Seccomp: of /proc/self/status (0 off, 1 strict, 2 filter), -1 unknown
-  std::string apparmor;                  ///< the confining profile with its mode, "" when unconfined or none
-  std::vector<std::string> proc_masks;   ///< mount points below /proc that cover part of it, in table order
-  std::optional<std::string> cgroup;     ///< the own cgroup v2 path, when /proc/self/cgroup has one
+  std::string evidence;                 ///< the file or value that told, "" for none
+  bool own_userns = false;              ///< uid_map is not the whole identity map of the initial namespace
+  std::string uid_map;                  ///< its first line, spaces squeezed ("0 1000 1")
+  int seccomp = -1;                     ///< Seccomp: of /proc/self/status (0 off, 1 strict, 2 filter), -1 unknown
+  std::string apparmor;                 ///< the confining profile with its mode, "" when unconfined or none
+  std::vector<std::string> proc_masks;  ///< mount points below /proc that cover part of it, in table order
+  std::optional<std::string> cgroup;    ///< the own cgroup v2 path, when /proc/self/cgroup has one
 };
 
 /// Reads the facts. Pure.
@@ -58,8 +58,7 @@ struct UsernsSysctls {
 /// Why a user namespace probe failed at `step` ("unshare", "id_map",
 /// "mount") with `code`, and what to change: the real cause, never the
 /// sysctl that is already at its limit. Pure.
-std::string userns_remedy(const std::string& step, int code, const UsernsSysctls& s, const ContainerView& c,
-                          bool root);
+std::string userns_remedy(const std::string& step, int code, const UsernsSysctls& s, const ContainerView& c, bool root);
 
 /// A probe's result: the step that failed and its errno, or code 0.
 struct ProbeOutcome {

@@ -64,7 +64,9 @@ std::vector<Finding> probe_environment() {
   for (const auto& r : facilities) out.push_back(facility_finding(r));
   LaunchProbes probes;
   if (root || facilities.front().state == FacilityResult::State::ok) {
-    auto outcome = [](const Result<void>& r) { return r ? ProbeOutcome{} : ProbeOutcome{r.error().reason, r.error().code}; };
+    auto outcome = [](const Result<void>& r) {
+      return r ? ProbeOutcome{} : ProbeOutcome{r.error().reason, r.error().code};
+    };
     probes.procfs = outcome(sys::probe_fresh_procfs());
     probes.hostname = outcome(sys::probe_own_hostname());
   }

@@ -8,9 +8,9 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <seccomp.h>
 #include <unistd.h>
 
 #include <string>
@@ -71,8 +71,8 @@ TEST_CASE("a seccomp profile that refuses sethostname refuses the launch with th
   CHECK(r.err.find("ctx-agent-run: sethostname: EPERM: a seccomp filter refuses it (a container engine's default "
                    "profile does): the launch is refused; `ctx check --env` names the profile to run with\n") !=
         std::string::npos);
-  RunResult c = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--env"}, m.as, 60, {},
-                                       refuse_sethostname);
+  RunResult c =
+      ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--env"}, m.as, 60, {}, refuse_sethostname);
   CHECK(c.exit_code == 1);
   CHECK(("\n" + c.out)
             .find("\nenv missing a hostname of its own (a new UTS namespace): sethostname: EPERM: every launch is "

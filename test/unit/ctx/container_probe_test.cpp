@@ -27,9 +27,15 @@ ContainerFacts podman_defaults() {
   f.self_cgroup = "1:cpu:/libpod_parent/libpod-2e20\n0::/libpod_parent/libpod-2e20\n";
   f.uid_map = kHostMap;
   f.status = "Name:\tcat\nSeccomp:\t2\nSeccomp_filters:\t1\n";
-  f.mounts = {{"/", "overlay", "/"},        {"/proc", "proc", "/"},          {"/proc/bus", "proc", "/bus"},
-              {"/proc/fs", "proc", "/fs"},  {"/proc/irq", "proc", "/irq"},    {"/proc/sys", "proc", "/sys"},
-              {"/proc/acpi", "tmpfs", "/"}, {"/proc/keys", "tmpfs", "/null"}, {"/proc/timer_list", "tmpfs", "/null"},
+  f.mounts = {{"/", "overlay", "/"},
+              {"/proc", "proc", "/"},
+              {"/proc/bus", "proc", "/bus"},
+              {"/proc/fs", "proc", "/fs"},
+              {"/proc/irq", "proc", "/irq"},
+              {"/proc/sys", "proc", "/sys"},
+              {"/proc/acpi", "tmpfs", "/"},
+              {"/proc/keys", "tmpfs", "/null"},
+              {"/proc/timer_list", "tmpfs", "/null"},
               {"/proc/sys/fs/binfmt_misc", "binfmt_misc", "/"}};
   return f;
 }
@@ -121,15 +127,18 @@ TEST_CASE("container: the findings say what was seen and refuse a launch without
         "profile, on the host); Kubernetes: securityContext.seccompProfile: {type: Localhost, localhostProfile: "
         "ctx-agent-run.json} (the file in /var/lib/kubelet/seccomp on the node)");
   out = container_findings(v, LaunchProbes{});
-  CHECK(out[1].text == "env skip    a fresh /proc in a new pid namespace: not probed: it needs a user namespace (see "
-                       "above)");
-  CHECK(out[2].text == "env skip    a hostname of its own (a new UTS namespace): not probed: it needs a user "
-                       "namespace (see above)");
+  CHECK(out[1].text ==
+        "env skip    a fresh /proc in a new pid namespace: not probed: it needs a user namespace (see "
+        "above)");
+  CHECK(out[2].text ==
+        "env skip    a hostname of its own (a new UTS namespace): not probed: it needs a user "
+        "namespace (see above)");
 
   ContainerFacts none;
   none.uid_map = kHostMap;
   out = container_findings(read_container(none), LaunchProbes{ProbeOutcome{"unshare", EPERM}, ProbeOutcome{}});
-  CHECK(out[0].text == "env ok      container: none seen (/run/.containerenv, /.dockerenv, container=, /proc/1/cgroup)");
+  CHECK(out[0].text ==
+        "env ok      container: none seen (/run/.containerenv, /.dockerenv, container=, /proc/1/cgroup)");
   CHECK(out[1].text ==
         "env missing a fresh /proc in a new pid namespace: unshare: EPERM: every launch is refused (an agent never "
         "runs without its own /proc)");
