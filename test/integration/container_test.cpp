@@ -56,7 +56,45 @@ bool refuse_sethostname() {
   return ok;
 }
 
+// In the child about to exec: no_new_privs and a filter that refuses
+// unshare(CLONE_NEWUSER) with EPERM, as Docker's default profile does for
+// a container without CAP_SYS_ADMIN.
+bool refuse_new_userns() {
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return false;
+  scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
+  if (f == nullptr) return false;
+  bool ok = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)) == 0 &&
+            seccomp_load(f) == 0;
+  seccomp_release(f);
+  return ok;
+}
+
 }  // namespace
+
+// The doctor used to answer any EPERM with "raise user.max_user_namespaces"
+// (already 2147483647 on most machines): it names the filter instead.
+TEST_CASE("ctx check --env blames the seccomp filter that refuses user namespaces, not the sysctl", "[userns]") {
+  auto m = ctx::test::launch_mode();
+  RunResult r =
+      ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--env"}, m.as, 60, {}, refuse_new_userns);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  // This machine may itself be a container (CI runs in one): the remedy
+  // then names the engine's options.
+  const bool contained = r.out.find("\nenv ok      container: none seen") == std::string::npos;
+  const std::string cause =
+      contained ? "the container's seccomp profile refuses unshare(CLONE_NEWUSER) (Seccomp: 2; the engine's default "
+                  "allows it only with CAP_SYS_ADMIN): Docker/Podman: --security-opt "
+                  "seccomp=/usr/share/ctx-agent-run/seccomp/ctx-agent-run.json (the package's profile, on the host); "
+                  "Kubernetes: securityContext.seccompProfile: {type: Localhost, localhostProfile: "
+                  "ctx-agent-run.json} (the file in /var/lib/kubelet/seccomp on the node)"
+                : "a seccomp filter refuses unshare(CLONE_NEWUSER) (Seccomp: 2 in /proc/self/status; set by what "
+                  "started this shell): run outside that filter";
+  CHECK(r.out.find("env missing user namespaces for unprivileged users (Linux 3.8): unshare: EPERM: " + cause +
+                   "; without them only root (a systemd unit) can launch agents\n") == 0);
+  CHECK(r.out.find("max_user_namespaces=") == std::string::npos);
+}
 
 TEST_CASE("a seccomp profile that refuses sethostname refuses the launch with the reason", "[userns]") {
   auto m = ctx::test::launch_mode();
