@@ -2,13 +2,16 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "cgroup/discover.hpp"
+#include "ctx/container_probe.hpp"
 #include "ctx/kernel_probe.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
 #include "sys/mountinfo.hpp"
+#include "sys/probe.hpp"
 
 namespace ctx::helper {
 
@@ -17,6 +20,34 @@ namespace {
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
+}
+
+// `container=` of a NUL-separated environment, "" when absent.
+std::string container_var(const std::string& environ) {
+  for (std::size_t at = 0; at < environ.size();) {
+    std::size_t end = environ.find('\0', at);
+    if (end == std::string::npos) end = environ.size();
+    if (environ.compare(at, 10, "container=") == 0) return environ.substr(at + 10, end - at - 10);
+    at = end + 1;
+  }
+  return {};
+}
+
+ContainerFacts read_container_facts() {
+  ContainerFacts f;
+  if (sys::open_o_path("/run/.containerenv")) f.containerenv = sys::read_or_empty("/run", ".containerenv");
+  f.dockerenv = static_cast<bool>(sys::open_o_path("/.dockerenv"));
+  f.container_var = container_var(sys::read_or_empty("/proc/1", "environ"));
+  if (const char* v = std::getenv("container"); f.container_var.empty() && v) f.container_var = v;
+  if (const char* k = std::getenv("KUBERNETES_SERVICE_HOST")) f.kubernetes_host = k;
+  f.pid1_cgroup = sys::read_or_empty("/proc/1", "cgroup");
+  f.self_cgroup = sys::read_or_empty("/proc/self", "cgroup");
+  f.uid_map = sys::read_or_empty("/proc/self", "uid_map");
+  f.status = sys::read_or_empty("/proc/self", "status");
+  f.apparmor = sys::read_or_empty("/proc/self/attr/apparmor", "current");
+  if (f.apparmor.empty()) f.apparmor = sys::read_or_empty("/proc/self/attr", "current");
+  if (auto t = sys::mount_table()) f.mounts = std::move(*t);
+  return f;
 }
 
 }  // namespace
@@ -28,7 +59,18 @@ std::vector<Finding> probe_environment() {
   const bool root = ::geteuid() == 0;
   const std::string uid = std::to_string(::geteuid());
 
-  for (const auto& r : probe_kernel_facilities()) out.push_back(facility_finding(r));
+  const ContainerView where = read_container(read_container_facts());
+  const auto facilities = probe_kernel_facilities(where);
+  for (const auto& r : facilities) out.push_back(facility_finding(r));
+  LaunchProbes probes;
+  if (root || facilities.front().state == FacilityResult::State::ok) {
+    auto outcome = [](const Result<void>& r) {
+      return r ? ProbeOutcome{} : ProbeOutcome{r.error().reason, r.error().code};
+    };
+    probes.procfs = outcome(sys::probe_fresh_procfs());
+    probes.hostname = outcome(sys::probe_own_hostname());
+  }
+  for (auto& f : container_findings(where, probes)) out.push_back(std::move(f));
 
   auto table = sys::mount_table_of(sys::kCgroup2);
   auto mount = table ? cgroup::find_cgroup2(*table) : std::nullopt;

@@ -79,24 +79,15 @@ FacilityResult not_probed(std::size_t i, std::string why) {
   return out;
 }
 
-FacilityResult probe_userns() {
+FacilityResult probe_userns(const ContainerView& where) {
   const bool root = ::geteuid() == 0;
-  std::string max_ns = trim(sys::read_or_empty("/proc/sys/user", "max_user_namespaces"));
+  UsernsSysctls s{trim(sys::read_or_empty("/proc/sys/user", "max_user_namespaces")),
+                  trim(sys::read_or_empty("/proc/sys/kernel", "unprivileged_userns_clone")),
+                  trim(sys::read_or_empty("/proc/sys/kernel", "apparmor_restrict_unprivileged_userns"))};
   auto r = sys::probe_user_namespace();
-  FacilityResult out = result(kUserns, r, "user.max_user_namespaces " + max_ns);
+  FacilityResult out = result(kUserns, r, "user.max_user_namespaces " + s.max_user_namespaces);
   if (r) return out;
-  const Error& e = r.error();
-  if (e.reason == "mount") {
-    out.remedy =
-        "a new user namespace gets no capabilities (Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1): "
-        "load examples/apparmor/ctx-agent-run or set the sysctl to 0";
-  } else if (e.code == ENOSPC || e.code == EUSERS) {
-    out.remedy = "user.max_user_namespaces is " + max_ns + ": sysctl -w user.max_user_namespaces=15000";
-  } else {
-    out.remedy =
-        "unprivileged user namespaces are disabled: sysctl -w kernel.unprivileged_userns_clone=1 (Debian) or raise "
-        "user.max_user_namespaces";
-  }
+  out.remedy = userns_remedy(r.error().reason, r.error().code, s, where, root);
   if (!root) out.remedy += "; without them only root (a systemd unit) can launch agents";
   out.fatal = !root;
   return out;
@@ -322,9 +313,9 @@ Finding facility_finding(const FacilityResult& r) {
   return f;
 }
 
-std::vector<FacilityResult> probe_kernel_facilities() {
+std::vector<FacilityResult> probe_kernel_facilities(const ContainerView& where) {
   std::vector<FacilityResult> out(kCount);
-  out[kUserns] = probe_userns();
+  out[kUserns] = probe_userns(where);
   // Without a user namespace an unprivileged caller cannot use the mount
   // API at all: nothing to learn about the kernel there.
   if (::geteuid() != 0 && out[kUserns].state != State::ok) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ctx/check.hpp"
+#include "ctx/container_probe.hpp"
 
 namespace ctx::helper {
 
@@ -39,7 +40,8 @@ const char* to_string(FacilityResult::State s);
 ///   env skip    <facility> (Linux <since>): not probed: <detail>
 Finding facility_finding(const FacilityResult& r);
 
-/// Probes every facility of kernel_facilities() for the calling user.
-std::vector<FacilityResult> probe_kernel_facilities();
+/// Probes every facility of kernel_facilities() for the calling user;
+/// `where` (the container, if any) decides the remedies.
+std::vector<FacilityResult> probe_kernel_facilities(const ContainerView& where);
 
 }  // namespace ctx::helper

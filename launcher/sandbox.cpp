@@ -393,6 +393,29 @@ Step timing_step(const MountStep& m) {
   return Step::proc;
 }
 
+// Why: in a user namespace the kernel mounts a new procfs only where an
+// existing one is fully visible (fs/namespace.c, mnt_already_visible), and
+// container engines cover parts of /proc by default. The launch stops
+// here: an agent never runs without its own /proc.
+Error fresh_fs_error(const MountStep& m, Error e) {
+  if (m.fstype == "proc" && e.code == EPERM)
+    e.msg +=
+        ": the kernel mounts a new procfs in a user namespace only where /proc is fully visible, and here part of it "
+        "is covered (a container engine masks it by default): the launch is refused rather than run without the "
+        "sandbox's own /proc; `ctx check --env` names the engine option that unmasks it";
+  return e;
+}
+
+// Why: container engines' default seccomp profiles allow sethostname only
+// to a container holding CAP_SYS_ADMIN, whatever namespace it would change.
+Error hostname_error(Error e) {
+  if (e.code == EPERM)
+    e.msg +=
+        ": a seccomp filter refuses it (a container engine's default profile does): the launch is refused; `ctx "
+        "check --env` names the profile to run with";
+  return e;
+}
+
 // The one function that makes the sandbox's mounts: the plan's steps, in
 // order. The sockets of /run/ctx go to the supervisor over the channel.
 Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse) {
@@ -434,7 +457,8 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
       case StepKind::mask: CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")"); break;
       case StepKind::fs: {
         CTX_TRY_ASSIGN(UniqueFd point, mount_point(root.get(), m.target, true));
-        CTX_TRY_CTX(sys::mount_fresh(m.fstype, point.get(), fs_flags(m.attrs), m.options), m.target);
+        auto r = sys::mount_fresh(m.fstype, point.get(), fs_flags(m.attrs), m.options);
+        if (!r) return fail(fresh_fs_error(m, r.error()).with_context(m.target));
         break;
       }
       case StepKind::dev_node: CTX_TRY_CTX(bind_dev_node(root.get(), m), m.target); break;
@@ -486,7 +510,7 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
 
   rep.enter(Step::network);
   if (plan.net_ns) CTX_TRY_CTX(sys::loopback_up(), "network namespace");
-  CTX_TRY(sys::set_hostname(plan.hostname));
+  if (auto r = sys::set_hostname(plan.hostname); !r) return fail(hostname_error(r.error()));
   rep.enter(Step::pivot_root);
   CTX_TRY_CTX(sys::pivot_to(root.get()), "switching root to " + plan.root);
   rep.enter(Step::cwd);

@@ -73,6 +73,89 @@ Result<void> probe_user_namespace() {
   return fail(e);
 }
 
+namespace {
+
+// The grandchild of probe_fresh_procfs: pid 1 of the new pid namespace.
+[[noreturn]] void mount_procfs_as_init(int report_fd) {
+  int err = 0;
+  const char* step = "mount proc";
+  if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
+    err = errno;
+    step = "mount";
+  } else if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0) {
+    err = errno;
+  }
+  if (err == 0) _exit(0);
+  std::string m = std::string(step) + "\t" + std::to_string(err);
+  (void)!::write(report_fd, m.data(), m.size());
+  _exit(1);
+}
+
+}  // namespace
+
+Result<void> probe_fresh_procfs() {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) return CTX_FAIL_ERRNO("pipe2");
+  const bool root = ::geteuid() == 0;
+  uid_t uid = ::geteuid();
+  gid_t gid = ::getegid();
+  pid_t pid = ::fork();
+  if (pid < 0) return CTX_FAIL_ERRNO("fork");
+  if (pid == 0) {
+    auto report = [&](const char* step) {
+      std::string m = std::string(step) + "\t" + std::to_string(errno);
+      (void)!::write(p[1], m.data(), m.size());
+      _exit(1);
+    };
+    if (::unshare((root ? 0 : CLONE_NEWUSER) | CLONE_NEWNS | CLONE_NEWPID) < 0) report("unshare");
+    if (!root && (!put("/proc/self/setgroups", "deny") ||
+                  !put("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+                  !put("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")))
+      report("id_map");
+    pid_t init = ::fork();
+    if (init < 0) report("fork");
+    if (init == 0) mount_procfs_as_init(p[1]);
+    int st = 0;
+    ::waitpid(init, &st, 0);
+    _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1);
+  }
+  ::close(p[1]);
+  char buf[64] = {};
+  ssize_t n = ::read(p[0], buf, sizeof buf - 1);
+  ::close(p[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  std::string r(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  auto tab = r.find('\t');
+  int err = tab == std::string::npos ? EIO : std::atoi(r.c_str() + tab + 1);
+  std::string step = tab == std::string::npos ? std::string("probe") : r.substr(0, tab);
+  Error e = sys_error(step, err);
+  e.reason = step;
+  return fail(e);
+}
+
+Result<void> probe_own_hostname() {
+  const bool root = ::geteuid() == 0;
+  uid_t uid = ::geteuid();
+  gid_t gid = ::getegid();
+  auto r = in_forked_child([&]() -> Result<void> {
+    auto step = [](const char* name) { return fail(sys_error(name, errno)); };
+    if (::unshare((root ? 0 : CLONE_NEWUSER) | CLONE_NEWUTS) < 0) return step("unshare");
+    if (!root && (!put("/proc/self/setgroups", "deny") ||
+                  !put("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+                  !put("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")))
+      return step("id_map");
+    if (::sethostname("ctx-check", 9) < 0) return step("sethostname");
+    return {};
+  });
+  if (r) return r;
+  // The child's report is "<step>: <errno name>".
+  Error e = r.error();
+  e.reason = e.msg.substr(0, e.msg.find(':'));
+  return fail(e);
+}
+
 Result<int> landlock_abi() {
   long v = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (v < 0) return CTX_FAIL_ERRNO("landlock_create_ruleset");

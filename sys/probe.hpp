@@ -19,6 +19,21 @@ namespace ctx::sys {
 /// step: "unshare", "id_map" or "mount".
 Result<void> probe_user_namespace();
 
+/// Mounts a fresh procfs over /proc in a new pid and mount namespace of a
+/// forked child (with a user namespace of its own unless the caller is
+/// root), as every launch does: Ok, or the failing step with its errno
+/// (EPERM at "mount proc": /proc is masked, see fs/namespace.c's
+/// mnt_already_visible). Error::reason names the step: "unshare",
+/// "id_map", "fork" or "mount proc".
+Result<void> probe_fresh_procfs();
+
+/// Sets a hostname in a new UTS namespace of a forked child (with a user
+/// namespace of its own unless the caller is root), as every launch does:
+/// Ok, or the failing step with its errno (EPERM at "sethostname": a
+/// seccomp filter, such as a container engine's default profile).
+/// Error::reason names the step: "unshare", "id_map" or "sethostname".
+Result<void> probe_own_hostname();
+
 /// The Landlock ABI version (landlock_create_ruleset with the version
 /// flag), or the errno (EOPNOTSUPP: not enabled at boot).
 Result<int> landlock_abi();
