@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <set>
@@ -77,6 +78,16 @@ std::string groups_file(uid_t uid, gid_t gid) {
   return out;
 }
 
+// The label type of a new agent: its name with '-' as '_' (a type has
+// no '-'), then "_t"; "a_" first when the name begins with a digit (a
+// type begins with a letter); at most 64 bytes.
+std::string label_type(const std::string& name) {
+  std::string t = name;
+  std::replace(t.begin(), t.end(), '-', '_');
+  if (!t.empty() && !std::isalpha(static_cast<unsigned char>(t.front()))) t = "a_" + t;
+  return t.substr(0, 62) + "_t";
+}
+
 // The control files of a first agent (see run_new).
 std::vector<std::pair<std::string, std::string>> control_files(const std::string& ctx_root, const std::string& name,
                                                                uid_t uid, gid_t gid, const std::string& root) {
@@ -89,23 +100,24 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
   mount += path_join(ctx_root, home_rel) + "\t/ctx/" + home_rel + "\trw\tbind,nosuid,nodev\n";
   // Every mount line needs its rule (docs/abi-policy.md, "What each class
   // gates"): read its target, and write it for a rw line.
+  const std::string type = label_type(name);
   std::string policy = "# " + name +
                        "'s policy v0: one rule a line, default deny (docs/abi-policy.md). For example:\n"
                        "# allow " +
-                       name +
-                       "_t tool:fs.read execute\n"
+                       type +
+                       " tool:fs.read execute\n"
                        "# Its session `default`: made by the first launch (write), continued by the next (resume).\n"
                        "allow " +
-                       name + "_t session:default write\nallow " + name +
-                       "_t session:default resume\n"
+                       type + " session:default write\nallow " + type +
+                       " session:default resume\n"
                        "# Each line of the mount file needs its mount rules:\n";
   auto mt = mountspec::parse(name + ".d/mount", mount);
   if (mt)
-    for (const auto& r : agentdir::mount_rules(*mt, name + "_t")) policy += policy::format_rule(r) + "\n";
+    for (const auto& r : agentdir::mount_rules(*mt, type)) policy += policy::format_rule(r) + "\n";
   std::vector<std::pair<std::string, std::string>> files{
       {"owner", std::to_string(uid) + "\n"},
       {"gid", std::to_string(gid) + "\n"},
-      {"label", name + "_t\n"},
+      {"label", type + "\n"},
       {"iso", "userns\n"},
       {"root", root + "\n"},
       {"cwd", "/ctx/" + home_rel + "\n"},

@@ -97,6 +97,24 @@ TEST_CASE("ctx new writes an agent that ctx check passes, and refuses what it mu
     CHECK(e.path().filename().string().find(".new.") == std::string::npos);  // no temporary left
 }
 
+// Before: `ctx new rev-1` wrote the label rev-1_t, which no type may be,
+// so the agent it made could never launch.
+TEST_CASE("ctx new makes a valid label type of any agent name", "[fs]") {
+  ctx::test::TempDir t;
+  const std::string root = t / "ctx";
+  REQUIRE(ctx_cmd({"init", "--ctx-root", root}).exit_code == 0);
+  for (const auto& [name, type] : std::vector<std::pair<std::string, std::string>>{
+           {"rev-1", "rev_1_t"}, {"1st", "a_1st_t"}, {std::string(64, 'x'), std::string(62, 'x') + "_t"}}) {
+    auto r = ctx_cmd({"new", name, "--ctx-root", root});
+    INFO(name << ": " << r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find(name + ": ok\n") != std::string::npos);  // ctx check's verdict
+    CHECK(t.read("ctx/agent/" + name + ".d/label") == type + "\n");
+    CHECK(t.read("ctx/agent/" + name + ".d/policy").find("allow " + type + " session:default write\n") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("ctx init writes the root's status when missing and never replaces one", "[fs]") {
   ctx::test::TempDir t;
   const std::string root = t / "ctx";
