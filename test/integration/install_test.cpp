@@ -54,7 +54,8 @@ TEST_CASE("meson install puts the programs, man pages, completion, unit and prof
   CHECK(::access((root + "/share/ctx-agent-run/install-example").c_str(), X_OK) == 0);
   for (const std::string f :
        {"/share/man/man1/ctx-agent-run.1", "/share/man/man1/ctx.1", "/share/bash-completion/completions/ctx-agent-run",
-        "/share/bash-completion/completions/ctx", "/share/doc/ctx-agent-run/quickstart.md"})
+        "/share/bash-completion/completions/ctx", "/share/doc/ctx-agent-run/quickstart.md",
+        "/share/ctx-agent-run/apparmor/ctx-agent-run-container", "/share/ctx-agent-run/seccomp/ctx-agent-run.json"})
     CHECK(std::filesystem::is_regular_file(root + f));
   const std::string unit = ctx::test::read_file(root + "/lib/systemd/system/agent@.service");
   CHECK(unit.find("\nExecStart=" + prefix + "/bin/ctx-agent-run %i\n") != std::string::npos);
