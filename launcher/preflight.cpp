@@ -111,14 +111,60 @@ Result<Resolved> resolve(const LaunchPlan& plan, const std::string& inner) {
   return Resolved{cur, host_path_of(plan, cur)};
 }
 
+std::string env_path_of(const std::vector<std::string>& env) {
+  for (const auto& kv : env)
+    if (kv.rfind("PATH=", 0) == 0) return kv.substr(5);
+  return "";
+}
+
+// The directories of a PATH value, empty entries left out.
+std::vector<std::string> path_dirs(const std::string& path) {
+  std::vector<std::string> out;
+  for (std::size_t start = 0; start <= path.size();) {
+    std::size_t colon = path.find(':', start);
+    std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!dir.empty()) out.push_back(dir);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return out;
+}
+
+// Where `name` is: itself when it holds a '/', else the first directory
+// of `path` that has it, by `exists`.
+std::optional<std::string> find_program(const std::string& name, const std::string& path,
+                                        const std::function<bool(const std::string&)>& exists) {
+  if (name.find('/') != std::string::npos) return exists(name) ? std::optional(name) : std::nullopt;
+  for (const auto& d : path_dirs(path))
+    if (exists(d + "/" + name)) return d + "/" + name;
+  return std::nullopt;
+}
+
 std::string merged_usr_hint(const std::string& root) {
   return "the root " + root + " needs the merged-/usr links (ln -s usr/bin " + root +
          "/bin, and likewise sbin, lib, lib64) and a mount of /usr, or a mount that shows it";
 }
 
 void check_runtime(const LaunchPlan& plan, std::vector<Error>& out) {
-  if (plan.argv.empty() || plan.argv[0].find('/') == std::string::npos) return;  // found through PATH at exec
-  const std::string& prog = plan.argv[0];
+  if (plan.argv.empty()) return;
+  std::string prog = plan.argv[0];
+  if (prog.find('/') == std::string::npos) {
+    // Found through PATH at exec, as the sandbox's execvpe would.
+    auto found = find_program(prog, env_path_of(plan.env), [&](const std::string& p) {
+      auto r = resolve(plan, p);
+      if (!r) return false;
+      if (!r->host) return true;  // made by the launcher
+      auto st = sys::stat_at(AT_FDCWD, *r->host);
+      return st && *st;
+    });
+    if (!found) {
+      auto hint = runtime_host_hint(plan);
+      out.push_back(Error{ENOENT, "runtime " + prog + ": execve: ENOENT: in none of the sandbox's PATH directories (" +
+                                      env_path_of(plan.env) + ")" + (hint ? "; " + *hint : "")});
+      return;
+    }
+    prog = *found;
+  }
   auto r = resolve(plan, prog);
   if (!r) {
     out.push_back(Error{r.error().code, "runtime " + prog + ": execve " + prog + ": " + errno_name(r.error().code) +
@@ -137,8 +183,13 @@ void check_runtime(const LaunchPlan& plan, std::vector<Error>& out) {
   auto n = sys::read_at(fd->get(), head.data(), head.size(), 0);
   if (!n) return;
   head.resize(*n);
-  if (auto e = runtime_issue(prog, *r->host, head, plan.root,
-                             [&](const std::string& p) { return resolve(plan, p).has_value(); }))
+  RuntimeLookup look{[&](const std::string& p) { return resolve(plan, p).has_value(); },
+                     [](const std::string& p) {
+                       auto there = sys::stat_at(AT_FDCWD, p);
+                       return there && *there;
+                     },
+                     env_path_of(plan.env)};
+  if (auto e = runtime_issue(prog, *r->host, head, plan.root, look))
     out.push_back(*e);
 }
 
@@ -222,8 +273,37 @@ std::string elf_interpreter(std::string_view h) {
   return "";
 }
 
+namespace {
+
+// The words after a missing interpreter: a mount is missing when the host
+// has it, the runtime names nothing when the host does not either.
+std::string missing_fix(const std::string& what, const std::string& host_file, const std::string& root,
+                        const RuntimeLookup& look, const std::optional<std::string>& on_host) {
+  if (!look.on_host) return merged_usr_hint(root);
+  if (on_host) return "the host has " + *on_host + ": " + merged_usr_hint(root);
+  return "the host has no " + what + " either: install it, or change the #! line of " + host_file;
+}
+
+// The program `#!/usr/bin/env [-S] [VAR=value...] NAME` runs: NAME, or ""
+// when the line names none.
+std::string env_program(std::string_view args) {
+  std::size_t at = 0;
+  while (at < args.size()) {
+    std::size_t b = args.find_first_not_of(" \t", at);
+    if (b == std::string_view::npos) return "";
+    std::size_t e = args.find_first_of(" \t", b);
+    std::string word(args.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
+    at = e == std::string_view::npos ? args.size() : e;
+    if (word[0] == '-' || word.find('=') != std::string::npos) continue;
+    return word;
+  }
+  return "";
+}
+
+}  // namespace
+
 std::optional<Error> runtime_issue(const std::string& prog, const std::string& host, std::string_view head,
-                                   const std::string& root, const std::function<bool(const std::string&)>& exists) {
+                                   const std::string& root, const RuntimeLookup& look) {
   const std::string what = "runtime " + prog + ": ";
   std::string loader;
   if (head.substr(0, 2) == "#!") {
@@ -235,13 +315,54 @@ std::optional<Error> runtime_issue(const std::string& prog, const std::string& h
                                host};
     std::size_t b = line.find_first_not_of(" \t", 2);
     if (b == std::string_view::npos) return std::nullopt;
-    std::string interp(line.substr(b, line.find_first_of(" \t", b) - b));
-    if (interp.empty() || interp[0] != '/' || exists(interp)) return std::nullopt;
-    return Error{ENOENT, what + "#!" + interp + ": " + interp + " not found in the sandbox; " + merged_usr_hint(root)};
+    std::size_t e = line.find_first_of(" \t", b);
+    std::string interp(line.substr(b, e - b));
+    if (interp.empty() || interp[0] != '/') return std::nullopt;
+    if (!look.in_sandbox(interp)) {
+      // Where the host has it, the launch's own words (the sandbox cannot
+      // tell): a mount is missing.
+      const bool nowhere = look.on_host && !look.on_host(interp);
+      return Error{ENOENT, what + "#!" + interp + ": " + interp + " not found in the sandbox; " +
+                               (nowhere ? missing_fix(interp, host, root, look, std::nullopt) : merged_usr_hint(root))};
+    }
+    // #!/usr/bin/env NAME: env finds NAME through the sandbox's PATH.
+    if (interp.size() < 4 || interp.compare(interp.size() - 4, 4, "/env") != 0 || e == std::string_view::npos)
+      return std::nullopt;
+    const std::string name = env_program(line.substr(e));
+    if (name.empty() || find_program(name, look.path, look.in_sandbox)) return std::nullopt;
+    std::optional<std::string> there;
+    if (look.on_host) there = find_program(name, look.path, look.on_host);
+    return Error{ENOENT, what + "#!" + interp + " " + name + ": " + name +
+                             (name.find('/') != std::string::npos
+                                  ? " not found in the sandbox; "
+                                  : " is in none of the sandbox's PATH directories (" + look.path + "); ") +
+                             missing_fix(name, host, root, look, there)};
   }
   loader = elf_interpreter(head);
-  if (loader.empty() || exists(loader)) return std::nullopt;
+  if (loader.empty() || look.in_sandbox(loader)) return std::nullopt;
   return Error{ENOENT, what + "its loader " + loader + " is not found in the sandbox; " + merged_usr_hint(root)};
+}
+
+std::optional<std::string> runtime_host_hint(const LaunchPlan& plan) {
+  if (plan.argv.empty()) return std::nullopt;
+  const std::string& prog = plan.argv[0];
+  const std::string path = env_path_of(plan.env);
+  auto on_host = [](const std::string& p) {
+    auto st = sys::stat_at(AT_FDCWD, p);
+    return st && *st && !S_ISDIR((*st)->mode);
+  };
+  // The sandbox has it after all (then its interpreter failed, which the
+  // sandbox said): nothing to add.
+  auto shown = [&](const std::string& inner) {
+    auto h = host_path_of(plan, inner);
+    return h && on_host(*h);
+  };
+  if (find_program(prog, path, shown)) return std::nullopt;
+  auto there = find_program(prog, path, on_host);
+  if (!there) return std::nullopt;
+  return "the host has " + *there + ", which no line of " + plan.name +
+         ".d/mount shows in the sandbox: add one that shows it (its directory, or /usr), or run a program the "
+         "mounts show";
 }
 
 std::vector<Error> preflight(const LaunchPlan& plan) {

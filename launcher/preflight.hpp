@@ -29,16 +29,36 @@ std::optional<std::string> host_path_of(const LaunchPlan& plan, const std::strin
 /// host_path_of), or nullopt when no step shows it. Pure.
 std::optional<std::string> inner_path_of(const LaunchPlan& plan, const std::string& host);
 
+/// What runtime_issue may ask of the world.
+struct RuntimeLookup {
+  /// Whether a path exists in the sandbox (its own files, or the planned
+  /// tree).
+  std::function<bool(const std::string&)> in_sandbox;
+  /// Whether a path exists on the host; unset inside the sandbox, which
+  /// cannot tell.
+  std::function<bool(const std::string&)> on_host;
+  /// The sandbox's PATH, where `#!/usr/bin/env NAME` looks for NAME.
+  std::string path;
+};
+
 /// Why the kernel answers ENOENT (or runs nothing) for a runtime whose
-/// file exists, from its first bytes (`head`, up to 4 KiB): a `#!` line
-/// that ends in CR (DOS line ends), a `#!` interpreter or an ELF loader
-/// (PT_INTERP) that `exists` says the sandbox does not have. nullopt
-/// when none of these is the cause. Pure: the sandbox asks it after a
-/// failed execve (exists: the sandbox's own files), `ctx check` before
-/// the launch (exists: the planned tree).
+/// file exists, or why it would fail at once, from its first bytes
+/// (`head`, up to 4 KiB): a `#!` line that ends in CR (DOS line ends), a
+/// `#!` interpreter or an ELF loader (PT_INTERP) the sandbox does not
+/// have, or the program `#!/usr/bin/env NAME` names in none of the
+/// sandbox's PATH directories. Each says whether the host has it (then a
+/// mount is missing) or not (then the runtime names something that is
+/// nowhere). nullopt when none of these is the cause. Pure: the sandbox
+/// asks it after a failed execve, `ctx check` before the launch.
 /// `host`: the file on the host, for the fix.
 std::optional<Error> runtime_issue(const std::string& prog, const std::string& host, std::string_view head,
-                                   const std::string& root, const std::function<bool(const std::string&)>& exists);
+                                   const std::string& root, const RuntimeLookup& look);
+
+/// For a runtime the sandbox did not find (exit 127): where the host has
+/// the program the plan's argv[0] names (itself, or found through the
+/// plan's PATH) though no step of the plan shows it, as the words to add
+/// to the error; nullopt when the host has it nowhere either.
+std::optional<std::string> runtime_host_hint(const LaunchPlan& plan);
 
 /// The ELF program interpreter (PT_INTERP) named in the first bytes of an
 /// executable, or "" (not ELF, 32-bit, or not within `head`). Pure.

@@ -598,16 +598,27 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
     if (e.code != ENOENT || last.code == ENOENT) last = e;
   }
   int code = last.code == ENOENT || last.code == ENOTDIR ? kExitNotFound : kExitNotExecutable;
-  last = last.with_context("runtime " + cmd);
   // ENOENT for a file that is there: its #! interpreter or its loader is
-  // missing, or its #! line ends in CR. Say which.
-  if (code == kExitNotFound && candidates.size() == 1)
-    if (auto fd = sys::open_path(cmd, O_RDONLY | O_NONBLOCK)) {
+  // missing, or its #! line ends in CR. Say which; and that a name is in
+  // none of PATH's directories when it is not.
+  std::optional<std::string> found;
+  if (code == kExitNotFound)
+    for (const auto& c : candidates)
+      if (sys::open_path(c, O_PATH)) {
+        found = c;
+        break;
+      }
+  if (code == kExitNotFound && !found && cmd.find('/') == std::string::npos)
+    last = Error{ENOENT, "execve: ENOENT: in none of the sandbox's PATH directories (" + env_value(env, "PATH") + ")"};
+  last = last.with_context("runtime " + cmd);
+  if (found)
+    if (auto fd = sys::open_path(*found, O_RDONLY | O_NONBLOCK)) {
       std::string head(4096, '\0');
       if (auto n = sys::read_at(fd->get(), head.data(), head.size(), 0)) {
         head.resize(*n);
-        auto exists = [](const std::string& p) { return sys::open_path(p, O_PATH).has_value(); };
-        if (auto issue = runtime_issue(cmd, host_path_of(plan, cmd).value_or(cmd), head, plan.root, exists))
+        RuntimeLookup look{[](const std::string& p) { return sys::open_path(p, O_PATH).has_value(); }, {},
+                           env_value(env, "PATH")};
+        if (auto issue = runtime_issue(cmd, host_path_of(plan, *found).value_or(*found), head, plan.root, look))
           last = *issue;
       }
     }

@@ -527,6 +527,11 @@ std::optional<int> Supervisor::finish_setup() {
     if (setup_.error->step == Step::private_mounts) e = with_userns_remedy(plan_, e);
     return fail_launch(e);
   }
+  // Not found in the sandbox: say so when the host has it (a mount is
+  // missing), read with the owner's rights as the sandbox's files are.
+  if (code == kExitNotFound)
+    if (auto as_owner = AsOwner::enter(plan_.ids))
+      if (auto hint = runtime_host_hint(plan_)) e.msg += "; " + *hint;
   files_->status(AgentState::dead);
   files_->log(
       {"agent.error", "", EventStatus::error, {{"code", errno_name(e.code)}, {"error", e.msg}, {"exit_status", code}}});

@@ -2,6 +2,7 @@
 // and where the planned sandbox shows an inner path.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -15,8 +16,16 @@ using ctx::launcher::runtime_issue;
 
 namespace {
 
-auto has(std::set<std::string> files) {
-  return [files = std::move(files)](const std::string& p) { return files.count(p) > 0; };
+// A sandbox that has `files`; the host's files unknown (as inside the
+// sandbox), or `host`.
+ctx::launcher::RuntimeLookup has(std::set<std::string> files,
+                                 std::optional<std::set<std::string>> host = std::nullopt,
+                                 std::string path = "/usr/local/bin:/usr/bin:/bin") {
+  ctx::launcher::RuntimeLookup l;
+  l.in_sandbox = [files = std::move(files)](const std::string& p) { return files.count(p) > 0; };
+  if (host) l.on_host = [h = std::move(*host)](const std::string& p) { return h.count(p) > 0; };
+  l.path = std::move(path);
+  return l;
 }
 
 }  // namespace
@@ -74,4 +83,46 @@ TEST_CASE("host_path_of: the deepest step that shows an inner path", "[unit]") {
   CHECK(host_path_of(p, "/usr/bin/sh") == "/usr/bin/sh");
   CHECK(host_path_of(p, "/ctx/agent/a") == "/srv/ctx/agent/a");
   CHECK_FALSE(host_path_of(p, "/tmp/x"));
+}
+
+// Before: a missing interpreter was always blamed on the mounts, even
+// when the host had none either, and `#!/usr/bin/env NAME` passed ctx
+// check whatever NAME was.
+TEST_CASE("runtime_issue: an interpreter the host lacks too, and #!/usr/bin/env NAME looked up in PATH", "[unit]") {
+  const std::string usr =
+      "the root /r needs the merged-/usr links (ln -s usr/bin /r/bin, and likewise sbin, lib, lib64) and a mount "
+      "of /usr, or a mount that shows it";
+  auto nowhere = runtime_issue("/a", "/h/a", "#!/usr/bin/python9\n", "/r", has({}, std::set<std::string>{}));
+  REQUIRE(nowhere);
+  CHECK(nowhere->msg ==
+        "runtime /a: #!/usr/bin/python9: /usr/bin/python9 not found in the sandbox; the host has no "
+        "/usr/bin/python9 either: install it, or change the #! line of /h/a");
+  auto unmounted =
+      runtime_issue("/a", "/h/a", "#!/usr/bin/python3\n", "/r", has({}, std::set<std::string>{"/usr/bin/python3"}));
+  REQUIRE(unmounted);
+  // The host has it: a mount is missing, in the words a launch uses too.
+  CHECK(unmounted->msg == "runtime /a: #!/usr/bin/python3: /usr/bin/python3 not found in the sandbox; " + usr);
+  // env: NAME through the sandbox's PATH; options and assignments skipped.
+  CHECK_FALSE(runtime_issue("/a", "/h/a", "#!/usr/bin/env python3\n", "/r",
+                            has({"/usr/bin/env", "/usr/bin/python3"}, std::set<std::string>{})));
+  CHECK_FALSE(runtime_issue("/a", "/h/a", "#!/usr/bin/env -S LANG=C python3 -u\n", "/r",
+                            has({"/usr/bin/env", "/usr/bin/python3"}, std::set<std::string>{})));
+  auto no_name = runtime_issue("/a", "/h/a", "#!/usr/bin/env nosuchinterp\n", "/r",
+                               has({"/usr/bin/env"}, std::set<std::string>{"/usr/bin/env"}));
+  REQUIRE(no_name);
+  CHECK(no_name->code == ENOENT);
+  CHECK(no_name->msg ==
+        "runtime /a: #!/usr/bin/env nosuchinterp: nosuchinterp is in none of the sandbox's PATH directories "
+        "(/usr/local/bin:/usr/bin:/bin); the host has no nosuchinterp either: install it, or change the #! line of "
+        "/h/a");
+  auto on_host = runtime_issue("/a", "/h/a", "#!/usr/bin/env node\n", "/r",
+                               has({"/usr/bin/env"}, std::set<std::string>{"/usr/local/bin/node"}));
+  REQUIRE(on_host);
+  CHECK(on_host->msg == "runtime /a: #!/usr/bin/env node: node is in none of the sandbox's PATH directories "
+                        "(/usr/local/bin:/usr/bin:/bin); the host has /usr/local/bin/node: " + usr);
+  // Inside the sandbox (the host unknown): the mounts' words, as before.
+  auto inside = runtime_issue("/a", "/h/a", "#!/usr/bin/env node\n", "/r", has({"/usr/bin/env"}));
+  REQUIRE(inside);
+  CHECK(inside->msg.find("node is in none of the sandbox's PATH directories (/usr/local/bin:/usr/bin:/bin); " + usr) !=
+        std::string::npos);
 }
