@@ -32,6 +32,27 @@ bool put(const std::string& path, const std::string& v) {
   return ok;
 }
 
+// The parent's half of a probe child (p: its pipe, pid: the child): ok
+// when the child exited 0, else the Error of its report "<step>\t<errno>",
+// with the step as the reason (unshare, id_map, mount, ...: what callers
+// decide from).
+Result<void> probe_outcome(int p[2], pid_t pid) {
+  ::close(p[1]);
+  char buf[64] = {};
+  ssize_t n = ::read(p[0], buf, sizeof buf - 1);
+  ::close(p[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  std::string r(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  auto tab = r.find('\t');
+  int err = tab == std::string::npos ? EIO : std::atoi(r.c_str() + tab + 1);
+  std::string step = tab == std::string::npos ? std::string("probe") : r.substr(0, tab);
+  Error e = sys_error(step, err);
+  e.reason = step;
+  return fail(e);
+}
+
 }  // namespace
 
 Result<void> probe_user_namespace() {
@@ -42,9 +63,9 @@ Result<void> probe_user_namespace() {
   pid_t pid = ::fork();
   if (pid < 0) return CTX_FAIL_ERRNO("fork");
   if (pid == 0) {
-    // Reports "<step> <errno>" and exits.
+    // Reports "<step>\t<errno>" and exits.
     auto report = [&](const char* step) {
-      std::string m = std::string(step) + " " + std::to_string(errno);
+      std::string m = std::string(step) + "\t" + std::to_string(errno);
       (void)!::write(p[1], m.data(), m.size());
       _exit(1);
     };
@@ -57,20 +78,7 @@ Result<void> probe_user_namespace() {
     if (::mount("tmpfs", "/tmp", "tmpfs", 0, "size=4k") < 0) report("mount");
     _exit(0);
   }
-  ::close(p[1]);
-  char buf[64] = {};
-  ssize_t n = ::read(p[0], buf, sizeof buf - 1);
-  ::close(p[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
-  std::string r(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-  auto sp = r.find(' ');
-  int err = sp == std::string::npos ? EIO : std::atoi(r.c_str() + sp + 1);
-  std::string step = sp == std::string::npos ? std::string("probe") : r.substr(0, sp);
-  Error e = sys_error(step, err);
-  e.reason = step;  // unshare, id_map, mount: what callers decide from
-  return fail(e);
+  return probe_outcome(p, pid);
 }
 
 namespace {
@@ -119,20 +127,7 @@ Result<void> probe_fresh_procfs() {
     ::waitpid(init, &st, 0);
     _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1);
   }
-  ::close(p[1]);
-  char buf[64] = {};
-  ssize_t n = ::read(p[0], buf, sizeof buf - 1);
-  ::close(p[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
-  std::string r(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-  auto tab = r.find('\t');
-  int err = tab == std::string::npos ? EIO : std::atoi(r.c_str() + tab + 1);
-  std::string step = tab == std::string::npos ? std::string("probe") : r.substr(0, tab);
-  Error e = sys_error(step, err);
-  e.reason = step;
-  return fail(e);
+  return probe_outcome(p, pid);
 }
 
 Result<void> probe_own_hostname() {
