@@ -7,7 +7,8 @@
 //  - an accepted request's op is the line's; start/stop/wait carry a
 //    valid agent name that start and stop asked the authorizer about and
 //    it allowed; start held no key but op, name and command; create held
-//    a "request" that decode_child_request accepts alone;
+//    a "request" that decode_child_request accepts alone; delete carries
+//    a valid name asked about with "create";
 //  - start, stop and wait, written back as a canonical line, decode to
 //    the same request.
 #include <cstddef>
@@ -93,6 +94,13 @@ void accepted(const json& j, const ctx::launcher::ControlDecode& d, const Asked&
       auto again = decode(canon.dump(), again_asked);
       check(again.op == d.op && static_cast<bool>(again.request));
       check(again.request->op == r.op && again.request->name == r.name && again.request->command == r.command);
+      return;
+    }
+    case ControlOp::remove: {
+      // delete: a valid name, asked once with what made the child.
+      check(!ctx::agent_name_issue(r.name) && r.name == j["name"].get<std::string>());
+      check(asked.times == 1 && asked.name == r.name && asked.perm == "create");
+      check(r.name.find('x') == std::string::npos && r.command.empty());
       return;
     }
     case ControlOp::model:

@@ -63,8 +63,10 @@ bool refuse_new_userns() {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return false;
   scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
   if (f == nullptr) return false;
-  bool ok = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
-                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)) == 0 &&
+  // The argument test spelled out: SCMP_A0 is a compound literal, which
+  // C++ does not have (clang refuses it).
+  const scmp_arg_cmp newuser{0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER};
+  bool ok = seccomp_rule_add_array(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1, &newuser) == 0 &&
             seccomp_load(f) == 0;
   seccomp_release(f);
   return ok;
