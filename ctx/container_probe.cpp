@@ -18,7 +18,9 @@ const char* const kSeccompFix =
     "profile, on the host); Kubernetes: securityContext.seccompProfile: {type: Localhost, localhostProfile: "
     "ctx-agent-run.json} (the file in /var/lib/kubelet/seccomp on the node)";
 const char* const kAppArmorFix =
-    "Docker/Podman: --security-opt apparmor=unconfined; Kubernetes: securityContext.appArmorProfile: {type: "
+    "Docker/Podman: --security-opt apparmor=ctx-agent-run-container (the package's profile for containers, loaded "
+    "on the host from /usr/share/ctx-agent-run/apparmor) or apparmor=unconfined; Kubernetes: "
+    "securityContext.appArmorProfile: {type: Localhost, localhostProfile: ctx-agent-run-container} or {type: "
     "Unconfined} (docs/containers.md, AppArmor)";
 const char* const kProcFix =
     "Podman: --security-opt unmask=ALL; Docker: --security-opt systempaths=unconfined; Kubernetes: "
@@ -109,7 +111,7 @@ std::string userns_unshare_eperm(const UsernsSysctls& s, const ContainerView& c,
   }
   if (!c.apparmor.empty())
     return "the AppArmor profile " + c.apparmor + " refuses a new user namespace: " +
-           (in_container(c) ? std::string(kAppArmorFix) : "load examples/apparmor/ctx-agent-run");
+           (in_container(c) ? std::string(kAppArmorFix) : "load the package's profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run)");
   return "a new user namespace is refused (EPERM) though no seccomp filter or AppArmor profile confines this "
          "process: a security module (SELinux) or kernel.unprivileged_userns_clone=0";
 }
@@ -165,10 +167,10 @@ std::string userns_remedy(const std::string& step, int code, const UsernsSysctls
   if (step == "mount" && (code == EPERM || code == EACCES)) {
     if (s.restrict_unprivileged == "1")
       return "a new user namespace gets no capabilities (Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1): "
-             "load examples/apparmor/ctx-agent-run or set the sysctl to 0";
+             "load the package's profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run) or set the sysctl to 0";
     if (!c.apparmor.empty())
       return "the AppArmor profile " + c.apparmor + " refuses mount(2) even in a new user namespace: " +
-             (in_container(c) ? std::string(kAppArmorFix) : "load examples/apparmor/ctx-agent-run");
+             (in_container(c) ? std::string(kAppArmorFix) : "load the package's profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run)");
     if (c.seccomp == 2 && in_container(c))
       return std::string("the container's seccomp profile refuses mount(2): ") + kSeccompFix;
     return "a new user namespace cannot mount here: a security module or seccomp filter refuses it";

@@ -53,7 +53,7 @@ Error with_userns_remedy(const LaunchPlan& plan, Error e) {
   if (plan.ids.privileged || (e.code != EPERM && e.code != EACCES && e.code != ENOSPC && e.code != EUSERS)) return e;
   e.msg += " (unprivileged user namespaces are unavailable to uid " + std::to_string(plan.ids.host_uid) +
            ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
-           "examples/apparmor/ctx-agent-run or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as root "
+           "its profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run) or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as root "
            "from a systemd unit)";
   return e;
 }

@@ -628,7 +628,7 @@ TEST_CASE("without user namespaces an unprivileged launch fails with the remedy"
         "ctx-agent-run: creating namespaces: clone3: ENOSPC (unprivileged user namespaces are unavailable to uid " +
             std::to_string(m.owner.uid) +
             ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
-            "examples/apparmor/ctx-agent-run or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as "
+            "its profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run) or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as "
             "root from a systemd unit)\n");
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
   // A failed clone3 leaves no agent socket behind.

@@ -174,12 +174,14 @@ TEST_CASE("container: a refused user namespace names the real cause, not a sysct
         "a security module (SELinux) or kernel.unprivileged_userns_clone=0");
   CHECK(userns_remedy("mount", EACCES, {"2147483647", "", "1"}, h, false) ==
         "a new user namespace gets no capabilities (Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1): load "
-        "examples/apparmor/ctx-agent-run or set the sysctl to 0");
+        "the package's profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run) or set the sysctl to 0");
 
   docker.status = "Seccomp:\t0\n";
   docker.apparmor = "docker-default (enforce)\n";
   CHECK(userns_remedy("mount", EACCES, {"2147483647", "", "0"}, read_container(docker), false) ==
         "the AppArmor profile docker-default (enforce) refuses mount(2) even in a new user namespace: Docker/Podman: "
-        "--security-opt apparmor=unconfined; Kubernetes: securityContext.appArmorProfile: {type: Unconfined} "
-        "(docs/containers.md, AppArmor)");
+        "--security-opt apparmor=ctx-agent-run-container (the package's profile for containers, loaded on the host "
+        "from /usr/share/ctx-agent-run/apparmor) or apparmor=unconfined; Kubernetes: securityContext.appArmorProfile: "
+        "{type: Localhost, localhostProfile: ctx-agent-run-container} or {type: Unconfined} (docs/containers.md, "
+        "AppArmor)");
 }
