@@ -32,6 +32,14 @@ bool put(const std::string& path, const std::string& v) {
   return ok;
 }
 
+// A probe child's half: its report "<step>\t<errno>" to the parent
+// (probe_outcome), then its end.
+[[noreturn]] void report_step(int fd, const char* step, int err) {
+  std::string m = std::string(step) + "\t" + std::to_string(err);
+  (void)!::write(fd, m.data(), m.size());
+  _exit(1);
+}
+
 // The parent's half of a probe child (p: its pipe, pid: the child): ok
 // when the child exited 0, else the Error of its report "<step>\t<errno>",
 // with the step as the reason (unshare, id_map, mount, ...: what callers
@@ -63,12 +71,7 @@ Result<void> probe_user_namespace() {
   pid_t pid = ::fork();
   if (pid < 0) return CTX_FAIL_ERRNO("fork");
   if (pid == 0) {
-    // Reports "<step>\t<errno>" and exits.
-    auto report = [&](const char* step) {
-      std::string m = std::string(step) + "\t" + std::to_string(errno);
-      (void)!::write(p[1], m.data(), m.size());
-      _exit(1);
-    };
+    auto report = [&](const char* step) { report_step(p[1], step, errno); };
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) report("unshare");
     if (!put("/proc/self/setgroups", "deny") ||
         !put("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
@@ -94,9 +97,7 @@ namespace {
     err = errno;
   }
   if (err == 0) _exit(0);
-  std::string m = std::string(step) + "\t" + std::to_string(err);
-  (void)!::write(report_fd, m.data(), m.size());
-  _exit(1);
+  report_step(report_fd, step, err);
 }
 
 }  // namespace
@@ -110,11 +111,7 @@ Result<void> probe_fresh_procfs() {
   pid_t pid = ::fork();
   if (pid < 0) return CTX_FAIL_ERRNO("fork");
   if (pid == 0) {
-    auto report = [&](const char* step) {
-      std::string m = std::string(step) + "\t" + std::to_string(errno);
-      (void)!::write(p[1], m.data(), m.size());
-      _exit(1);
-    };
+    auto report = [&](const char* step) { report_step(p[1], step, errno); };
     if (::unshare((root ? 0 : CLONE_NEWUSER) | CLONE_NEWNS | CLONE_NEWPID) < 0) report("unshare");
     if (!root && (!put("/proc/self/setgroups", "deny") ||
                   !put("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
