@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <sys/fsuid.h>
 #include <sys/ioctl.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -139,6 +140,8 @@ Result<FsIdScope> FsIdScope::enter(const std::optional<Creds>& as) {
   // Held before the change, so a change that fails half-way (groups set,
   // setfsgid refused) is undone by the destructor.
   FsIdScope scope(std::move(saved));
+  if (::prctl(PR_GET_PDEATHSIG, &scope.death_signal_) < 0) return CTX_FAIL_ERRNO("prctl PR_GET_PDEATHSIG");
+  scope.parent_ = ::getppid();
   CTX_TRY_CTX(set_fs_ids(as->uid, as->gid, as->groups), "taking the owner's file-system ids");
   return scope;
 }
@@ -149,6 +152,14 @@ FsIdScope::~FsIdScope() {
   // unable to do its own work (cgroups, its records), or with rights it
   // should no longer have: stop rather than go on.
   if (!set_fs_ids(saved_->uid, saved_->gid, saved_->groups)) std::abort();
+  // Why: commit_creds() clears PR_SET_PDEATHSIG whenever the fsuid or
+  // fsgid changes, so a child supervisor that wrote one record as its
+  // owner would no longer learn of its parent's death. Armed again, and
+  // raised here when the parent died while it was cleared.
+  if (death_signal_ != 0) {
+    if (::prctl(PR_SET_PDEATHSIG, death_signal_) < 0) std::abort();
+    if (::getppid() != parent_) (void)::kill(::getpid(), death_signal_);
+  }
 }
 
 Result<std::optional<UserEntry>> lookup_user(std::uint32_t uid) {

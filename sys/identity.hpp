@@ -66,13 +66,20 @@ class FsIdScope {
   /// Takes `as` (set_fs_ids) until the scope ends; the error of the
   /// kernel's refusal, with nothing changed.
   static Result<FsIdScope> enter(const std::optional<Creds>& as);
-  FsIdScope(FsIdScope&& o) noexcept : saved_(std::move(o.saved_)) { o.saved_.reset(); }
+  FsIdScope(FsIdScope&& o) noexcept
+      : saved_(std::move(o.saved_)), death_signal_(o.death_signal_), parent_(o.parent_) {
+    o.saved_.reset();
+  }
   FsIdScope& operator=(FsIdScope&&) = delete;
   ~FsIdScope();
 
  private:
   explicit FsIdScope(std::optional<Creds> saved) : saved_(std::move(saved)) {}
   std::optional<Creds> saved_;
+  // The parent-death signal the change of ids clears (the kernel clears it
+  // on every change of the file-system ids), armed again at the end.
+  int death_signal_ = 0;
+  pid_t parent_ = 0;
 };
 
 /// A user's passwd entry, in the fields the project uses.
