@@ -1,7 +1,7 @@
 // `ctx agent create|start|stop|wait`: a parent agent's requests to its
 // supervisor, over the control socket the launcher shows in every sandbox
 // (/run/ctx/supervisor; $CTX_SUPERVISOR overrides it for tests). The
-// protocol is launcher/children.hpp's.
+// protocol is launcher/control/server.hpp's.
 #pragma once
 
 #include <optional>

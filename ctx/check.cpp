@@ -15,10 +15,10 @@
 #include "base/path.hpp"
 #include "base/similar.hpp"
 #include "ctx/lint.hpp"
-#include "launcher/ancestry.hpp"
-#include "launcher/caller.hpp"
-#include "launcher/plan.hpp"
-#include "launcher/preflight.hpp"
+#include "launcher/plan/ancestry.hpp"
+#include "launcher/plan/caller.hpp"
+#include "launcher/plan/plan.hpp"
+#include "launcher/sandbox/preflight.hpp"
 #include "mountspec/source_fs.hpp"
 #include "sys/file.hpp"
 #include "sys/mountinfo.hpp"
@@ -167,7 +167,7 @@ SourceTypes source_types(const agentdir::AgentSpec& s) {
 // What a launch would refuse, from the launcher's own code: the caller
 // against the owner, the plan (make_plan: reserved targets, the root's
 // place, the policy's mounts, ...), then the plan against this host
-// (launcher/preflight.hpp: the root, the sources, the cwd, the runtime
+// (launcher/sandbox/preflight.hpp: the root, the sources, the cwd, the runtime
 // and its interpreter), as the launch would read them.
 void check_launch(agentdir::AgentSpec spec, const std::function<void(const Error&)>& error) {
   auto caller = launcher::probe_caller(spec);

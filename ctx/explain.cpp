@@ -7,7 +7,7 @@
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "sys/file.hpp"
-#include "view/rules.hpp"
+#include "access/rules.hpp"
 
 namespace ctx::helper {
 
@@ -109,15 +109,15 @@ std::vector<Layer> explain_layers(const agentdir::AgentSpec& spec, const policy:
     } else {
       // The agent's type and, for an owned child, every ancestor's
       // (seed 000 "Attenuation"), as a call decides it.
-      view::Viewer v = view::viewer_for(spec);
-      auto refused = view::own_policy_refuses(v, *tp, policy::Class::tool, name, "execute");
+      access::Viewer v = access::viewer_for(spec);
+      auto refused = access::own_policy_refuses(v, *tp, policy::Class::tool, name, "execute");
       auto e = policy::explain(*tp, spec.subject(), req);
       std::string also;
       for (const auto& a : spec.ancestor_types) also += (also.empty() ? "" : ", ") + a;
       if (!also.empty()) also = " (and the ancestors' types: " + also + ")";
       out.push_back({"tool policy", !refused,
                      !refused ? "allowed by " + name + ".d/policy line " + std::to_string(e.rule->line) + also
-                              : "no " + view::own_policy_gap(v, *refused, policy::Class::tool, name, "execute") +
+                              : "no " + access::own_policy_gap(v, *refused, policy::Class::tool, name, "execute") +
                                     " in " + name + ".d/policy"});
     }
   }

@@ -65,7 +65,7 @@ Result<UniqueFd> make_dirs(const std::string& abs, std::vector<std::string>& mad
 
 // The caller's supplementary groups besides its primary gid: an
 // unprivileged launch keeps them and the agent's `groups` must list them
-// exactly (launcher/plan.cpp), so a first agent lists them. Root's launch
+// exactly (launcher/plan/plan.cpp), so a first agent lists them. Root's launch
 // chooses the groups: none.
 std::string groups_file(uid_t uid, gid_t gid) {
   std::string out;

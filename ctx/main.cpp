@@ -30,7 +30,7 @@
 #include "ctx/view.hpp"
 #include "policy/policy.hpp"
 #include "sys/process.hpp"
-#include "view/fs_tree.hpp"
+#include "access/fs_tree.hpp"
 
 namespace {
 
@@ -181,10 +181,10 @@ int run_view(const std::string& ctx_root, const std::string& agent, bool as_json
     std::fprintf(stderr, "ctx view: %s\n", ctx::printable(root.error().msg).c_str());
     return 2;
   }
-  ctx::view::FsTree tree(root->get());
+  ctx::access::FsTree tree(root->get());
   spec->ancestor_types =
       ctx::agentdir::ancestor_types(*spec, [&](const std::string& n) { return ctx::agentdir::load(ctx_root, n); });
-  auto j = ctx::helper::view_tree(ctx::view::viewer_for(*spec), tree);
+  auto j = ctx::helper::view_tree(ctx::access::viewer_for(*spec), tree);
   if (as_json) {
     std::cout << j.dump(2, ' ', true) << "\n";
     return 0;

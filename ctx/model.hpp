@@ -1,5 +1,5 @@
 // `ctx model NAME [REQUEST]`: a model call from inside an agent's sandbox
-// (issue 12). The supervisor decides it (view::model_call: the user tier,
+// (issue 12). The supervisor decides it (access::model_call: the user tier,
 // then the system tier; an alias as the model it names; the agent's
 // model:<name> use, the execute bit, the model's own policy), records it,
 // and runs the model in a sandbox of its own with this helper's stdin,

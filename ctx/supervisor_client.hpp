@@ -1,5 +1,5 @@
 // One request to the agent's supervisor over its control socket, from
-// inside the sandbox (launcher/children.hpp has the protocol): a JSON line
+// inside the sandbox (launcher/control/server.hpp has the protocol): a JSON line
 // out, a JSON line back, with the descriptors the answer carries.
 #pragma once
 

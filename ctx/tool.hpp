@@ -1,5 +1,5 @@
 // `ctx tool NAME [JSON]`: a tool call from inside an agent's sandbox. The
-// agent's supervisor decides it (launcher/tool_gate.hpp): the planned
+// agent's supervisor decides it (launcher/control/tool_gate.hpp): the planned
 // CTX_PATH strictly left to right, a mount that is not noexec, the execute
 // bit for the agent's ids, the agent's policy and the tool's own policy
 // (seed 000, "Tool as File", "Permission check"), and records it. An

@@ -7,25 +7,25 @@ namespace ctx::helper {
 namespace {
 
 using nlohmann::json;
-using view::HostEntry;
+using access::HostEntry;
 
-json node(const view::Viewer& v, const view::HostTree& t, const std::string& rel, const std::string& name,
-          const view::Shown& s, int depth) {
+json node(const access::Viewer& v, const access::HostTree& t, const std::string& rel, const std::string& name,
+          const access::Shown& s, int depth) {
   bool dir = s.entry.type == HostEntry::Type::directory;
   json j{{"name", name}, {"type", dir ? "dir" : "file"}, {"mode", s.entry.mode & 0555}};
   if (s.host_rel != rel) j["shows"] = s.host_rel;
   if (!dir) return j;
   // Below the agent's own home and a shared space's data everything is
   // shown: saying so beats listing a project.
-  if (view::plain(v, rel) && !rel.empty()) {
+  if (access::plain(v, rel) && !rel.empty()) {
     j["whole"] = true;
     return j;
   }
   json entries = json::array();
   if (depth < 16)
-    for (const auto& n : view::list(v, t, rel)) {
+    for (const auto& n : access::list(v, t, rel)) {
       std::string r = rel.empty() ? n : rel + "/" + n;
-      if (auto c = view::decide(v, t, r)) entries.push_back(node(v, t, r, n, *c, depth + 1));
+      if (auto c = access::decide(v, t, r)) entries.push_back(node(v, t, r, n, *c, depth + 1));
     }
   j["entries"] = std::move(entries);
   return j;
@@ -46,9 +46,9 @@ void lines(const json& j, const std::string& indent, std::vector<std::string>& o
 
 }  // namespace
 
-json view_tree(const view::Viewer& v, const view::HostTree& t) {
+json view_tree(const access::Viewer& v, const access::HostTree& t) {
   auto root = t.stat("");
-  view::Shown s{"", root.value_or(HostEntry{HostEntry::Type::directory, 0555, 0, 0})};
+  access::Shown s{"", root.value_or(HostEntry{HostEntry::Type::directory, 0555, 0, 0})};
   return node(v, t, "", ".", s, 0);
 }
 

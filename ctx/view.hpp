@@ -1,5 +1,5 @@
 // `ctx view NAME [--json]`: the agent view as a tree, from the same rules
-// the view's server and the static fallback use (view/rules.hpp), so a
+// the view's server and the static fallback use (access/rules.hpp), so a
 // user sees what an agent will see before launching it.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "agentdir/agent_spec.hpp"
-#include "view/rules.hpp"
+#include "access/rules.hpp"
 
 namespace ctx::helper {
 
@@ -16,7 +16,7 @@ namespace ctx::helper {
 /// "file"), "mode", "entries" (a directory's, when listed), "shows" (an
 /// alias: the path it is served from), "whole" (a directory shown with
 /// everything the host has, not listed)}.
-nlohmann::json view_tree(const view::Viewer& v, const view::HostTree& t);
+nlohmann::json view_tree(const access::Viewer& v, const access::HostTree& t);
 
 /// The tree as indented lines ("tool/", "  fs.read  x", ...).
 std::vector<std::string> format_view(const nlohmann::json& tree);

@@ -1,5 +1,5 @@
 // libFuzzer target: the setup channel's records, which the sandbox half
-// sends its supervisor (launcher/channel.hpp). Invariants:
+// sends its supervisor (launcher/sandbox/channel.hpp). Invariants:
 //  - a record that decodes encodes back to the same bytes (up to
 //    kMaxRecordSize, beyond which the encoder cuts the detail);
 //  - bytes that do not decode are short or name a kind or step that does
@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "launcher/channel.hpp"
+#include "launcher/sandbox/channel.hpp"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/child_request.hpp"
+#include "launcher/control/child_request.hpp"
 #include "mountspec/table.hpp"
 
 namespace {

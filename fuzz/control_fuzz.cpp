@@ -19,8 +19,8 @@
 #include <string_view>
 
 #include "base/names.hpp"
-#include "launcher/child_request.hpp"
-#include "launcher/control_request.hpp"
+#include "launcher/control/child_request.hpp"
+#include "launcher/control/request.hpp"
 
 namespace {
 

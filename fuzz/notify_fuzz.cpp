@@ -19,8 +19,8 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/notify.hpp"
-#include "launcher/rate_limit.hpp"
+#include "launcher/supervisor/notify.hpp"
+#include "launcher/control/rate_limit.hpp"
 
 namespace {
 

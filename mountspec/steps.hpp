@@ -1,7 +1,7 @@
 // The mount plan: one ordered list of typed steps, from the new root to
 // the last socket of /run/ctx. Pure data, made by the launcher's plan
-// (launcher/plan.hpp) and applied, step by step and in this order, by one
-// function (launcher/sandbox.cpp); `ctx-agent-run --dry-run` prints this
+// (launcher/plan/plan.hpp) and applied, step by step and in this order, by one
+// function (launcher/sandbox/sandbox.cpp); `ctx-agent-run --dry-run` prints this
 // list and nothing else.
 #pragma once
 
@@ -18,7 +18,7 @@ enum class StepKind {
   root,      ///< `source` cloned onto itself: the new "/"
   bind,      ///< `source` (host) at `target`, `recursive` for rbind
   mask,      ///< an empty read-only tmpfs over `target` (`why`)
-  view,      ///< the agent view (view/rules.hpp) at `target`: its subtree `source`, relative to the CTX root
+  view,      ///< the agent view (access/rules.hpp) at `target`: its subtree `source`, relative to the CTX root
   fs,        ///< a fresh file system `fstype` at `target` with `options`
   dev_node,  ///< the host's device node `source` bound at `target` (a file)
   symlink,   ///< `target` made a symbolic link to `link`

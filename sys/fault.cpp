@@ -11,7 +11,7 @@ namespace ctx::sys {
 
 const std::vector<FaultPoint>& fault_points() {
   static const std::vector<FaultPoint> points{
-      // The supervisor's launch (launcher/supervisor.cpp).
+      // The supervisor's launch (launcher/supervisor/supervisor.cpp).
       {"supervisor.open_agent", "supervisor", true, ""},
       {"supervisor.watchdog", "supervisor", true, ""},
       {"supervisor.place", "supervisor", true, ""},
@@ -21,7 +21,7 @@ const std::vector<FaultPoint>& fault_points() {
       {"supervisor.records", "supervisor", true, ""},
       {"supervisor.setup", "supervisor", true, ""},
       {"supervisor.supervise", "supervisor", false, ""},
-      // The sandbox's setup, one point per step (launcher/channel.hpp).
+      // The sandbox's setup, one point per step (launcher/sandbox/channel.hpp).
       {"sandbox.private_mounts", "sandbox", true, ""},
       {"sandbox.owner_ids", "sandbox", true, ""},
       {"sandbox.root", "sandbox", true, ""},
@@ -39,8 +39,8 @@ const std::vector<FaultPoint>& fault_points() {
       {"sandbox.init", "sandbox", false, ""},
       // The runtime's process between fork and execve.
       {"runtime.exec", "runtime", true, ""},
-      // Owned children, in the parent's supervisor (launcher/children.cpp,
-      // agentdir/create.cpp, launcher/child_spawn.cpp).
+      // Owned children, in the parent's supervisor (launcher/control/server.cpp,
+      // agentdir/create.cpp, launcher/control/child_spawn.cpp).
       {"child.create.context", "supervisor", true, "child"},
       {"child.create.files", "supervisor", true, "child"},
       {"child.create.rename", "supervisor", true, "child"},

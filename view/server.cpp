@@ -14,10 +14,19 @@
 #include "sys/file.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
-#include "view/fs_tree.hpp"
+#include "access/fs_tree.hpp"
 #include "view/position.hpp"
 
 namespace ctx::view {
+
+using access::decide;
+using access::FsTree;
+using access::HostEntry;
+using access::HostTree;
+using access::ListingTree;
+using access::LiveViewer;
+using access::tool_at;
+using access::Viewer;
 
 namespace {
 
@@ -111,7 +120,7 @@ class Server {
   fuse_ino_t next_ = kRootIno + 1;
 };
 
-// The agent's label and policy as they are now (view/fs_tree.hpp,
+// The agent's label and policy as they are now (access/fs_tree.hpp,
 // LiveViewer): an edit takes effect without a new launch.
 const Viewer& Server::viewer() { return live_.get(); }
 

@@ -2,7 +2,7 @@
 // single-threaded). One server per launch, running with the owner's ids
 // outside the sandbox, on a /dev/fuse descriptor the sandbox opened and
 // mounted in its own mount namespace (so the mount is never in the host's
-// table). Every request is decided by view/rules.hpp against the current
+// table). Every request is decided by access/rules.hpp against the current
 // tree and the agent's current policy; files are opened beneath the CTX
 // root without following a symbolic link; the mount is read-only. No OPEN
 // reaches the server: the kernel keeps a file's pages until its
@@ -25,8 +25,8 @@ struct ServeOptions {
   std::string ctx_root;     ///< host path of the CTX root
   std::string agent;        ///< whose view
   std::uint32_t owner = 0;  ///< its owner (home/<owner>), as the launch decided
-  bool user_tier = false;   ///< a user agent of home/<owner>/agent (Viewer::user_tier)
-  /// An owned child's ancestors' label types (Viewer::ancestors).
+  bool user_tier = false;   ///< a user agent of home/<owner>/agent (access::Viewer::user_tier)
+  /// An owned child's ancestors' label types (access::Viewer::ancestors).
   std::vector<std::string> ancestors;
   std::string session = "default";
   /// The runtime's host ids (the execute bit of a tool is theirs).
@@ -43,7 +43,7 @@ struct ServeOptions {
 /// revoked grant is gone from the sandbox within this plus kPolicyRecheck.
 inline constexpr double kCacheSeconds = 0.5;
 /// (How often the agent's label and policy are read again:
-/// view/fs_tree.hpp, kPolicyRecheckMs.)
+/// access/fs_tree.hpp, kPolicyRecheckMs.)
 
 /// One resource limit the server's process sets on itself.
 struct ServerLimit {

@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "launcher/agent_files.hpp"
-#include "launcher/children.hpp"
-#include "launcher/rate_limit.hpp"
+#include "launcher/records/agent_files.hpp"
+#include "launcher/control/server.hpp"
+#include "launcher/control/rate_limit.hpp"
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
 
@@ -152,7 +152,7 @@ std::size_t admitted_at_most(const Flood& f) {
 
 // How long a sustained flood of lines like `line` takes to push a record
 // out of a log (one cap's worth; log.1 keeps it for as long again): the
-// arithmetic of launcher/rate_limit.hpp and docs/security.md.
+// arithmetic of launcher/control/rate_limit.hpp and docs/security.md.
 double survival_seconds(const json& line) {
   const double bytes = static_cast<double>(line.dump(-1, ' ', true).size() + 1);
   return static_cast<double>(ctx::launcher::kMaxLogBytes) / (ctx::launcher::kRequestsPerMinute / 60.0 * bytes);

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "launcher/rate_limit.hpp"
+#include "launcher/control/rate_limit.hpp"
 #include "test/support/facility.hpp"
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
@@ -397,7 +397,7 @@ TEST_CASE("the direct forms are gated: a tool tier in the sandbox shows only wha
 // A flood of tool requests (refused ones need no grant) is answered with
 // EAGAIN past a burst, not recorded: the events, the log and the
 // supervisor's time stay bounded (the agent's one rate limit,
-// launcher/rate_limit.hpp; flood_test.cpp has the floods of model calls).
+// launcher/control/rate_limit.hpp; flood_test.cpp has the floods of model calls).
 // Every recorded call is in <name>.d/log too, which the agent cannot write.
 TEST_CASE("tool calls are rate-limited and recorded where the agent cannot write", "[root][userns]") {
   ToolTree tt = make_tree();

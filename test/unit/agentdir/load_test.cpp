@@ -553,7 +553,7 @@ TEST_CASE("ctx check refuses a root or a source reached through a link, and a ro
   auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t / "ctx", "coder"});
   INFO(r.out);
   CHECK(r.exit_code != 0);
-  // The launch's own messages (launcher/preflight.hpp runs its code).
+  // The launch's own messages (launcher/sandbox/preflight.hpp runs its code).
   CHECK(r.out.find("coder.d/mount:1: " + t / "link" + " -> /data: source " + t / "link" +
                    ": ELOOP: reaches through a symbolic link, which a launch never follows") != std::string::npos);
   CHECK(r.out.find("coder.d/root: root " + t / "link" + ": ELOOP: reaches through a symbolic link") !=

@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "launcher/ancestry.hpp"
+#include "launcher/plan/ancestry.hpp"
 
 using ctx::agentdir::AgentSpec;
 using ctx::agentdir::IdentitySource;

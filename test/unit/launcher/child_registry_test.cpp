@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/child_registry.hpp"
-#include "launcher/child_spawn.hpp"
+#include "launcher/control/child_registry.hpp"
+#include "launcher/control/child_spawn.hpp"
 
 using ctx::launcher::ChildRegistry;
 using ctx::launcher::OwnedChild;

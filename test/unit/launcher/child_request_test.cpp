@@ -1,7 +1,7 @@
 // The agent.create request decoder, without a sandbox.
 #include <catch2/catch.hpp>
 
-#include "launcher/child_request.hpp"
+#include "launcher/control/child_request.hpp"
 
 using ctx::launcher::decode_child_request;
 using nlohmann::json;

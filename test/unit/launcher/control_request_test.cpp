@@ -1,8 +1,8 @@
-// The control socket's request decoder (launcher/control_request.hpp),
+// The control socket's request decoder (launcher/control/request.hpp),
 // without a supervisor: every refusal with its exact answer.
 #include <catch2/catch.hpp>
 
-#include "launcher/control_request.hpp"
+#include "launcher/control/request.hpp"
 
 using ctx::Error;
 using ctx::Result;

@@ -1,4 +1,4 @@
-#include "launcher/event.hpp"
+#include "launcher/records/event.hpp"
 
 #include <catch2/catch.hpp>
 

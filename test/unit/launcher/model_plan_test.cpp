@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "launcher/model_plan.hpp"
+#include "launcher/plan/model_plan.hpp"
 
 using ctx::launcher::LaunchPlan;
 using ctx::launcher::ModelEntry;

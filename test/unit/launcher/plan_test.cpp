@@ -9,8 +9,8 @@
 
 #include "agentdir/load.hpp"
 #include "agentdir/mount_rules.hpp"
-#include "launcher/plan.hpp"
-#include "launcher/tool_gate.hpp"
+#include "launcher/plan/plan.hpp"
+#include "launcher/control/tool_gate.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
 

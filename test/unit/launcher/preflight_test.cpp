@@ -1,4 +1,4 @@
-// launcher/preflight.hpp: why a runtime that exists does not run (pure),
+// launcher/sandbox/preflight.hpp: why a runtime that exists does not run (pure),
 // and where the planned sandbox shows an inner path.
 #include <catch2/catch.hpp>
 
@@ -6,8 +6,8 @@
 #include <set>
 #include <string>
 
-#include "launcher/plan.hpp"
-#include "launcher/preflight.hpp"
+#include "launcher/plan/plan.hpp"
+#include "launcher/sandbox/preflight.hpp"
 #include "test/support/tempdir.hpp"
 
 using ctx::launcher::elf_interpreter;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/channel.hpp"
+#include "launcher/sandbox/channel.hpp"
 
 TEST_CASE("the step table of docs/launcher.md matches the code's steps", "[unit]") {
   const char* src = std::getenv("CTX_SOURCE_ROOT");

@@ -1,5 +1,5 @@
 // What a runtime's output did to the caller's terminal, and what puts it
-// back (launcher/terminal_modes.hpp).
+// back (launcher/supervisor/terminal_modes.hpp).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/terminal_modes.hpp"
+#include "launcher/supervisor/terminal_modes.hpp"
 
 using ctx::launcher::TerminalModes;
 

@@ -1,0 +1,604 @@
+#include "launcher/plan/plan.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "agentdir/mount_rules.hpp"
+#include "agentdir/tier.hpp"
+#include "base/names.hpp"
+#include "base/path.hpp"
+#include "base/text.hpp"
+#include "mountspec/plan.hpp"
+#include "access/rules.hpp"
+
+namespace ctx::launcher {
+
+namespace {
+
+using agentdir::AgentSpec;
+using agentdir::Iso;
+
+std::string join_ids(const std::vector<std::uint32_t>& v) {
+  std::string s;
+  for (auto g : v) s += (s.empty() ? "" : ",") + std::to_string(g);
+  return s.empty() ? "none" : s;
+}
+
+std::string iso_who(const AgentSpec& spec) { return spec.name + ": iso " + std::string(agentdir::to_string(spec.iso)); }
+
+// A root caller: host ids after the mounts, within the owner's entitlement.
+Result<IdPlan> plan_privileged_ids(const AgentSpec& spec, const Caller& caller) {
+  IdPlan p;
+  const std::string who = iso_who(spec);
+  std::uint32_t owner_gid = caller.owner_primary_gid.value_or(spec.gid);
+  p.privileged = true;
+  // Before anything else: the owner may not choose ids it does not have.
+  if (auto refused = agentdir::entitlement_errors(spec, caller.owner_ids); !refused.empty())
+    return fail(refused.front());
+  // Mount sources and mount points are opened as the owner, so a table
+  // can never reach a path the owner could not.
+  p.fs = sys::Creds{spec.owner, owner_gid, caller.owner_groups};
+  switch (spec.iso) {
+    case Iso::uid:
+      p.host_ids = sys::Creds{spec.uid, spec.gid, spec.groups};
+      p.uid = p.host_uid = spec.uid;
+      p.gid = p.host_gid = spec.gid;
+      p.groups = p.host_groups = spec.groups;
+      break;
+    case Iso::shared:
+      if (spec.uid != spec.owner)
+        return fail(EINVAL, who + " runs as the owner (" + std::to_string(spec.owner) + ") but uid is " +
+                                std::to_string(spec.uid) + "; remove the uid file or use iso uid");
+      p.host_ids = sys::Creds{spec.owner, spec.gid, spec.groups};
+      p.uid = p.host_uid = spec.owner;
+      p.gid = p.host_gid = spec.gid;
+      p.groups = p.host_groups = spec.groups;
+      break;
+    case Iso::userns:
+      // Drop to the owner's host ids first, then give the runtime
+      // namespace-local ids mapped onto them.
+      p.host_ids = sys::Creds{spec.owner, owner_gid, spec.groups};
+      p.user_ns = true;
+      p.user_ns_after_mounts = true;
+      p.deny_setgroups = true;
+      p.uid_map = {{spec.uid, spec.owner, 1}};
+      p.gid_map = {{spec.gid, owner_gid, 1}};
+      p.uid = spec.uid;
+      p.gid = spec.gid;
+      p.groups = spec.groups;
+      p.host_uid = spec.owner;
+      p.host_gid = owner_gid;
+      p.host_groups = spec.groups;
+      break;
+  }
+  return p;
+}
+
+// Unprivileged: the caller's own ids are all it may map (user_namespaces(7)).
+Result<IdPlan> plan_unprivileged_ids(const AgentSpec& spec, const Caller& caller) {
+  IdPlan p;
+  const std::string who = iso_who(spec);
+  if (spec.owner != caller.uid)
+    return fail(EPERM, spec.name + ": owned by uid " + std::to_string(spec.owner) + ", launched by uid " +
+                           std::to_string(caller.uid) + ": only the owner or root may launch it");
+  p.fs = sys::Creds{caller.uid, caller.gid, caller.groups};
+  p.user_ns = true;
+  std::set<std::uint32_t> want(spec.groups.begin(), spec.groups.end());
+  std::set<std::uint32_t> have(caller.groups.begin(), caller.groups.end());
+  // The primary gid in the supplementary list changes nothing.
+  have.erase(caller.gid);
+  want.erase(caller.gid);
+  switch (spec.iso) {
+    case Iso::uid: {
+      if (!caller.have_id_map_helpers)
+        return fail(EPERM, who +
+                               " needs privilege: launch it as root (a systemd unit), or install uidmap "
+                               "(newuidmap/newgidmap) and delegate uid " +
+                               std::to_string(spec.uid) + " to uid " + std::to_string(caller.uid) +
+                               " in /etc/subuid and /etc/subgid");
+      if (!agentdir::in_ranges(spec.uid, caller.subuid))
+        return fail(EPERM, who + ": uid " + std::to_string(spec.uid) + " is not delegated to uid " +
+                               std::to_string(caller.uid) + " in /etc/subuid; add a range that holds it");
+      std::vector<std::uint32_t> gids{spec.gid};
+      gids.insert(gids.end(), spec.groups.begin(), spec.groups.end());
+      for (auto g : gids)
+        if (!agentdir::in_ranges(g, caller.subgid))
+          return fail(EPERM, who + ": gid " + std::to_string(g) + " is not delegated to uid " +
+                                 std::to_string(caller.uid) + " in /etc/subgid; add a range that holds it");
+      p.map_via_helpers = true;
+      // The caller's own ids are mapped too: the sandbox sets itself up
+      // as the caller (mount points it creates must have a mapped owner)
+      // and takes the agent's ids only at the end.
+      std::set<std::uint32_t> uids{spec.uid, caller.uid};
+      for (auto u : uids) p.uid_map.push_back({u, u, 1});
+      std::set<std::uint32_t> mapped(gids.begin(), gids.end());
+      mapped.insert(caller.gid);
+      for (auto g : mapped) p.gid_map.push_back({g, g, 1});
+      p.uid = p.host_uid = spec.uid;
+      p.gid = p.host_gid = spec.gid;
+      p.groups = p.host_groups = spec.groups;
+      return p;
+    }
+    case Iso::shared:
+      if (spec.uid != caller.uid)
+        return fail(EINVAL, who + " runs as the owner (" + std::to_string(caller.uid) + ") but uid is " +
+                                std::to_string(spec.uid) + "; remove the uid file or use iso userns");
+      if (spec.gid != caller.gid)
+        return fail(EPERM, who + ": gid " + std::to_string(spec.gid) + " differs from the caller's gid " +
+                               std::to_string(caller.gid) +
+                               ", which is the only gid an unprivileged launch can map; "
+                               "write " +
+                               std::to_string(caller.gid) + " to gid or launch as root");
+      p.uid_map = {{caller.uid, caller.uid, 1}};
+      p.gid_map = {{caller.gid, caller.gid, 1}};
+      p.uid = caller.uid;
+      p.gid = caller.gid;
+      break;
+    case Iso::userns:
+      p.uid_map = {{spec.uid, caller.uid, 1}};
+      p.gid_map = {{spec.gid, caller.gid, 1}};
+      p.uid = spec.uid;
+      p.gid = spec.gid;
+      break;
+  }
+  // The kernel keeps a process's supplementary groups in a user namespace
+  // whose setgroups is denied; they can be neither dropped nor added.
+  if (want != have)
+    return fail(EPERM, spec.name + ": groups lists " + join_ids(std::vector<std::uint32_t>(want.begin(), want.end())) +
+                           " but an unprivileged launch keeps the caller's supplementary groups " +
+                           join_ids(std::vector<std::uint32_t>(have.begin(), have.end())) +
+                           " (they cannot be changed without privilege): make groups list exactly these, or "
+                           "launch as root (a systemd unit)");
+  p.deny_setgroups = true;
+  p.groups = spec.groups;
+  p.host_uid = caller.uid;
+  p.host_gid = caller.gid;
+  p.host_groups = caller.groups;
+  return p;
+}
+
+Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
+  return caller.uid == 0 ? plan_privileged_ids(spec, caller) : plan_unprivileged_ids(spec, caller);
+}
+
+MountStep mask(std::string target, std::string why) {
+  MountStep m;
+  m.kind = StepKind::mask;
+  m.target = std::move(target);
+  m.why = std::move(why);
+  m.attrs = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true};
+  return m;
+}
+
+bool reserved_target(std::string_view t, bool handoff) {
+  return path_is_at_or_under(t, "/proc") || path_is_at_or_under(t, "/dev") || path_is_at_or_under(t, kNotifyDir) ||
+         (handoff && path_is_at_or_under(t, kHandoffDir));
+}
+
+// The shared space a host path lies in, if any: "<ctx>/shared/<name>[/...]".
+std::optional<std::string> shared_space_of(std::string_view host, const std::string& shared_dir) {
+  if (!path_is_at_or_under(host, shared_dir) || host.size() == shared_dir.size()) return std::nullopt;
+  std::string_view rest = path_suffix(host, shared_dir);
+  return std::string(rest.substr(0, rest.find('/')));
+}
+
+// One line of the table as a bind, tied to the parent mount it derives
+// from when the agent is an owned child: the deepest parent mount whose
+// source holds it decides, and only a non-recursive one hides submounts.
+MountStep bind_of(const mountspec::Entry& e, const mountspec::Table& parent_mounts) {
+  MountStep b;
+  b.kind = StepKind::bind;
+  b.source = e.source;
+  b.target = e.target;
+  b.recursive = e.kind == mountspec::Kind::rbind;
+  b.attrs = e.attrs;
+  b.need_write = !b.attrs.rdonly;
+  b.line = e.line;
+  const mountspec::Entry* from = nullptr;
+  for (const auto& pe : parent_mounts)
+    if (path_is_at_or_under(e.source, pe.source) && (from == nullptr || pe.source.size() > from->source.size()))
+      from = &pe;
+  if (from != nullptr) {
+    b.beneath = from->source;
+    b.beneath_no_xdev = from->kind == mountspec::Kind::bind;
+  }
+  return b;
+}
+
+// The shared spaces' policy over the table: a mount of a space needs its
+// read (ro) or write (rw) permission; a mount that holds <ctx>/shared
+// hides the spaces without read and rebinds read-only those without write.
+class SharedSpaces {
+ public:
+  SharedSpaces(const AgentSpec& spec, const PlanOptions& opts)
+      : spec_(spec), opts_(opts), dir_(path_join(spec.ctx_root, "shared")), subject_(spec.subject()) {}
+
+  Result<void> add(const mountspec::Entry& e, MountStep b, std::vector<MountStep>& binds,
+                   std::vector<MountStep>& masks) const {
+    if (auto space = shared_space_of(e.source, dir_)) {
+      const char* perm = b.attrs.rdonly ? "read" : "write";
+      if (!allowed(*space, perm))
+        return fail(Error{EACCES,
+                          located(spec_.name + ".d/mount", e.line, 0, EACCES,
+                                  "source " + e.source + " is in shared space " + *space + " and the policy lacks " +
+                                      policy::missing_rule(subject_, policy::Class::shared, *space, perm))
+                              .msg,
+                          "shared_policy"});
+      binds.push_back(std::move(b));
+      return {};
+    }
+    binds.push_back(b);
+    if (!path_is_at_or_under(dir_, e.source)) return {};
+    std::string inner_shared = path_join(e.target, path_suffix(dir_, e.source));
+    for (const auto& space : opts_.shared_spaces) {
+      std::string inner = path_join(inner_shared, space);
+      if (!allowed(space, "read")) {
+        masks.push_back(mask(inner, "no 'shared:" + space + " read' in policy"));
+      } else if (!b.attrs.rdonly && !allowed(space, "write")) {
+        MountStep ro = b;
+        ro.source = path_join(dir_, space);
+        ro.target = inner;
+        ro.attrs.rdonly = true;
+        ro.need_write = false;
+        binds.push_back(ro);
+      }
+    }
+    return {};
+  }
+
+ private:
+  bool allowed(const std::string& space, const char* perm) const {
+    return !subject_.empty() && spec_.policy.allows(subject_, policy::Class::shared, space, perm);
+  }
+  const AgentSpec& spec_;
+  const PlanOptions& opts_;
+  std::string dir_;
+  std::string subject_;
+};
+
+// An owned child's handoff: the parent's instructions read-only, the
+// result channels writable, nothing else of the parent's context.
+void add_handoff(const AgentSpec& spec, const std::string& handoff_dir, std::vector<MountStep>& binds) {
+  for (const char* f : {"handoff.md", "input.jsonl", "output.md", "result.md", "refs.jsonl", "artifact"}) {
+    MountStep b;
+    b.kind = StepKind::bind;
+    b.source = path_join(handoff_dir, f);
+    b.target = path_join(kHandoffDir, f);
+    const std::string_view n(f);
+    b.attrs = {.rdonly = n == "handoff.md" || n == "input.jsonl" || n == "output.md",
+               .nosuid = true,
+               .nodev = true,
+               .noexec = true};
+    b.need_write = !b.attrs.rdonly;
+    b.beneath = spec.ctx_root;
+    binds.push_back(std::move(b));
+  }
+}
+
+// The root, the table's binds (parents before children), then the masks
+// over them: shared spaces the policy hides, and ancestors' sessions
+// wherever a bind shows them.
+Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan) {
+  const std::string file = spec.name + ".d/mount";
+  CTX_TRY_ASSIGN(mountspec::Table ordered, mountspec::order_for_apply(spec.mounts, file));
+  const SharedSpaces shared(spec, opts);
+  std::vector<MountStep> binds, masks;
+  for (const auto& e : ordered) {
+    if (reserved_target(e.target, !opts.handoff_dir.empty()))
+      return fail(located(file, e.line, 0, EINVAL,
+                          "target " + e.target + " is provided by the launcher (fresh /proc, minimal /dev, " +
+                              kNotifyDir + (opts.handoff_dir.empty() ? "" : std::string(", ") + kHandoffDir) +
+                              "); remove the line"));
+    // The mount class of the policy: the line's target, read (and write
+    // for rw).
+    CTX_TRY(agentdir::check_mount_policy(spec.name, {e}, spec.policy, spec.subject()));
+    CTX_TRY(shared.add(e, bind_of(e, opts.parent_mounts), binds, masks));
+  }
+  for (const auto& hidden : opts.hidden_dirs)
+    for (const MountStep& b : binds)
+      if (path_is_at_or_under(hidden, b.source))
+        masks.push_back(mask(path_join(b.target, path_suffix(hidden, b.source)), "an ancestor's sessions"));
+  // The agent's other sessions: seen only with session:<name> read.
+  const std::string subject = spec.subject();
+  const std::string own_sessions = path_join(spec.ctx_root, "home/" + sessions_rel(spec.owner, spec.name));
+  for (const auto& other : opts.sessions) {
+    // A shared session (--session-space) is not in the home: all of the
+    // home's sessions are others then.
+    if ((other == opts.session && opts.session_space.empty()) || session_name_issue(other) ||
+        (!subject.empty() && spec.policy.allows(subject, policy::Class::session, other, "read")))
+      continue;
+    const std::string hidden = path_join(own_sessions, other);
+    for (const MountStep& b : binds)
+      if (path_is_at_or_under(hidden, b.source))
+        masks.push_back(
+            mask(path_join(b.target, path_suffix(hidden, b.source)), "no 'session:" + other + " read' in policy"));
+  }
+  if (!opts.handoff_dir.empty()) add_handoff(spec, opts.handoff_dir, binds);
+  // A root inside the CTX tree lies in the agent's own home: anywhere
+  // else there (another agent's home, a tier, the CTX root itself) it
+  // would show the durable tree the agent view hides.
+  const std::string own_home = path_join(spec.ctx_root, "home/" + std::to_string(spec.owner) + "/agent/" + spec.name);
+  if (path_is_at_or_under(spec.root, spec.ctx_root) && !path_is_at_or_under(spec.root, own_home))
+    return fail(Error{EACCES, spec.name + ".d/root: " + spec.root +
+                                  ": EACCES: lies in the CTX tree outside the agent's own home (" + own_home +
+                                  "), which would show the durable tree; put the root in the agent's home or outside "
+                                  "the CTX tree"});
+  MountStep root;
+  root.kind = StepKind::root;
+  root.target = "/";
+  root.source = spec.root;
+  root.attrs = {.nosuid = true, .nodev = true};
+  if (spec.parent && path_is_at_or_under(spec.root, spec.ctx_root)) root.beneath = spec.ctx_root;
+  plan.mounts.push_back(std::move(root));
+  for (auto& b : binds) plan.mounts.push_back(std::move(b));
+  for (auto& m : masks) plan.mounts.push_back(std::move(m));
+  return {};
+}
+
+MountStep view_step(std::string target, std::string rel, const MountStep& from) {
+  MountStep v;
+  v.kind = StepKind::view;
+  v.target = std::move(target);
+  v.source = std::move(rel);
+  v.attrs = from.attrs;
+  v.attrs.rdonly = v.attrs.nosuid = v.attrs.nodev = true;
+  v.line = from.line;
+  return v;
+}
+
+// The bind or view that decides what an inner path shows.
+const MountStep* covering_step(const std::vector<MountStep>& steps, const std::string& inner) {
+  return mountspec::covering_step(steps, inner, {StepKind::bind, StepKind::view});
+}
+
+// The agent view over the binds: where a bind would show the durable CTX
+// tree, the view shows the agent's part of it. A bind of the CTX root
+// itself becomes the view; a bind of a directory above it keeps the rest
+// and gets the view at the root's place; a bind of a gated part (a tier,
+// agent/, home/<uid>) becomes that part of the view; the agent's own home
+// and shared spaces stay binds, with the view at the tool tiers they
+// bring. Masks the view makes needless (what it never shows) go.
+void plan_view(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan) {
+  access::Viewer who;
+  who.agent = spec.name;
+  who.owner = spec.owner;
+  const std::string& ctx = spec.ctx_root;
+  std::vector<MountStep> out;
+  for (auto& m : plan.mounts) {
+    // A root that holds the CTX root (a root file naming "/", say) keeps
+    // the rest and gets the view at the CTX root's place, like a bind
+    // above it. One inside the CTX tree is the agent's own home's.
+    if (m.kind == StepKind::root && path_is_at_or_under(ctx, m.source)) {
+      std::string inner = path_join("/", path_suffix(ctx, m.source));
+      out.push_back(std::move(m));
+      out.push_back(view_step(inner, "", out.back()));
+      continue;
+    }
+    // Binds the launcher makes itself (an owned child's handoff, a space
+    // rebound read-only) are not the table's, and stay.
+    if (m.kind != StepKind::bind || m.line == 0 ||
+        !(path_is_at_or_under(m.source, ctx) || path_is_at_or_under(ctx, m.source))) {
+      out.push_back(std::move(m));
+      continue;
+    }
+    if (path_is_at_or_under(ctx, m.source)) {
+      std::string inner = path_join(m.target, path_suffix(ctx, m.source));
+      MountStep v = view_step(inner, "", m);
+      if (m.source != ctx) out.push_back(std::move(m));
+      out.push_back(std::move(v));
+      continue;
+    }
+    std::string rel(path_suffix(m.source, ctx));
+    if (!access::plain(who, rel)) {
+      // A gated part bound at its own place in a whole view, with no flag
+      // the view lacks (an owned child's carried mount), adds nothing:
+      // the view decides there. One with a flag (noexec) is that part of
+      // the view with it.
+      MountStep as_view = view_step(m.target, rel, m);
+      bool in_place = std::any_of(out.begin(), out.end(), [&](const MountStep& v) {
+        return v.kind == StepKind::view && v.source.empty() && m.target == path_join(v.target, rel) &&
+               (as_view.attrs | v.attrs) == v.attrs;
+      });
+      if (!in_place) out.push_back(std::move(as_view));
+      continue;
+    }
+    std::vector<MountStep> tiers;
+    for (const auto& tier : access::tool_tiers_under(rel, opts.shared_spaces)) {
+      tiers.push_back(view_step(path_join(m.target, path_suffix(tier, rel)), tier, m));
+      tiers.back().why = "a tool tier the bind brings";
+    }
+    out.push_back(std::move(m));
+    for (auto& t : tiers) out.push_back(std::move(t));
+  }
+  // A mask below a view covers what the view does not show anyway (and
+  // might not even find its mount point there); so does a tier's view
+  // below a mask of its space.
+  auto needless = [&](const MountStep& m) {
+    if (m.kind == StepKind::mask) {
+      const MountStep* c = covering_step(out, m.target);
+      return c != nullptr && c->kind == StepKind::view;
+    }
+    if (m.kind != StepKind::view || m.source.empty()) return false;
+    return std::any_of(out.begin(), out.end(), [&](const MountStep& k) {
+      return k.kind == StepKind::mask && path_is_at_or_under(m.target, k.target);
+    });
+  };
+  std::vector<bool> drop;
+  for (const auto& m : out) drop.push_back(needless(m));
+  plan.mounts.clear();
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (!drop[i]) plan.mounts.push_back(std::move(out[i]));
+}
+
+std::string ctx_home(const AgentSpec& spec) {
+  return std::string(kInnerCtxRoot) + "/home/" + std::to_string(spec.owner);
+}
+
+void set_env(std::vector<std::string>& env, const std::string& key, const std::string& value) {
+  for (auto& kv : env)
+    if (kv.compare(0, key.size() + 1, key + "=") == 0) {
+      kv = key + "=" + value;
+      return;
+    }
+  env.push_back(key + "=" + value);
+}
+
+// The caller's terminal type and language, where their values are plain.
+void pass_terminal_env(const std::vector<std::string>& caller_env, std::vector<std::string>& env) {
+  for (std::string_view key : kTerminalEnv)
+    for (const std::string& kv : caller_env)
+      if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=') {
+        const std::string value = kv.substr(key.size() + 1);
+        if (terminal_env_value_ok(value)) set_env(env, std::string(key), value);
+        break;
+      }
+}
+
+// Where the sandbox shows a host path: the deepest bind whose source holds
+// it, unless a mask lies over that place; nullopt when none does.
+std::optional<std::string> inner_path_of(const std::vector<MountStep>& steps, const std::string& host) {
+  std::optional<std::string> inner;
+  std::size_t depth = 0;
+  for (const MountStep& s : steps)
+    if (s.kind == StepKind::bind && path_is_at_or_under(host, s.source) && (!inner || s.source.size() >= depth)) {
+      inner = path_join(s.target, path_suffix(host, s.source));
+      depth = s.source.size();
+    }
+  if (!inner) return std::nullopt;
+  for (const MountStep& s : steps)
+    if (s.kind == StepKind::mask && path_is_at_or_under(*inner, s.target)) return std::nullopt;
+  return inner;
+}
+
+}  // namespace
+
+Result<void> check_session_policy(const AgentSpec& spec, const std::string& session, bool exists) {
+  if (spec.parent) return {};
+  const std::string subject = spec.subject();
+  const std::string file = spec.ctx_root + "/" + agentdir::agents_rel(spec.tier_user) + "/" + spec.name + ".d/policy";
+  for (const char* perm : {"write", "resume"}) {
+    if (!exists && std::string_view(perm) == "resume") break;
+    if (!subject.empty() && spec.policy.allows(subject, policy::Class::session, session, perm)) continue;
+    return fail(Error{EACCES,
+                      file + ": EACCES: " + (exists ? "resuming" : "creating") + " session " + session + " needs " +
+                          policy::missing_rule(subject, policy::Class::session, session, perm) +
+                          "; add that line to the policy (the agent was not started)",
+                      "session_policy"});
+  }
+  return {};
+}
+
+Result<void> check_session_space(const AgentSpec& spec, const std::string& space, bool space_exists) {
+  const std::string dir = spec.ctx_root + "/shared/" + space;
+  if (!space_exists)
+    return fail(Error{ENOENT,
+                      "--session-space " + space + ": " + dir +
+                          ": ENOENT: no such shared space; make it with 'ctx init --shared " + space +
+                          "' (the agent was not started)",
+                      "session_space"});
+  const std::string subject = spec.subject();
+  if (!subject.empty() && spec.policy.allows(subject, policy::Class::shared, space, "write")) return {};
+  return fail(Error{EACCES,
+                    spec.ctx_root + "/agent/" + spec.name + ".d/policy: EACCES: a session in shared space " + space +
+                        " needs " + policy::missing_rule(subject, policy::Class::shared, space, "write") +
+                        "; add that line to the policy (the agent was not started)",
+                    "session_policy"});
+}
+
+std::string session_dir_rel(std::uint32_t owner, const std::string& name, const std::string& space) {
+  if (space.empty()) return "home/" + sessions_rel(owner, name);
+  return "shared/" + space + "/agent/" + name + "/session";
+}
+
+bool terminal_env_value_ok(std::string_view value) {
+  if (value.empty() || value.size() > 128) return false;
+  for (char c : value)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("._+-@:").find(c) == std::string_view::npos)
+      return false;
+  return true;
+}
+
+Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const PlanOptions& opts) {
+  LaunchPlan plan;
+  plan.name = spec.name;
+  plan.session = opts.session;
+  plan.session_space = opts.session_space;
+  plan.ctx_root = spec.ctx_root;
+  plan.owner = spec.owner;
+  plan.tier_user = spec.tier_user;
+  plan.ancestor_types = spec.ancestor_types;
+  plan.root = spec.root;
+  plan.cwd = spec.cwd;
+  plan.hostname = spec.name;
+  CTX_TRY_ASSIGN(plan.ids, plan_ids(spec, caller));
+
+  // Network: loopback only unless the policy allows network:default connect.
+  const std::string subject = spec.subject();
+  plan.net_ns = subject.empty() || !spec.policy.allows(subject, policy::Class::network, "default", "connect");
+  plan.clone_flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+  if (plan.net_ns) plan.clone_flags |= CLONE_NEWNET;
+  if (plan.ids.user_ns && !plan.ids.user_ns_after_mounts) plan.clone_flags |= CLONE_NEWUSER;
+  if (plan.ids.user_ns_after_mounts) plan.unshare_flags = CLONE_NEWUSER;
+
+  CTX_TRY(plan_mounts(spec, opts, plan));
+
+  // Environment: built from nothing (startup steps 2 and 3).
+  const std::string home = ctx_home(spec);
+  std::string ctx_path;
+  if (spec.path_set) {
+    for (const auto& d : spec.path) ctx_path += (ctx_path.empty() ? "" : ":") + d;
+  } else {
+    ctx_path = std::string(kInnerCtxRoot) + "/tool:" + home + "/tool";
+  }
+  std::vector<std::string> env{
+      std::string("CTX_ROOT=") + kInnerCtxRoot,
+      "CTX_HOME=" + home,
+      "CTX_PATH=" + ctx_path,
+      "HOME=" + home + "/agent/" + spec.name,
+      std::string("PATH=") + kDefaultPath,
+  };
+  if (opts.terminal) pass_terminal_env(opts.caller_env, env);
+  for (const auto& [k, v] : spec.env) set_env(env, k, v);
+  set_env(env, "CTX_AGENT", spec.name);
+  set_env(env, "CTX_SESSION", opts.session);
+  if (!opts.session_space.empty()) {
+    // docs/abi.md, "Shared sessions": the space always; the directory
+    // where a bind of the table shows it (a mask over it hides it).
+    set_env(env, "CTX_SESSION_SPACE", opts.session_space);
+    if (auto inner = inner_path_of(
+            plan.mounts,
+            path_join(spec.ctx_root, session_dir_rel(spec.owner, spec.name, opts.session_space) + "/" + opts.session)))
+      set_env(env, "CTX_SESSION_DIR", *inner);
+  }
+  set_env(env, "NOTIFY_SOCKET", kNotifyPath);
+  set_env(env, "LISTEN_FDS", "1");
+  set_env(env, "LISTEN_FDNAMES", spec.name + ".sock");
+  if (!opts.handoff_dir.empty()) set_env(env, "CTX_HANDOFF", kHandoffDir);
+  plan.env = std::move(env);
+  plan.notify_target = kNotifyPath;
+  plan.terminal = opts.terminal;
+  plan.limits = spec.limits;
+  plan.shm_size = spec.limits && spec.limits->shm_max ? *spec.limits->shm_max : kDefaultShmSize;
+  // The agent view where the table shows the CTX tree, then what every
+  // sandbox gets: the mount plan is complete here.
+  if (opts.view) plan_view(spec, opts, plan);
+  plan.static_view = opts.view && opts.static_view;
+  mountspec::append_fixed_steps(plan.mounts, plan.shm_size, kNotifyDir, kNotifyPath, kSupervisorPath);
+  plan.nproc = spec.limits && spec.limits->nproc_max ? std::stoull(*spec.limits->nproc_max) : kDefaultNproc;
+
+  if (!opts.command.empty()) {
+    plan.argv = opts.command;
+  } else {
+    // A user agent's entry is in its .d/: home/<U>/agent/<name> is its
+    // home's state directory (seed 000 "Agent Home").
+    plan.argv = {spec.tier_user
+                     ? path_join(kInnerCtxRoot, agentdir::agents_rel(spec.tier_user) + "/" + spec.name + ".d/entry")
+                     : std::string(kInnerCtxRoot) + "/agent/" + spec.name};
+  }
+  return plan;
+}
+
+}  // namespace ctx::launcher

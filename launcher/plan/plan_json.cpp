@@ -1,0 +1,125 @@
+#include "launcher/plan/plan_json.hpp"
+
+#include <sched.h>
+
+#include "mountspec/table.hpp"
+
+namespace ctx::launcher {
+
+namespace {
+
+nlohmann::json map_json(const std::vector<sys::IdMapLine>& m) {
+  auto a = nlohmann::json::array();
+  for (const auto& l : m) a.push_back({{"inner", l.inner}, {"outer", l.outer}, {"count", l.count}});
+  return a;
+}
+
+nlohmann::json ns_names(std::uint64_t flags) {
+  auto a = nlohmann::json::array();
+  const std::pair<std::uint64_t, const char*> names[] = {
+      {CLONE_NEWUSER, "user"}, {CLONE_NEWNS, "mnt"},  {CLONE_NEWPID, "pid"},       {CLONE_NEWNET, "net"},
+      {CLONE_NEWIPC, "ipc"},   {CLONE_NEWUTS, "uts"}, {CLONE_NEWCGROUP, "cgroup"},
+  };
+  for (auto [bit, name] : names)
+    if (flags & bit) a.push_back(name);
+  return a;
+}
+
+nlohmann::json attrs_json(const mountspec::Attrs& a) {
+  auto flags = nlohmann::json::array();
+  flags.push_back(mountspec::mode_name(a));
+  if (a.nosuid) flags.push_back("nosuid");
+  if (a.nodev) flags.push_back("nodev");
+  if (a.noexec) flags.push_back("noexec");
+  return flags;
+}
+
+// One step of the mount plan, with the fields its kind uses.
+nlohmann::json step_json(const MountStep& m, bool static_view) {
+  nlohmann::json j{{"step", mountspec::to_string(m.kind)}, {"target", m.target}};
+  switch (m.kind) {
+    case StepKind::root:
+    case StepKind::bind:
+      j["source"] = m.source;
+      j["flags"] = attrs_json(m.attrs);
+      if (m.kind == StepKind::bind) j["type"] = m.recursive ? "rbind" : "bind";
+      if (m.line > 0) j["line"] = m.line;
+      if (!m.beneath.empty())
+        j["beneath"] = {{"dir", m.beneath}, {"no_symlinks", true}, {"no_xdev", m.beneath_no_xdev}};
+      break;
+    case StepKind::mask:
+      j["flags"] = attrs_json(m.attrs);
+      j["why"] = m.why;
+      break;
+    case StepKind::view:
+      j["source"] = m.source.empty() ? "." : m.source;
+      j["backend"] = static_view ? "static" : "fuse";
+      j["flags"] = attrs_json(m.attrs);
+      if (!m.why.empty()) j["why"] = m.why;
+      if (m.line > 0) j["line"] = m.line;
+      break;
+    case StepKind::fs:
+      j["fstype"] = m.fstype;
+      j["options"] = m.options;
+      j["flags"] = attrs_json(m.attrs);
+      break;
+    case StepKind::dev_node:
+      j["source"] = m.source;
+      j["flags"] = attrs_json(m.attrs);
+      break;
+    case StepKind::symlink: j["link"] = m.link; break;
+    case StepKind::socket: j["socket"] = m.datagram ? "datagram" : "stream, listening"; break;
+    case StepKind::seal: j["flags"] = attrs_json(m.attrs); break;
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json plan_to_json(const LaunchPlan& p) {
+  using nlohmann::json;
+  const IdPlan& i = p.ids;
+  json ids{
+      {"privileged_caller", i.privileged},
+      {"user_namespace", i.user_ns},
+      {"user_namespace_after_mounts", i.user_ns_after_mounts},
+      {"maps_via_newuidmap", i.map_via_helpers},
+      {"setgroups", i.deny_setgroups ? "deny" : "allow"},
+      {"uid_map", map_json(i.uid_map)},
+      {"gid_map", map_json(i.gid_map)},
+      {"inside", {{"uid", i.uid}, {"gid", i.gid}, {"groups", i.groups}}},
+      {"outside", {{"uid", i.host_uid}, {"gid", i.host_gid}, {"groups", i.host_groups}}},
+      {"mount_sources_opened_as", {{"uid", i.fs.uid}, {"gid", i.fs.gid}, {"groups", i.fs.groups}}},
+  };
+  auto mounts = json::array();
+  for (const auto& m : p.mounts) mounts.push_back(step_json(m, p.static_view));
+  return json{
+      {"agent", p.name},
+      {"tier", p.tier_user ? "user:" + std::to_string(*p.tier_user) : std::string("system")},
+      {"session", p.session},
+      {"ctx_root", p.ctx_root},
+      {"ids", ids},
+      {"namespaces", ns_names(p.clone_flags)},
+      {"namespaces_after_mounts", ns_names(static_cast<std::uint64_t>(p.unshare_flags))},
+      {"network", p.net_ns ? "loopback" : "host"},
+      {"hostname", p.hostname},
+      {"root", p.root},
+      {"mounts", mounts},
+      {"mount_points", mountspec::mount_points(p.mounts)},
+      {"cwd", p.cwd},
+      {"env", p.env},
+      {"argv", p.argv},
+      {"notify_socket", p.notify_target},
+      {"terminal", p.terminal ? json("a pty of the sandbox's own devpts, relayed by the supervisor") : json(nullptr)},
+      {"limits", p.limits ? json{{"memory.max", p.limits->memory_max.value_or("")},
+                                 {"pids.max", p.limits->pids_max.value_or("")},
+                                 {"cpu.max", p.limits->cpu_max.value_or("")}}
+                          : json(nullptr)},
+      {"bounds", {{"dev_shm_size", p.shm_size}, {"rlimit_nproc", p.nproc}}},
+      {"hardening",
+       {"capabilities dropped", "no_new_privs", "setsid", "fds 0-2 + LISTEN_FDS only", "pivot_root + detach",
+        "seccomp deny-list (docs/seccomp.md)", "Landlock scope: abstract unix sockets and signals"}},
+  };
+}
+
+}  // namespace ctx::launcher

@@ -1,0 +1,132 @@
+// The agent's files on the host that its supervisor keeps: <name>.d/status,
+// pid and log, the session's events.jsonl and state, and an owned child's
+// coordination status in its parent's session. Replaced files (status,
+// pid, state) change by atomic rename and appended ones (log, events.jsonl)
+// take whole lines or nothing, so a full disk never leaves a truncated
+// value or a partial line. Writes are best effort once a launch is under
+// way: a full disk must not kill a running agent, but each file's failure
+// is said on stderr, once (docs/launcher.md, "Full disks").
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "base/result.hpp"
+#include "base/unique_fd.hpp"
+#include "launcher/records/event.hpp"
+#include "launcher/plan/plan.hpp"
+#include "sys/file.hpp"
+
+namespace ctx::launcher {
+
+/// The cap of <name>.d/log (and of log.1, the previous one).
+inline constexpr std::uint64_t kMaxLogBytes = 1 << 20;
+
+/// A log size not known yet (append_capped_log stats the file).
+inline constexpr std::uint64_t kUnknownLogSize = ~std::uint64_t{0};
+
+/// Appends `line` to dirfd/log. Once the line would take the log past
+/// kMaxLogBytes, the log becomes log.1 (replacing the older one) and a new
+/// log begins, so the newest lines are always kept and the two never hold
+/// more than twice the cap. `size`: the log's size as the caller knows it
+/// (kUnknownLogSize: read it), kept up to date.
+Result<void> append_capped_log(int dirfd, const std::string& line, std::uint64_t& size);
+
+/// The lifecycle of seed 000 ("start ready busy idle stopping dead"),
+/// as the supervisor writes it to <name>.d/status.
+enum class AgentState { start, ready, busy, idle, stopping, dead };
+
+/// The word written to `status`.
+std::string_view to_string(AgentState s);
+
+/// The state a status word names (apply_notify's words); nullopt for others.
+std::optional<AgentState> agent_state_of(std::string_view word);
+
+class AgentFiles {
+ public:
+  /// ddir: <ctx>/agent/<name>.d, open for the files' lifetime.
+  AgentFiles(const LaunchPlan& plan, int ddir) : plan_(plan), ddir_(ddir) {}
+
+  /// The start records a launch cannot go without: status `start` and
+  /// pid (the supervisor's), each replaced atomically. The first failure,
+  /// naming the file (with what to do for ENOSPC and EDQUOT), for the
+  /// launch to refuse with; the files keep their previous content then.
+  Result<void> start(pid_t supervisor);
+
+  /// The session's start (docs/abi.md, "Sessions"), before any start
+  /// record: makes the agent home's data/, cache/ and log/, the session
+  /// directory with context/, and writes created_at (a new session only),
+  /// updated_at, cwd, meta.json, state `running` and the by-cwd index
+  /// entry, each replaced atomically, never through a symlink. The first
+  /// failure, naming the file (with what to do for ENOSPC and EDQUOT),
+  /// for the launch to refuse with.
+  Result<void> begin_session();
+
+  /// The session's end: `state` (done, failed, stopped, cancelled) and
+  /// updated_at; best effort like status.
+  void end_session(const std::string& state);
+
+  /// Replaces <name>.d/status atomically.
+  void status(AgentState s);
+
+  /// Appends the event, stamped (stamp_event: this agent and session),
+  /// to <name>.d/log, capped (append_capped_log).
+  void log(const Event& e);
+
+  /// Appends the event, stamped, to the session's events.jsonl, making the
+  /// session directory when it is missing.
+  void event(const Event& e);
+
+  /// An event in another agent's session stream (the parent's, for
+  /// agent.child.cancel), stamped with that agent and session; never
+  /// through a symlink.
+  void event_of(const std::string& agent, const std::string& session, const Event& e);
+
+  /// `status` of the coordination directory in the parent's session
+  /// (only beneath the CTX root, never through a symlink).
+  void context_status(const std::string& dir, const std::string& s);
+
+ private:
+  /// How a failed write leaves its file, for the warning's words.
+  enum class Kind { replaced, appended };
+
+  bool open_session();
+  Result<void> session_file(const std::string& name, const std::string& content);
+  /// What every file of the agent's tree (its home's directories, its
+  /// sessions, events.jsonl, a child's coordination status) is made and
+  /// written with: the owner's file-system ids in a root launch
+  /// (owner_rights). The .d records (status, pid, log) are the caller's.
+  sys::MakeAs rights() const;
+  /// The refusal of a shared space the owner may not write (with the
+  /// rights above), said before anything is made: EACCES, naming the
+  /// space, its path and what to do.
+  Error space_refusal(const std::string& path) const;
+  std::string ddir_path(const std::string& file) const;
+  /// Where this launch's sessions lie: the tree below the CTX root
+  /// ("home" or "shared", opened without following a symlink) and the
+  /// agent's directory in it (<owner>/agent/<name>, or <space>/agent/<name>
+  /// for --session-space).
+  std::pair<std::string, std::string> session_tree() const;
+  /// This launch's session directory (host path).
+  std::string own_session_path() const;
+  /// The error a launch refuses with when a record it cannot start without
+  /// fails: the path, with what to do for ENOSPC and EDQUOT, else the
+  /// error followed by `why`; no warning repeats it.
+  Error refusal(const Error& e, const std::string& path, const std::string& why);
+  std::string session_path(const std::string& agent, const std::string& session, const std::string& file) const;
+  void warn(const Result<void>& r, const std::string& path, Kind kind);
+
+  const LaunchPlan& plan_;
+  int ddir_;
+  UniqueFd session_;
+  std::uint64_t log_size_ = kUnknownLogSize;
+  std::set<std::pair<std::string, int>> warned_;  ///< (path, errno) already said
+};
+
+}  // namespace ctx::launcher

@@ -1,0 +1,208 @@
+#include "launcher/sandbox/static_view.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "agentdir/load.hpp"
+#include "base/path.hpp"
+#include "sys/file.hpp"
+#include "sys/mount.hpp"
+#include "sys/resolve.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::launcher {
+
+namespace {
+
+using Type = access::HostEntry::Type;
+
+std::string child_of(const std::string& rel, const std::string& name) { return rel.empty() ? name : rel + "/" + name; }
+
+// A directory shown whole: what the agent's own home holds but its
+// session/, the sessions shown there, and each entry of a readable shared
+// space but its tool tier. shared/ and each space are built name by name
+// like the rest, so that a space's tool/ is always the view's: one made
+// (or swapped in by a rename) after launch is not there. So are the home
+// and its session/, so that another session is absent without
+// `session:<name> read` (docs/abi-policy.md, "session").
+bool whole(const access::Viewer& v, const std::string& rel) {
+  const bool space = rel.rfind("shared/", 0) == 0 && rel.find('/', 7) == std::string::npos;
+  return rel != "shared" && !space && !access::holds_sessions(v, rel) && access::plain(v, rel);
+}
+
+// The tmpfs of a view: small (it holds only names), no devices, no set-id,
+// nothing executable of its own; read-only once built.
+constexpr const char* kTmpfsOptions = "mode=0755,size=1m,nr_inodes=16384";
+
+// How often a file replaced between its clone and its attach is opened
+// again before the view gives up (a writer that replaces it this often is
+// rewriting it continuously).
+constexpr int kReplacedRetries = 16;
+
+}  // namespace
+
+// Who looks: the agent, its owner and the runtime's host ids, as the
+// launch placed them, and its ancestors' types (the label and policy are
+// read live).
+access::Viewer runtime_viewer(const LaunchPlan& plan) {
+  access::Viewer v;
+  v.agent = plan.name;
+  v.owner = plan.owner;
+  v.user_tier = plan.tier_user.has_value();
+  v.ancestors = plan.ancestor_types;
+  v.session = plan.session;
+  v.uid = plan.ids.host_uid;
+  v.gid = plan.ids.host_gid;
+  v.groups = plan.ids.host_groups;
+  return v;
+}
+
+StaticView::StaticView(UniqueFd root, access::Viewer v) : root_(std::move(root)), tree_(root_.get()), v_(std::move(v)) {
+  auto h = tree_.stat("bin/ctx");
+  if (h && h->type == Type::regular && (h->mode & 0111) != 0) helper_ = "bin/ctx";
+}
+
+Result<StaticView> StaticView::open(const LaunchPlan& plan) {
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(plan.ctx_root, true));
+  // Read once: the static view is what the tree and the policy were at
+  // launch.
+  access::Viewer v = access::load_viewer(plan.ctx_root, runtime_viewer(plan));
+  return StaticView(std::move(root), std::move(v));
+}
+
+bool StaticView::shows(const std::string& rel) const {
+  if (rel.empty()) return true;
+  std::string at;
+  for (std::size_t start = 0; start <= rel.size();) {
+    std::size_t slash = rel.find('/', start);
+    at = rel.substr(0, slash);
+    if (!access::decide(v_, tree_, at)) return false;
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return true;
+}
+
+Result<void> StaticView::count_mount() {
+  if (++mounts_ <= kMaxStaticViewMounts) return {};
+  return fail(
+      Error{E2BIG, "E2BIG: the static agent view would need more than " + std::to_string(kMaxStaticViewMounts) +
+                       " mounts; make /dev/fuse usable (mode 0666) for the live view, which has no such bound"});
+}
+
+Result<void> StaticView::tmpfs_on(int dirfd, const std::string& name, UniqueFd& out) {
+  CTX_TRY_ASSIGN(UniqueFd point, sys::open_dir_beneath(dirfd, name.empty() ? "." : name));
+  CTX_TRY(count_mount());
+  CTX_TRY(sys::mount_fresh("tmpfs", point.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, kTmpfsOptions));
+  // The directory again: now the new file system's root.
+  CTX_TRY_ASSIGN(out, sys::open_dir_beneath(dirfd, name.empty() ? "." : name));
+  return {};
+}
+
+// One file of the tree, read-only, onto an empty file of its name.
+// The tree changes while the view is built: the supervisor writes the
+// agent's start records (<name>.d/status, pid) while the sandbox sets
+// itself up, each by renaming a temporary file over the old one, and any
+// other writer may do the same. So a listed name can be gone by the time
+// it is opened (the temporary one), and a file cloned with open_tree can
+// be renamed over or unlinked before it is attached, which move_mount
+// refuses with ENOENT (checked on Linux 6.18). Either is a name that
+// changed since the listing: it is opened again, and skipped (false)
+// once it is gone or no longer a file, like an entry gone before
+// decide().
+Result<bool> StaticView::bind_file(int dirfd, const std::string& name, const std::string& host_rel,
+                                   const mountspec::Attrs& a) {
+  UniqueFd point;
+  for (int attempt = 1;; ++attempt) {
+    auto src = sys::open_path_beneath(root_.get(), host_rel, false);
+    if (!src && src.error().code == ENOENT) {
+      if (point.valid()) CTX_TRY(sys::remove_at(dirfd, name, false));
+      return false;
+    }
+    if (!src) return fail(src.error());
+    if (attempt > 1) {
+      // What replaced the file must still be one (decide() saw a file).
+      CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src->get()));
+      if (!S_ISREG(st.mode)) {
+        CTX_TRY(sys::remove_at(dirfd, name, false));
+        return false;
+      }
+    }
+    CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(src->get(), "", false));
+    CTX_TRY(sys::set_mount_attrs(tree.get(), a, false));
+    if (!point.valid()) {
+      CTX_TRY(sys::make_file_at(dirfd, name, 0444));
+      CTX_TRY_ASSIGN(point, sys::open_path_beneath(dirfd, name, true));
+      CTX_TRY(count_mount());
+    }
+    auto attached = sys::attach_tree(tree.get(), point.get());
+    if (attached) return true;
+    if (attached.error().code != ENOENT || attempt == kReplacedRetries) return fail(attached.error());
+  }
+}
+
+Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec::Attrs& attrs) {
+  mountspec::Attrs ro = attrs;
+  ro.rdonly = ro.nosuid = ro.nodev = true;
+  for (const auto& name : access::list(v_, tree_, rel)) {
+    const std::string at = child_of(rel, name);
+    auto s = access::decide(v_, tree_, at);
+    if (!s) continue;  // gone since the listing
+    if (s->entry.type == Type::directory && whole(v_, at)) {
+      // Bound whole, read-only. Without what is mounted below it where the
+      // kernel allows (the agent's root lies in its home, and this view is
+      // being built inside that root); with it where it must (mounts a user
+      // namespace locks to their parent).
+      auto src = sys::open_path_beneath(root_.get(), s->host_rel, false);
+      if (!src && src.error().code == ENOENT) continue;  // gone since the listing
+      if (!src) return fail(src.error());
+      bool recursive = false;
+      auto tree = sys::clone_tree(src->get(), "", false);
+      if (!tree && tree.error().code == EINVAL) {
+        recursive = true;
+        tree = sys::clone_tree(src->get(), "", true);
+      }
+      if (!tree) return fail(tree.error().with_context(s->host_rel));
+      CTX_TRY(sys::set_mount_attrs(tree->get(), ro, recursive));
+      CTX_TRY(sys::make_dir_at(dirfd, name, 0555));
+      CTX_TRY_ASSIGN(UniqueFd point, sys::open_path_beneath(dirfd, name, true));
+      CTX_TRY(count_mount());
+      CTX_TRY(sys::attach_tree(tree->get(), point.get()));
+      continue;
+    }
+    if (s->entry.type == Type::directory) {
+      CTX_TRY(sys::make_dir_at(dirfd, name, 0755));
+      CTX_TRY_ASSIGN(UniqueFd sub, sys::open_dir_beneath(dirfd, name));
+      CTX_TRY(fill(sub.get(), at, attrs));
+      continue;
+    }
+    if (!access::tool_at(v_, at).empty()) {
+      // An allowed tool: the helper at its name (a direct call asks the
+      // supervisor, which records it and hands over the tool); without a
+      // helper, the tool's bytes, not runnable from here.
+      mountspec::Attrs no = ro;
+      no.noexec = true;
+      CTX_TRY(bind_file(dirfd, name, helper_ ? *helper_ : s->host_rel, helper_ ? ro : no));
+      continue;
+    }
+    mountspec::Attrs file = ro;
+    file.noexec = file.noexec || s->no_exec;
+    CTX_TRY(bind_file(dirfd, name, s->host_rel, file));  // false: gone since the listing
+  }
+  return {};
+}
+
+Result<void> StaticView::build(int rootfd, const std::string& target, const std::string& rel,
+                               const mountspec::Attrs& attrs) {
+  std::string parent_rel(path_dirname(target));
+  CTX_TRY_ASSIGN(UniqueFd parent, sys::open_in_root(rootfd, parent_rel == "/" ? "" : parent_rel.substr(1), true));
+  UniqueFd top;
+  CTX_TRY(tmpfs_on(parent.get(), std::string(path_basename(target)), top));
+  CTX_TRY(fill(top.get(), rel, attrs));
+  mountspec::Attrs done = attrs;
+  done.rdonly = done.nosuid = done.nodev = done.noexec = true;
+  return sys::set_mount_attrs(top.get(), done, false);
+}
+
+}  // namespace ctx::launcher

@@ -1,0 +1,834 @@
+#include "launcher/supervisor/supervisor.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "agentdir/tier.hpp"
+#include "base/names.hpp"
+#include "base/path.hpp"
+#include "base/text.hpp"
+#include "base/timestamp.hpp"
+#include "cgroup/placement.hpp"
+#include "launcher/records/agent_files.hpp"
+#include "launcher/records/as_owner.hpp"
+#include "launcher/sandbox/channel.hpp"
+#include "launcher/control/server.hpp"
+#include "launcher/control/model_gate.hpp"
+#include "launcher/supervisor/notify.hpp"
+#include "launcher/sandbox/preflight.hpp"
+#include "launcher/supervisor/pty_relay.hpp"
+#include "launcher/sandbox/sandbox.hpp"
+#include "launcher/control/tool_gate.hpp"
+#include "launcher/supervisor/view_process.hpp"
+#include "sys/fault.hpp"
+#include "sys/file.hpp"
+#include "sys/landlock.hpp"
+#include "sys/namespace.hpp"
+#include "sys/probe.hpp"
+#include "sys/process.hpp"
+#include "sys/pty.hpp"
+#include "sys/resolve.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::launcher {
+
+namespace {
+
+using nlohmann::json;
+
+// Adds the remedy to errors that mean the kernel will not give this
+// unprivileged caller a user namespace (disabled, limited to zero, or
+// Ubuntu's AppArmor restriction, which lets the namespace be created but
+// strips its capabilities so the first mount fails).
+Error with_userns_remedy(const LaunchPlan& plan, Error e) {
+  if (plan.ids.privileged || (e.code != EPERM && e.code != EACCES && e.code != ENOSPC && e.code != EUSERS)) return e;
+  e.msg += " (unprivileged user namespaces are unavailable to uid " + std::to_string(plan.ids.host_uid) +
+           ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
+           "its profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run) or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as root "
+           "from a systemd unit)";
+  return e;
+}
+
+// Without a writable cgroup v2 the sandbox is supervised through its pidfd
+// and its pid namespace (whose end kills everything in it). Said on stderr
+// once per user and boot where a verified private directory can hold the
+// marker (SuperviseOptions::marker_dir), otherwise every time; in the
+// agent's log every time.
+// The directory that holds the agent's .d/ and socket: <ctx>/agent, or
+// for a user agent <ctx>/home/<U>/agent reached beneath the CTX root
+// without a symlink (what the loader read; its owner U could otherwise
+// swap in a link to another agent's directory).
+Result<UniqueFd> open_agents_dir(const LaunchPlan& plan) {
+  if (!plan.tier_user) return sys::open_dir(plan.ctx_root + "/agent");
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(plan.ctx_root));
+  auto d = sys::open_dir_beneath(root.get(), agentdir::agents_rel(plan.tier_user));
+  if (!d) return fail(d.error().with_context(path_join(plan.ctx_root, agentdir::agents_rel(plan.tier_user))));
+  return d;
+}
+
+void warn_once_without_cgroup(const std::string& marker_dir, const std::string& why) {
+  const char* marker = "ctx-agent-run.warned-no-cgroup";
+  if (!marker_dir.empty())
+    if (auto dir = sys::open_dir(marker_dir); dir) {
+      auto seen = sys::stat_at(dir->get(), marker);
+      if (seen && *seen) return;
+      (void)sys::append_file(dir->get(), marker, "", 0600);
+    }
+  std::fprintf(stderr, "ctx-agent-run: warning: no writable cgroup v2 (%s): supervising by pidfd instead\n", why.c_str());
+}
+
+// What the sandbox reported over the channel until its runtime's execve
+// (EOF) or its error.
+struct SetupReport {
+  json timings = json::object();
+  UniqueFd notify;   ///< the NOTIFY_SOCKET, bound in the sandbox
+  UniqueFd control;  ///< the control socket, bound in the sandbox
+  UniqueFd master;   ///< the runtime's pty (an interactive launch)
+  UniqueFd tools;    ///< the read-only clone of the CTX root `ctx tool` runs tools from
+  std::optional<Record> error;
+};
+
+// on_view starts the view's server as soon as the sandbox hands over its
+// /dev/fuse descriptor: the sandbox's next lookups through the view wait
+// for it.
+SetupReport read_setup(int channel, const std::function<Result<void>(UniqueFd)>& on_view) {
+  SetupReport out;
+  while (true) {
+    auto m = sys::recv_message(channel, kMaxRecordSize, 2);
+    if (!m) {
+      out.error = Record{Record::Kind::error, Step::start, m.error().code, 0, "the sandbox's report: " + m.error().msg};
+      return out;
+    }
+    if (!*m) return out;  // EOF: the runtime's execve succeeded
+    auto r = decode((*m)->bytes);
+    if (!r) continue;
+    switch (r->kind) {
+      case Record::Kind::timings:
+        for (const auto& t : decode_timings(r->detail)) out.timings[std::string(to_string(t.step))] = t.usec;
+        break;
+      case Record::Kind::sockets:
+        if ((*m)->fds.size() == 2) {
+          out.notify = std::move((*m)->fds[0]);
+          out.control = std::move((*m)->fds[1]);
+        }
+        break;
+      case Record::Kind::pty:
+        if ((*m)->fds.size() == 1) out.master = std::move((*m)->fds[0]);
+        break;
+      case Record::Kind::tools:
+        if ((*m)->fds.size() == 1) out.tools = std::move((*m)->fds[0]);
+        break;
+      case Record::Kind::view:
+        if ((*m)->fds.size() != 1) break;
+        if (auto v = on_view(std::move((*m)->fds[0])); !v && !out.error)
+          out.error =
+              Record{Record::Kind::error, r->step, v.error().code, 0, v.error().with_context("the agent view").msg};
+        break;
+      case Record::Kind::error: out.error = std::move(*r); break;
+    }
+  }
+}
+
+// Whether pid (a socket peer or a datagram's sender, in our pid namespace)
+// is a process of the sandbox: in its pid namespace. Unknown is no.
+bool in_sandbox(unsigned long sandbox_pidns, const Result<pid_t>& pid) {
+  if (!pid || *pid <= 0 || sandbox_pidns == 0) return false;
+  auto ns = sys::ns_inode(*pid, "pid");
+  return ns && *ns == sandbox_pidns;
+}
+
+// The watchdog: a small process outside the agent's cgroup that outlives
+// a supervisor killed by SIGKILL and then does what its teardown would
+// have done: waits for the owned children (they got PR_SET_PDEATHSIG and
+// cancel themselves; the supervisor hands it each child's pidfd as the
+// child starts, so it waits for them with or without a cgroup), kills and
+// removes the cgroup subtree, removes <name>.sock and marks the agent
+// dead. Started as soon as the one-instance lock is taken, before the
+// cgroup exists (the supervisor hands it the placement's descriptors), so
+// that a supervisor killed at any later step of a launch leaves nothing
+// behind; it closes every fd it does not need, the sandbox's lifeline
+// among them. A supervisor that ends normally sends 'c' and reaps it. It
+// keeps the one-instance lock (the shared open file of <name>.d) while it
+// cleans. Messages: "c" (done), "p" + a child's pidfd, "g" + a cgroup
+// handover (cgroup::Placement::handover), and the caller's terminal while
+// the relay has it raw (TerminalKeeper), put back first of all.
+struct WatchdogJob {
+  const LaunchPlan& plan;
+  int agents, ddir;
+  int grace_ms;
+  std::string handoff_dir;  ///< an owned child's coordination directory, or ""
+};
+
+// Until every pidfd is readable (its process ended), at most timeout_ms.
+void wait_pidfds(std::vector<UniqueFd>& pidfds, int timeout_ms) {
+  const std::uint64_t deadline = sys::now_us() + static_cast<std::uint64_t>(timeout_ms) * 1000;
+  while (!pidfds.empty()) {
+    std::uint64_t now = sys::now_us();
+    if (now >= deadline) return;
+    std::vector<struct pollfd> fds;
+    for (const auto& fd : pidfds) fds.push_back({fd.get(), POLLIN, 0});
+    if (!sys::poll_fds(fds, static_cast<int>((deadline - now + 999) / 1000))) return;
+    for (std::size_t i = fds.size(); i-- > 0;)
+      if (fds[i].revents != 0) pidfds.erase(pidfds.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+[[noreturn]] void be_watchdog(const WatchdogJob& job, UniqueFd sock) {
+  // The supervisor's signal mask is inherited: SIGINT, SIGTERM etc. stay
+  // blocked here, so a ^C to the process group does not stop the cleanup.
+  if (!sys::close_fds_except({2, sock.get(), job.agents, job.ddir})) _exit(1);
+  std::vector<UniqueFd> children;
+  std::optional<cgroup::Placement> placement;
+  TerminalKeeper terminal;
+  while (true) {
+    auto m = sys::recv_message(sock.get(), 8192, 2);
+    if (!m && m.error().code == EMSGSIZE) continue;
+    if (!m || !*m) break;  // EOF: the supervisor is gone
+    std::string_view bytes = (*m)->bytes;
+    if (bytes == "c") _exit(0);
+    if (terminal.take(bytes, (*m)->fds)) continue;
+    if (bytes == "p" && (*m)->fds.size() == 1) children.push_back(std::move((*m)->fds[0]));
+    if (!bytes.empty() && bytes[0] == 'g')
+      if (auto p = cgroup::Placement::adopt(bytes.substr(1), std::move((*m)->fds))) placement.emplace(std::move(*p));
+  }
+  terminal.restore();
+  AgentFiles files(job.plan, job.ddir);
+  files.status(AgentState::stopping);
+  wait_pidfds(children, job.grace_ms + kChildRecordsMs);
+  if (placement) {
+    (void)placement->wait_children_gone(job.grace_ms + kChildRecordsMs);
+    (void)placement->remove();
+  }
+  (void)sys::remove_at(job.agents, job.plan.name + ".sock");
+  files.status(AgentState::dead);
+  const Event stop{"agent.stop", "", EventStatus::error, {{"reason", "supervisor_killed"}}};
+  files.log(stop);
+  files.event(stop);
+  files.end_session("failed");
+  if (!job.handoff_dir.empty()) files.context_status(job.handoff_dir, "failed");
+  _exit(0);
+}
+
+Result<std::pair<UniqueFd, pid_t>> start_watchdog(const WatchdogJob& job) {
+  CTX_TRY_ASSIGN(auto pair, sys::make_seqpacket_pair());
+  CTX_TRY_ASSIGN(pid_t pid, sys::fork_process());
+  if (pid == 0) {
+    pair.second.reset();
+    be_watchdog(job, std::move(pair.first));
+  }
+  return std::pair<UniqueFd, pid_t>(std::move(pair.second), pid);
+}
+
+// A run id for the `parent` file of the children this run creates.
+std::string new_run_id() {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "r%llx%x", static_cast<unsigned long long>(sys::now_us()),
+                static_cast<unsigned>(::getpid()));
+  return buf;
+}
+
+}  // namespace
+
+namespace {
+
+// One supervised launch, in the order of docs/launcher.md: open the
+// agent's files and take the lock, place it in its cgroup, start the
+// sandbox, read its setup report, supervise, tear down. Every member
+// function is one concern; run() is the sequence.
+
+class Supervisor {
+ public:
+  Supervisor(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const SuperviseOptions& opts,
+             std::optional<Error>& error)
+      : spec_(spec), plan_(plan), opts_(opts), error_(error) {}
+
+  int run();
+
+ private:
+  int failed(Error e);
+  int fail_launch(const Error& e);
+  int abort_sandbox(const Error& e);
+  std::optional<int> open_agent();
+  std::optional<int> place();
+  std::optional<int> watch();
+  std::optional<int> start_sandbox();
+  std::optional<int> finish_setup();
+  void report_started();
+  void start_children();
+  void supervise_loop();
+  void read_lifeline();
+  void view_ended();
+  void read_notify();
+  void on_signal(int sig);
+  void cancel(const char* reason);
+  void set_state(AgentState s);
+  int teardown();
+
+  const agentdir::AgentSpec& spec_;
+  const LaunchPlan& plan_;
+  const SuperviseOptions& opts_;
+  std::optional<Error>& error_;
+
+  std::uint64_t t0_ = sys::now_us(), t_clone_ = 0, t_exec_ = 0;
+  UniqueFd sigfd_, agents_, ddir_;
+  // <name>.sock exists from start_sandbox on; its name goes on every way
+  // out (the descriptor is the sandbox's).
+  struct SocketName {
+    int dir = -1;
+    std::string name;
+    void remove() const {
+      if (dir >= 0) (void)sys::remove_at(dir, name);
+    }
+    ~SocketName() { remove(); }
+  } socket_name_;
+  std::optional<AgentFiles> files_;
+  std::optional<cgroup::Placement> placement_;
+  std::optional<std::pair<UniqueFd, pid_t>> watchdog_;
+  std::optional<sys::Child> child_;
+  UniqueFd lifeline_, channel_;
+  unsigned long sandbox_pidns_ = 0;  ///< only its processes may use the sockets
+  json namespaces_ = json::object();
+  SetupReport setup_;
+  std::optional<Children> children_;
+  std::optional<PtyRelay> relay_;
+  std::optional<ViewProcess> view_;
+  std::optional<ToolGate> tools_;    ///< decides `ctx tool` calls
+  std::optional<ModelGate> models_;  ///< decides and starts `ctx model` calls
+
+  AgentState state_ = AgentState::start;
+  int exit_code_ = kExitLaunchFailed;
+  bool cancelled_ = false, killed_ = false;
+  bool notify_refused_ = false;
+  std::string cancel_reason_;  // parent_dead or stopped
+  std::uint64_t kill_at_ = 0;
+};
+
+int Supervisor::failed(Error e) {
+  error_ = std::move(e);
+  return kExitLaunchFailed;
+}
+
+int Supervisor::fail_launch(const Error& e) {
+  files_->status(AgentState::dead);
+  files_->log({"agent.error", "", EventStatus::error, {{"code", errno_name(e.code)}, {"error", e.msg}}});
+  files_->event({"agent.stop", "", EventStatus::error, {{"exit_status", kExitLaunchFailed}, {"error", e.msg}}});
+  files_->end_session("failed");
+  files_->context_status(opts_.handoff_dir, "failed");
+  return failed(e);
+}
+
+// A launch that fails once the sandbox exists: the sandbox goes first.
+int Supervisor::abort_sandbox(const Error& e) {
+  (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
+  (void)sys::wait_pid(child_->pid);
+  return fail_launch(e);
+}
+
+// Signals first, so that an owned child's PR_SET_PDEATHSIG
+// (parent_dead_signal) waits in the signalfd instead of killing us
+// half-way; then <name>.d and the one-instance lock, which lives as long
+// as this process.
+std::optional<int> Supervisor::open_agent() {
+  std::vector<int> watched{SIGTERM,      SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, parent_dead_signal(),
+                           stop_signal()};
+  if (plan_.terminal) watched.push_back(SIGWINCH);
+  auto sigfd = sys::block_into_signalfd(watched);
+  if (!sigfd) return failed(sigfd.error());
+  sigfd_ = std::move(*sigfd);
+  auto agents = open_agents_dir(plan_);
+  if (!agents) return failed(agents.error());
+  agents_ = std::move(*agents);
+  auto ddir = sys::open_dir_at(agents_.get(), plan_.name + ".d");
+  if (!ddir) return failed(ddir.error().with_context(plan_.name + ".d"));
+  ddir_ = std::move(*ddir);
+  auto locked = sys::try_lock(ddir_.get());
+  if (!locked) return failed(locked.error());
+  if (!*locked) {
+    std::string pid = "?";
+    if (auto f = sys::read_small_file(ddir_.get(), "pid", 64); f && *f)
+      pid = (*f)->data.substr(0, (*f)->data.find('\n'));
+    return failed(Error{EBUSY, plan_.name + ": EBUSY: already running (supervisor pid " + pid + "); stop it first"});
+  }
+  files_.emplace(plan_, ddir_.get());
+  // The session's files before any record: a launch that cannot make
+  // them is refused and leaves status, pid and log as they were.
+  if (auto r = files_->begin_session(); !r) return failed(r.error());
+  if (auto f = sys::fault_at("supervisor.open_agent"); !f) return fail_launch(f.error());
+  if (auto prev = sys::read_small_file(ddir_.get(), "status", 64); prev && *prev && (*prev)->data != "dead\n")
+    files_->log(
+        {"agent.reap", "", EventStatus::ok, {{"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}}});
+  return std::nullopt;
+}
+
+// The agent's cgroup subtree; its destructor kills and removes it on every
+// way out.
+std::optional<int> Supervisor::place() {
+  std::string why_not;
+  bool reaped = false;
+  // A user agent's cgroup is agent-<name>.u<U>: never its system namesake's.
+  cgroup::PlacementOptions po{agentdir::tier_instance(plan_.name, plan_.tier_user),
+                              plan_.ctx_root,
+                              plan_.owner,
+                              plan_.ids.privileged,
+                              opts_.cgroup_base,
+                              plan_.limits,
+                              opts_.cgroup_leaf};
+  auto pl = cgroup::Placement::create(po, why_not, reaped);
+  if (!pl) return fail_launch(pl.error());
+  if (reaped)
+    files_->log({"agent.reap", "", EventStatus::ok, {{"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}}});
+  if (*pl) {
+    placement_ = std::move(**pl);
+    auto [bytes, fds] = placement_->handover();
+    if (auto r = sys::send_message(watchdog_->first.get(), "g" + bytes, fds); !r)
+      return fail_launch(r.error().with_context("handing the cgroup to the watchdog"));
+    if (auto f = sys::fault_at("supervisor.place"); !f) return fail_launch(f.error());
+    return std::nullopt;
+  }
+  bool limits = plan_.limits && (plan_.limits->memory_max || plan_.limits->pids_max || plan_.limits->cpu_max);
+  if (opts_.require_cgroup || limits)
+    return fail_launch(Error{EOPNOTSUPP, std::string(limits ? "limits" : "--require-cgroup") +
+                                             ": EOPNOTSUPP: no writable cgroup v2: " + why_not});
+  files_->log({"agent.cgroup", "", EventStatus::unavailable, {{"reason", why_not}}});
+  // An owned child's parent has said it already (its cgroup is the
+  // parent's subtree, so both lack one); the child's .d/log keeps it.
+  if (opts_.owned_by == 0) warn_once_without_cgroup(opts_.marker_dir, why_not);
+  if (auto f = sys::fault_at("supervisor.place"); !f) return fail_launch(f.error());
+  return std::nullopt;
+}
+
+// The watchdog (start_watchdog), from before anything a launch makes
+// exists.
+std::optional<int> Supervisor::watch() {
+  WatchdogJob job{plan_, agents_.get(), ddir_.get(), opts_.cancel_grace_ms,
+                  spec_.parent ? opts_.handoff_dir : std::string()};
+  auto w = start_watchdog(job);
+  if (!w) return fail_launch(w.error().with_context("the watchdog"));
+  watchdog_ = std::move(*w);
+  if (auto f = sys::fault_at("supervisor.watchdog"); !f) return fail_launch(f.error());
+  return std::nullopt;
+}
+
+// The agent socket, the lifeline and the channel, clone3 into the
+// namespaces (and the cgroup), the id maps; then the sandbox is released.
+std::optional<int> Supervisor::start_sandbox() {
+  auto listen = sys::listen_unix_at(
+      agents_.get(), plan_.name + ".sock",
+      path_join(plan_.ctx_root, agentdir::agents_rel(plan_.tier_user)) + "/" + plan_.name + ".sock");
+  if (!listen) return fail_launch(listen.error());
+  socket_name_.dir = agents_.get();
+  socket_name_.name = plan_.name + ".sock";
+  if (auto f = sys::fault_at("supervisor.listen"); !f) return fail_launch(f.error());
+  auto sync = sys::make_seqpacket_pair();
+  if (!sync) return fail_launch(sync.error());
+  auto chan = sys::make_seqpacket_pair();
+  if (!chan) return fail_launch(chan.error());
+  t_clone_ = sys::now_us();
+  auto child = sys::clone_child({plan_.clone_flags, placement_ ? placement_->runtime_fd() : -1});
+  if (!child) {
+    Error e = child.error().with_context("creating namespaces");
+    return fail_launch((plan_.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan_, e) : e);
+  }
+  if (child->pid == 0) run_sandbox(plan_, SandboxIo{sync->first.get(), chan->second.get(), listen->get()});
+  child_ = std::move(*child);
+  lifeline_ = std::move(sync->second);  // open until we exit: the sandbox's lifeline
+  channel_ = std::move(chan->first);
+  // Namespace ids are read while the child is held at the sync pipe: a
+  // runtime that exits at once would take them with it, and once the
+  // sandbox has taken its ids its memory is not dumpable, so an
+  // unprivileged supervisor may no longer read /proc/<pid>/ns (EACCES).
+  // The sandbox's pid namespace: only its processes may use the sockets.
+  if (auto f = sys::fault_at("supervisor.clone"); !f) return abort_sandbox(f.error());
+  auto pidns = sys::ns_inode(child_->pid, "pid");
+  if (!pidns) return abort_sandbox(pidns.error().with_context("the sandbox's pid namespace"));
+  sandbox_pidns_ = *pidns;
+  if (opts_.json_status_fd >= 0)
+    for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
+      if (auto ino = sys::ns_inode(child_->pid, n)) namespaces_[n] = *ino;
+  const IdPlan& ids = plan_.ids;
+  if (ids.user_ns && !ids.user_ns_after_mounts) {
+    Result<void> r = ids.map_via_helpers
+                         ? sys::run_id_map_helpers(child_->pid, ids.uid_map, ids.gid_map)
+                         : sys::write_id_maps(child_->pid, ids.uid_map, ids.gid_map, ids.deny_setgroups);
+    if (!r) return abort_sandbox(with_userns_remedy(plan_, r.error().with_context("writing id maps")));
+  }
+  if (auto f = sys::fault_at("supervisor.id_maps"); !f) return abort_sandbox(f.error());
+  char go = 1;
+  if (auto r = sys::write_all(lifeline_.get(), &go, 1); !r) return abort_sandbox(r.error());
+  return std::nullopt;
+}
+
+// Setup ends with the runtime's exec (EOF on the channel) or an error.
+// The start records are written while the sandbox sets itself up on the
+// other CPU: they cost as much as the namespace setup, and nothing reads
+// the runtime's notifications before they are done.
+std::optional<int> Supervisor::finish_setup() {
+  // Without status and pid nothing can see or stop the agent: refused
+  // (docs/launcher.md, "Full disks").
+  if (auto r = files_->start(::getpid()); !r) return abort_sandbox(r.error());
+  // The runtime and its argument count, never the arguments (they may
+  // hold a prompt or a secret: docs/launcher.md, "Logs, events and what
+  // they never hold").
+  const Event start{"agent.start",
+                    "",
+                    EventStatus::ok,
+                    {{"runtime", plan_.argv.empty() ? std::string() : plan_.argv[0]}, {"argc", plan_.argv.size()}}};
+  files_->log(start);
+  files_->event(start);
+  if (auto f = sys::fault_at("supervisor.records"); !f) return abort_sandbox(f.error());
+  setup_ = read_setup(channel_.get(), [this](UniqueFd fuse) -> Result<void> {
+    // In the agent's cgroup (its own leaf): what an agent makes the view
+    // hold counts against the agent's limits.
+    CTX_TRY_ASSIGN(ViewProcess v, ViewProcess::start(plan_, std::move(fuse), placement_ ? placement_->view_fd() : -1));
+    view_.emplace(std::move(v));
+    return {};
+  });
+  t_exec_ = sys::now_us();
+  // No error and no sockets: the sandbox ended (was killed) before it
+  // handed them over; its exit status is added below.
+  const bool vanished = !setup_.error && (!setup_.notify.valid() || !setup_.control.valid());
+  if (vanished)
+    setup_.error = Record{Record::Kind::error, Step::run_ctx, ECHILD, 0,
+                          "the sandbox ended during its setup, before it handed over its sockets"};
+  if (!setup_.error)
+    if (auto r = sys::set_nonblocking(setup_.control.get()); !r)
+      setup_.error = Record{Record::Kind::error, Step::run_ctx, r.error().code, 0, r.error().msg};
+  if (!setup_.error)
+    if (auto f = sys::fault_at("supervisor.setup"); !f) {
+      setup_.error = Record{Record::Kind::error, Step::exec, f.error().code, 0, f.error().msg};
+      (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
+    }
+  if (!setup_.error && plan_.terminal) {
+    // Output goes to the caller's terminal; to stdout when that is not one
+    // (the runtime's stdout stays whatever the caller gave it then).
+    int out = sys::is_terminal(1) ? 1 : sys::is_terminal(2) ? 2 : 1;
+    if (auto r = PtyRelay::start(0, out, std::move(setup_.master), watchdog_->first.get()); r) {
+      relay_.emplace(std::move(*r));
+    } else {
+      setup_.error =
+          Record{Record::Kind::error, Step::terminal, r.error().code, 0, r.error().with_context("terminal").msg};
+    }
+  }
+  if (!setup_.error) return std::nullopt;
+  Error e{setup_.error->code == 0 ? EIO : setup_.error->code, setup_.error->detail};
+  auto st = sys::wait_pid(child_->pid);
+  int code = st ? exit_code_of(*st) : kExitLaunchFailed;
+  if (vanished) e.msg += " (its exit status: " + std::to_string(code) + ")";
+  if (code != kExitNotFound && code != kExitNotExecutable) {
+    if (setup_.error->step == Step::private_mounts) e = with_userns_remedy(plan_, e);
+    return fail_launch(e);
+  }
+  // Not found in the sandbox: say so when the host has it (a mount is
+  // missing), read with the owner's rights as the sandbox's files are.
+  if (code == kExitNotFound)
+    if (auto as_owner = AsOwner::enter(plan_.ids))
+      if (auto hint = runtime_host_hint(plan_)) e.msg += "; " + *hint;
+  files_->status(AgentState::dead);
+  files_->log(
+      {"agent.error", "", EventStatus::error, {{"code", errno_name(e.code)}, {"error", e.msg}, {"exit_status", code}}});
+  files_->event({"agent.stop", "", EventStatus::error, {{"exit_status", code}}});
+  files_->end_session("failed");
+  files_->context_status(opts_.handoff_dir, "failed");
+  error_ = e;
+  return code;
+}
+
+void Supervisor::report_started() {
+  json timings = setup_.timings;
+  timings["prepare"] = t_clone_ - t0_;
+  timings["total"] = t_exec_ - t0_;
+  files_->log({"agent.exec", "", EventStatus::ok, {{"pid", child_->pid}, {"setup_us", t_exec_ - t0_}}});
+  if (opts_.json_status_fd >= 0) {
+    json j{{"event", "started"},
+           {"agent", plan_.name},
+           {"pid", child_->pid},
+           {"supervisor_pid", ::getpid()},
+           {"namespaces", namespaces_},
+           {"timings_us", timings},
+           {"cgroup", placement_ ? json(placement_->agent_dir() + "/runtime") : json(nullptr)}};
+    std::string s = j.dump() + "\n";
+    (void)sys::write_all(opts_.json_status_fd, s.data(), s.size());
+  }
+  if (spec_.parent && !opts_.handoff_dir.empty()) files_->context_status(opts_.handoff_dir, "running");
+}
+
+// The control socket's requests: owned children (launcher/control/server.hpp).
+void Supervisor::start_children() {
+  ChildrenConfig cc;
+  cc.parent = &spec_;
+  cc.session = plan_.session;
+  cc.run = new_run_id();
+  cc.spawn.self_exe = opts_.self_exe;
+  cc.spawn.agent_cgroup = placement_ ? placement_->agent_dir() : std::string();
+  cc.spawn.require_cgroup = opts_.require_cgroup;
+  cc.spawn.cancel_grace_ms = opts_.cancel_grace_ms;
+  cc.spawn.env = opts_.child_env;
+  cc.spawn.owner = owner_rights(plan_.ids);
+  cc.event = [this](const Event& e) { files_->event(e); };
+  cc.log = [this](const Event& e) { files_->log(e); };
+  cc.spawn.spawned = [this](int pidfd) {
+    if (watchdog_) (void)sys::send_message(watchdog_->first.get(), "p", {pidfd});
+  };
+  cc.peer_allowed = [this](int conn) { return in_sandbox(sandbox_pidns_, sys::peer_pid(conn)); };
+  cc.inner_path = [this](const std::string& host) { return inner_path_of(plan_, host); };
+  if (setup_.tools.valid()) {
+    models_.emplace(
+        plan_, setup_.tools.get(), [this](const Event& e) { files_->event(e); },
+        [this](const Event& e) { files_->log(e); });
+    cc.model = [this](const json& req, std::vector<UniqueFd> stdio) { return models_->call(req, std::move(stdio)); };
+    cc.model_exit = [this](const ModelRun& run, int exit_status) { models_->finished(run, exit_status); };
+    tools_.emplace(
+        plan_, std::move(setup_.tools), [this](const Event& e) { files_->event(e); },
+        [this](const Event& e) { files_->log(e); });
+    cc.tool = [this](const json& req) { return tools_->call(req); };
+  }
+  children_.emplace(std::move(cc), std::move(setup_.control));
+}
+
+void Supervisor::set_state(AgentState s) {
+  if (s == state_) return;
+  state_ = s;
+  files_->status(s);
+}
+
+// sd_notify: only from processes of the sandbox, and within the agent's
+// one rate limit (the control server's: launcher/control/rate_limit.hpp).
+void Supervisor::read_notify() {
+  for (int i = 0; i < 64; ++i) {
+    auto d = sys::recv_datagram_from(setup_.notify.get());
+    if (!d || !*d) break;
+    if (!in_sandbox(sandbox_pidns_, (*d)->pid)) {
+      // Said once: a sender outside the sandbox, or one already gone.
+      if (!notify_refused_)
+        files_->log({"agent.notify",
+                     "",
+                     EventStatus::denied,
+                     {{"pid", (*d)->pid}, {"reason", "the sender is not a process of the sandbox (or has exited)"}}});
+      notify_refused_ = true;
+      continue;
+    }
+    if (!children_->admit()) continue;  // the agent's one rate limit, counted there
+    NotifyEffect e = apply_notify((*d)->bytes, to_string(state_));
+    if (e.ready && !opts_.parent_notify_socket.empty()) (void)sys::send_datagram(opts_.parent_notify_socket, "READY=1");
+    auto next = agent_state_of(e.state);
+    if (next && *next != state_ && !cancelled_) {
+      set_state(*next);
+      files_->log({"agent.status", "", EventStatus::ok, {{"state", e.state}}});
+    }
+  }
+}
+
+// The cancellation sequence of seed 003 (our parent died, or `ctx agent
+// stop`): stopping, no new connections, the children cancelled, SIGTERM
+// to every process of the sandbox (the init does it on 'T' over the
+// lifeline; launcher/sandbox/sandbox.cpp), SIGKILL after the grace period
+// (supervise_loop).
+void Supervisor::cancel(const char* reason) {
+  if (cancelled_) return;
+  cancelled_ = true;
+  cancel_reason_ = reason;
+  (void)sys::fault_at("cancel.begin");
+  set_state(AgentState::stopping);
+  files_->log({"agent.cancel",
+               "",
+               cancel_reason_ == "stopped" ? EventStatus::stopped : EventStatus::cancelled,
+               {{"reason", cancel_reason_}}});
+  socket_name_.remove();  // no new connections
+  children_->close_control();
+  children_->cancel_all();
+  (void)sys::fault_at("cancel.children");
+  // Only the init can reach every process of its pid namespace; if the
+  // lifeline cannot carry the word, the runtime at least gets SIGTERM.
+  if (!sys::write_all(lifeline_.get(), "T", 1)) (void)sys::signal_pidfd(child_->pidfd.get(), SIGTERM);
+  (void)sys::fault_at("cancel.term");
+  kill_at_ = sys::now_us() + static_cast<std::uint64_t>(opts_.cancel_grace_ms) * 1000;
+}
+
+void Supervisor::on_signal(int sig) {
+  if (sig == parent_dead_signal()) return cancel("parent_dead");
+  if (sig == stop_signal()) return cancel("stopped");
+  if (sig == SIGCHLD) return;
+  if (sig == SIGWINCH) {
+    if (relay_) relay_->window_changed();
+    return;
+  }
+  set_state(AgentState::stopping);
+  files_->log({"agent.signal", "", EventStatus::ok, {{"signal", sig}}});
+  (void)sys::signal_pidfd(child_->pidfd.get(), sig);
+}
+
+// Signals, sd_notify messages, the control socket, owned children, and the
+// runtime's exit.
+void Supervisor::supervise_loop() {
+  // The parent may have died between our start and now.
+  if (opts_.owned_by != 0 && ::getppid() != opts_.owned_by) cancel("parent_dead");
+  (void)sys::fault_at("supervisor.supervise");
+  while (true) {
+    std::vector<struct pollfd> fds{
+        {sigfd_.get(), POLLIN, 0}, {child_->pidfd.get(), POLLIN, 0}, {setup_.notify.get(), POLLIN, 0}};
+    fds.push_back({lifeline_.get(), POLLIN, 0});              // fds[3]
+    fds.push_back({view_ ? view_->pidfd() : -1, POLLIN, 0});  // fds[4]
+    if (relay_) relay_->add_poll_fds(fds);
+    children_->add_poll_fds(fds);
+    int timeout = children_->poll_timeout_ms();
+    if (cancelled_ && !killed_) {
+      std::uint64_t now = sys::now_us();
+      int kill_in = now >= kill_at_ ? 0 : static_cast<int>((kill_at_ - now + 999) / 1000);
+      timeout = timeout < 0 ? kill_in : std::min(timeout, kill_in);
+    }
+    if (!sys::poll_fds(fds, timeout)) return;
+    if (cancelled_ && !killed_ && sys::now_us() >= kill_at_) {
+      // The grace period is over: SIGKILL to everything in runtime/ (or,
+      // without a cgroup, to the sandbox's init, whose end kills the pid
+      // namespace).
+      killed_ = true;
+      (void)sys::fault_at("cancel.kill");
+      if (placement_) (void)placement_->kill_runtime();
+      (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
+    }
+    if (fds[2].revents & POLLIN) read_notify();
+    if (fds[3].revents & POLLIN) read_lifeline();
+    if (fds[4].revents & POLLIN) view_ended();
+    if (relay_) relay_->handle(fds);
+    if (fds[0].revents & POLLIN)
+      if (auto sig = sys::read_signalfd(sigfd_.get())) on_signal(*sig);
+    children_->handle(fds);
+    if (fds[1].revents & POLLIN) {
+      auto st = sys::wait_pid(child_->pid);
+      exit_code_ = st ? exit_code_of(*st) : kExitLaunchFailed;
+      return;
+    }
+  }
+}
+
+// The view's server ended. Cleanly (0) when its mount is gone, which is
+// how a sandbox's end looks from there (possibly before the runtime's
+// exit reaches us). Otherwise it died while the agent runs: the sandbox
+// sees ENOTCONN through the view (never the durable tree), and an agent
+// without its view is stopped like a cancelled one.
+void Supervisor::view_ended() {
+  int st = view_->reap();
+  view_.reset();
+  if (exit_code_of(st) == 0) return;
+  files_->log({"agent.view", "", EventStatus::dead, {{"exit_status", exit_code_of(st)}}});
+  std::fprintf(stderr, "ctx-agent-run: %s: the agent view's server ended (exit status %d); stopping the agent\n",
+               printable(plan_.name).c_str(), exit_code_of(st));
+  cancel("view_dead");
+}
+
+// Job control of an interactive launch: the runtime stopped (^Z on its
+// terminal, or a SIGSTOP), so the agent stops as a whole the way a
+// foreground program does: the caller's terminal goes back to its own
+// mode (PtyRelay::hand_back: what the runtime wrote shown, its modes
+// reset, the terminal's answers to it read and dropped) and the
+// supervisor stops itself, which gives the shell the terminal. Once
+// continued (fg), raw mode again and the runtime goes on. Nothing typed
+// meanwhile reaches the sandbox: nobody reads the terminal.
+void Supervisor::read_lifeline() {
+  char c = 0;
+  auto got = sys::read_byte(lifeline_.get(), c);
+  if (!got || !*got || c != 'S' || !relay_) return;
+  relay_->hand_back(PtyRelay::Why::stopped);
+  sys::stop_self();
+  relay_->resume();
+  (void)sys::write_all(lifeline_.get(), "c", 1);
+}
+
+// Our runtime is gone: so is the parent of our children (seed 003, "Parent
+// Death"). Each child cancels itself (SIGTERM, grace, cgroup.kill) and
+// records it; once the grace period is over, one cgroup.kill of our
+// subtree ends whatever runtime is left below us at once. Then the
+// records of the end.
+int Supervisor::teardown() {
+  (void)sys::fault_at("teardown.begin");
+  if (relay_) {
+    relay_->hand_back(PtyRelay::Why::ended);  // the caller's terminal as it was
+    relay_.reset();
+  }
+  socket_name_.remove();
+  children_->report_dropped(true);
+  if (children_->running() > 0) {
+    set_state(AgentState::stopping);
+    children_->close_control();
+    children_->cancel_all();
+    children_->wait_all(opts_.cancel_grace_ms, false);
+    (void)sys::fault_at("teardown.children");
+    if (placement_) (void)placement_->kill_subtree();
+    children_->wait_all(kChildRecordsMs, true);
+  }
+  if (placement_)
+    if (auto r = placement_->remove(); !r)
+      files_->log({"agent.error", "", EventStatus::error, {{"error", r.error().msg}}});
+  (void)sys::fault_at("teardown.cgroup");
+  files_->status(AgentState::dead);
+  (void)sys::fault_at("teardown.records");
+  // A parent's stop ends in "stopped", the parent's death in "cancelled".
+  const bool stopped = cancelled_ && cancel_reason_ == "stopped";
+  const EventStatus outcome = stopped           ? EventStatus::stopped
+                              : cancelled_      ? EventStatus::cancelled
+                              : exit_code_ == 0 ? EventStatus::ok
+                                                : EventStatus::error;
+  const Event stop{"agent.stop", "", outcome, {{"exit_status", exit_code_}}};
+  files_->log(stop);
+  files_->event(stop);
+  const char* end = stopped ? "stopped" : cancelled_ ? "cancelled" : exit_code_ == 0 ? "done" : "failed";
+  files_->end_session(end);
+  if (spec_.parent && !opts_.handoff_dir.empty()) files_->context_status(opts_.handoff_dir, end);
+  if (cancelled_ && !stopped && spec_.parent)
+    files_->event_of(spec_.parent->agent, spec_.parent->session.empty() ? "default" : spec_.parent->session,
+                     {"agent.child.cancel",
+                      "agent/" + plan_.name,
+                      EventStatus::cancelled,
+                      {{"parent", spec_.parent->agent}, {"child", plan_.name}, {"reason", "parent_dead"}}});
+  if (opts_.json_status_fd >= 0) {
+    std::string s = json{{"event", "exited"}, {"agent", plan_.name}, {"exit_status", exit_code_}}.dump() + "\n";
+    (void)sys::write_all(opts_.json_status_fd, s.data(), s.size());
+  }
+  return exit_code_;
+}
+
+int Supervisor::run() {
+  if (auto code = open_agent()) return *code;
+  if (int abi = sys::landlock_abi().value_or(0); abi < sys::kLandlockScopeAbi)
+    std::fprintf(stderr,
+                 "ctx-agent-run: notice: this kernel's Landlock (ABI %d) cannot scope abstract unix sockets and "
+                 "signals (ABI %d, Linux 6.12): a granted network reaches the host's abstract sockets\n",
+                 abi, sys::kLandlockScopeAbi);
+  // Every return from here on releases the watchdog, if one was started.
+  struct WatchdogGuard {
+    std::optional<std::pair<UniqueFd, pid_t>>& w;
+    ~WatchdogGuard() {
+      if (!w) return;
+      char c = 'c';
+      (void)sys::write_all(w->first.get(), &c, 1);
+      w->first.reset();
+      (void)sys::wait_pid(w->second);
+    }
+  } watchdog_guard{watchdog_};
+  if (auto code = watch()) return *code;
+  if (auto code = place()) return *code;
+  if (auto code = start_sandbox()) return *code;
+  if (auto code = finish_setup()) return *code;
+  report_started();
+  start_children();
+  supervise_loop();
+  return teardown();
+}
+
+}  // namespace
+
+int supervise(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const SuperviseOptions& opts,
+              std::optional<Error>& error) {
+  return Supervisor(spec, plan, opts, error).run();
+}
+
+}  // namespace ctx::launcher
