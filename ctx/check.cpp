@@ -8,6 +8,8 @@
 #include <functional>
 #include <set>
 
+#include "access/fs_tree.hpp"
+#include "access/rules.hpp"
 #include "agentdir/entitlement.hpp"
 #include "agentdir/load.hpp"
 #include "agentdir/mount_rules.hpp"
@@ -58,12 +60,27 @@ std::vector<std::string> tool_dirs(const agentdir::AgentSpec& s) {
   return out;
 }
 
-std::vector<std::string> model_names(const std::string& ctx_root) {
+// The model names of both tiers the agent's calls look in (the user
+// tier home/<owner>/model first), for "did you mean".
+std::vector<std::string> model_names(const agentdir::AgentSpec& s) {
   std::vector<std::string> out;
-  for (const auto& provider : entries(ctx_root + "/model", is_dir))
-    for (const auto& m : entries(ctx_root + "/model/" + provider, is_entry))
-      if (!model_name_issue(provider + "/" + m)) out.push_back(provider + "/" + m);
+  const std::string tiers[] = {s.ctx_root + "/home/" + std::to_string(s.owner) + "/model", s.ctx_root + "/model"};
+  for (const auto& tier : tiers)
+    for (const auto& provider : entries(tier, is_dir))
+      for (const auto& m : entries(tier + "/" + provider, is_entry))
+        if (!model_name_issue(provider + "/" + m)) out.push_back(provider + "/" + m);
   return out;
+}
+
+// Whether a call of the model `name` would find one: the model gate's own
+// lookup (user tier first, aliases followed), so the check and the call
+// never disagree.
+bool model_exists(const agentdir::AgentSpec& s, const std::string& name) {
+  auto root = sys::open_dir(s.ctx_root);
+  if (!root) return false;
+  access::FsTree tree(root->get());
+  access::ModelCall c = access::model_call(access::viewer_for(s), tree, name);
+  return c.verdict != access::ModelVerdict::not_found && c.verdict != access::ModelVerdict::agent_policy;
 }
 
 // Policy objects that do not exist grant nothing; say so, with the
@@ -73,7 +90,7 @@ void lint_objects(const agentdir::AgentSpec& s, const std::function<void(const s
   for (const auto& d : tool_dirs(s))
     for (const auto& t : entries(d, is_tool))
       if (!tool_name_issue(t)) tools.push_back(t);
-  std::vector<std::string> models = model_names(s.ctx_root);
+  std::vector<std::string> models = model_names(s);
   std::vector<std::string> spaces = entries(s.ctx_root + "/shared", is_dir);
   auto has = [](const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
@@ -88,8 +105,10 @@ void lint_objects(const agentdir::AgentSpec& s, const std::function<void(const s
         kind = "no such tool in the agent's CTX_PATH";
         break;
       case policy::Class::model:
+        if (model_exists(s, r.object)) break;
         pool = &models;
-        kind = "no such model in " + s.ctx_root + "/model";
+        kind = "no such model in " + s.ctx_root + "/home/" + std::to_string(s.owner) + "/model or " + s.ctx_root +
+               "/model";
         break;
       case policy::Class::shared:
         pool = &spaces;

@@ -373,7 +373,7 @@ TEST_CASE("ctx check as a doctor: objects, suggestions, mounts, risk tiers", "[f
   CHECK(r.out ==
         "warning: coder.d/policy:1: tool:fs.raed: no such tool in the agent's CTX_PATH; did you mean fs.read?\n"
         "warning: coder.d/policy:2: model:debug/ecko: no such model in " +
-            t / "ctx" +
+            t / "ctx" + "/home/1000/model or " + t / "ctx" +
             "/model; did you mean debug/echo?\n"
             "warning: coder.d/policy:3: shared:project-b: no such shared space in " +
             t / "ctx" +
@@ -458,6 +458,29 @@ TEST_CASE("ctx explain shows the four layers of a tool", "[fs]") {
   auto s = ctx::test::run_command({ctx, "explain", "--ctx-root", root, "coder", "tool:shell.exec", "execute"});
   CHECK(s.exit_code == 0);
   CHECK(s.out.find("  tool policy: allowed by shell.exec.d/policy line 1\n") != std::string::npos);
+}
+
+TEST_CASE("ctx check finds a model where a call finds it: the owner's user tier and its aliases", "[fs]") {
+  ctx::test::TempDir t;
+  for (const auto& [k, v] : base_files()) t.write("ctx/agent/coder.d/" + k, v);
+  make_launchable(t, "coder");
+  const std::string home = "ctx/home/" + std::string("1000") + "/model/";
+  t.write(home + "local/llm", "#!/bin/sh\n", 0755);
+  REQUIRE(::symlink(("/ctx/home/" + std::string("1000") + "/model/local/llm").c_str(),
+                    (t / home + "main").c_str()) == 0);
+  t.write("ctx/agent/coder.d/policy",
+          "allow coder_t model:local/llm use\n"
+          "allow coder_t model:main use\n"
+          "allow coder_t model:local/lm use\n");
+  auto r = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t / "ctx", "coder"});
+  INFO(r.out << r.err);
+  // The user tier's model and its alias are found; a misspelling is still
+  // named, with the user tier's name as the suggestion.
+  CHECK(r.out.find("model:local/llm:") == std::string::npos);
+  CHECK(r.out.find("model:main:") == std::string::npos);
+  CHECK(r.out.find("warning: coder.d/policy:3: model:local/lm: no such model in " + t / "ctx" + "/home/" +
+                   std::string("1000") + "/model or " + t / "ctx" + "/model; did you mean local/llm?\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("ctx check --json gives the same findings as one document", "[fs]") {
