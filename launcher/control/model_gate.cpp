@@ -202,18 +202,30 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
       if (sys::open_path_no_symlinks(d)) base_->emplace_back(d);
   }
   LaunchPlan p = model_plan(plan_, m, *anchor, *base_);
-  auto run = start_model(p, {stdio[0].get(), stdio[1].get(), stdio[2].get()});
+  // The caller's stdio; the model's exec, or the error that ended it.
+  SandboxStart how;
+  how.stdio = std::array<int, 3>{stdio[0].get(), stdio[1].get(), stdio[2].get()};
+  how.id_maps_context = "the model's id maps";
+  how.report_context = "the model's sandbox";
+  auto sandbox = start_sandbox(p, how);
+  if (sandbox && sandbox->setup.error) {
+    (void)reap_failed(sandbox->child);
+    sandbox = fail(setup_error(*sandbox->setup.error));
+  }
   (void)sys::remove_at(AT_FDCWD, *anchor, true);  // empty on the host: the tmpfs was the sandbox's
-  if (!run) {
-    json answer = refuse(name, refusal(run.error().code, "error", run.error().msg), EventStatus::error);
+  if (!sandbox) {
+    json answer = refuse(name, refusal(sandbox.error().code, "error", sandbox.error().msg), EventStatus::error);
     log_model(m.rel, {"model.call", "model/" + m.name, EventStatus::error, {{"reason", "error"}}});
     return answer;
   }
-  run->name = m.name;
-  run->rel = m.rel;
-  run->alias = m.alias;
-  run->started = started;
-  return std::move(*run);
+  ModelRun run;
+  run.child = std::move(sandbox->child);
+  run.lifeline = std::move(sandbox->lifeline);
+  run.name = m.name;
+  run.rel = m.rel;
+  run.alias = m.alias;
+  run.started = started;
+  return run;
 }
 
 }  // namespace ctx::launcher

@@ -1,9 +1,10 @@
 // `ctx model NAME` decided and run by the supervisor (issue 12): the
 // lookup and layers of access::model_call against the CTX tree (the
 // sandbox's read-only clone, read as the owner), then the model started
-// in a sandbox of its own (launcher/plan/model_plan.hpp, model_run.hpp) with
-// the caller's stdin, stdout and stderr. Protocol (control socket, with 3
-// descriptors): {"op":"model","name":"debug/echo"}; answers
+// in a sandbox of its own (launcher/plan/model_plan.hpp,
+// launcher/sandbox/start.hpp) with the caller's stdin, stdout and stderr.
+// Protocol (control socket, with 3 descriptors):
+// {"op":"model","name":"debug/echo"}; answers
 // {"ok":true,"op":"model","exit_status":N} when the model exits, or
 // {"ok":false,"op":"model","code":"EACCES","reason":"agent_policy",...}.
 // Records: one `model.call` event (the session's events.jsonl) and agent
@@ -22,7 +23,7 @@
 #include "base/unique_fd.hpp"
 #include "launcher/records/event.hpp"
 #include "launcher/plan/model_plan.hpp"
-#include "launcher/sandbox/model_run.hpp"
+#include "launcher/sandbox/start.hpp"
 #include "launcher/plan/plan.hpp"
 #include "access/fs_tree.hpp"
 

@@ -43,7 +43,7 @@
 #include "launcher/control/child_spawn.hpp"
 #include "launcher/control/request.hpp"
 #include "launcher/records/event.hpp"
-#include "launcher/sandbox/model_run.hpp"
+#include "launcher/sandbox/start.hpp"
 #include "launcher/control/rate_limit.hpp"
 #include "launcher/control/tool_gate.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "base/path.hpp"
 #include "launcher/records/as_owner.hpp"
-#include "launcher/sandbox/sandbox.hpp"
+#include "launcher/sandbox/sources.hpp"
 #include "sys/file.hpp"
 #include "sys/mountinfo.hpp"
 #include "sys/resolve.hpp"

@@ -1,5 +1,7 @@
 // The child half of a launch: applies a LaunchPlan inside the new
-// namespaces, becomes the sandbox's init and starts the runtime.
+// namespaces (its mounts: mounts.hpp, from the sources of sources.hpp),
+// becomes the sandbox's init and starts the runtime. The parent half is
+// start.hpp.
 #pragma once
 
 #include <string>
@@ -8,7 +10,6 @@
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
 #include "launcher/plan/plan.hpp"
-#include "sys/mountinfo.hpp"
 
 namespace ctx::launcher {
 
@@ -32,26 +33,6 @@ inline constexpr int kExitNotFound = 127;
 
 /// The exit code a wait status stands for: the code, or 128+signal.
 int exit_code_of(int wait_status);
-
-/// The root's host directory as the sandbox opens it (never through a
-/// symbolic link; an owned child's beneath its parent's), before it is
-/// mounted. `ctx check` opens it the same way (launcher/sandbox/preflight.hpp).
-/// A privileged launch (host_mounts: the mount table it is seen in, else
-/// nullptr) takes it only from a file system of plain files
-/// (mountspec/source_fs.hpp).
-Result<UniqueFd> open_root_source(const mountspec::MountStep& root, const std::vector<sys::MountEntry>* host_mounts);
-
-/// A bind's source as the sandbox opens it, with the checks made before
-/// it is mounted: never through a symbolic link, reachable and readable
-/// (writable for rw) by the owner, and for a privileged launch
-/// (host_mounts: the mount table it is seen in, else nullptr) only from
-/// file systems of plain files, submounts of an rbind included
-/// (mountspec/source_fs.hpp).
-Result<UniqueFd> open_bind_source(const mountspec::MountStep& b, const std::vector<sys::MountEntry>* host_mounts);
-
-/// "<name>.d/mount:<line>: <source> -> <target>", what a bind's errors
-/// are said with.
-std::string mount_line_context(const LaunchPlan& plan, const mountspec::MountStep& m);
 
 /// Runs in the cloned child. Never returns: on failure it sends the error
 /// record to io.channel and _exit(125)s; on success it is the sandbox's init

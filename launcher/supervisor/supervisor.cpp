@@ -27,6 +27,7 @@
 #include "launcher/sandbox/preflight.hpp"
 #include "launcher/supervisor/pty_relay.hpp"
 #include "launcher/sandbox/sandbox.hpp"
+#include "launcher/sandbox/start.hpp"
 #include "launcher/control/tool_gate.hpp"
 #include "launcher/supervisor/view_process.hpp"
 #include "sys/fault.hpp"
@@ -44,19 +45,6 @@ namespace ctx::launcher {
 namespace {
 
 using nlohmann::json;
-
-// Adds the remedy to errors that mean the kernel will not give this
-// unprivileged caller a user namespace (disabled, limited to zero, or
-// Ubuntu's AppArmor restriction, which lets the namespace be created but
-// strips its capabilities so the first mount fails).
-Error with_userns_remedy(const LaunchPlan& plan, Error e) {
-  if (plan.ids.privileged || (e.code != EPERM && e.code != EACCES && e.code != ENOSPC && e.code != EUSERS)) return e;
-  e.msg += " (unprivileged user namespaces are unavailable to uid " + std::to_string(plan.ids.host_uid) +
-           ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
-           "its profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run) or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as root "
-           "from a systemd unit)";
-  return e;
-}
 
 // Without a writable cgroup v2 the sandbox is supervised through its pidfd
 // and its pid namespace (whose end kills everything in it). Said on stderr
@@ -84,58 +72,6 @@ void warn_once_without_cgroup(const std::string& marker_dir, const std::string& 
       (void)sys::append_file(dir->get(), marker, "", 0600);
     }
   std::fprintf(stderr, "ctx-agent-run: warning: no writable cgroup v2 (%s): supervising by pidfd instead\n", why.c_str());
-}
-
-// What the sandbox reported over the channel until its runtime's execve
-// (EOF) or its error.
-struct SetupReport {
-  json timings = json::object();
-  UniqueFd notify;   ///< the NOTIFY_SOCKET, bound in the sandbox
-  UniqueFd control;  ///< the control socket, bound in the sandbox
-  UniqueFd master;   ///< the runtime's pty (an interactive launch)
-  UniqueFd tools;    ///< the read-only clone of the CTX root `ctx tool` runs tools from
-  std::optional<Record> error;
-};
-
-// on_view starts the view's server as soon as the sandbox hands over its
-// /dev/fuse descriptor: the sandbox's next lookups through the view wait
-// for it.
-SetupReport read_setup(int channel, const std::function<Result<void>(UniqueFd)>& on_view) {
-  SetupReport out;
-  while (true) {
-    auto m = sys::recv_message(channel, kMaxRecordSize, 2);
-    if (!m) {
-      out.error = Record{Record::Kind::error, Step::start, m.error().code, 0, "the sandbox's report: " + m.error().msg};
-      return out;
-    }
-    if (!*m) return out;  // EOF: the runtime's execve succeeded
-    auto r = decode((*m)->bytes);
-    if (!r) continue;
-    switch (r->kind) {
-      case Record::Kind::timings:
-        for (const auto& t : decode_timings(r->detail)) out.timings[std::string(to_string(t.step))] = t.usec;
-        break;
-      case Record::Kind::sockets:
-        if ((*m)->fds.size() == 2) {
-          out.notify = std::move((*m)->fds[0]);
-          out.control = std::move((*m)->fds[1]);
-        }
-        break;
-      case Record::Kind::pty:
-        if ((*m)->fds.size() == 1) out.master = std::move((*m)->fds[0]);
-        break;
-      case Record::Kind::tools:
-        if ((*m)->fds.size() == 1) out.tools = std::move((*m)->fds[0]);
-        break;
-      case Record::Kind::view:
-        if ((*m)->fds.size() != 1) break;
-        if (auto v = on_view(std::move((*m)->fds[0])); !v && !out.error)
-          out.error =
-              Record{Record::Kind::error, r->step, v.error().code, 0, v.error().with_context("the agent view").msg};
-        break;
-      case Record::Kind::error: out.error = std::move(*r); break;
-    }
-  }
 }
 
 // Whether pid (a socket peer or a datagram's sender, in our pid namespace)
@@ -256,11 +192,12 @@ class Supervisor {
  private:
   int failed(Error e);
   int fail_launch(const Error& e);
-  int abort_sandbox(const Error& e);
   std::optional<int> open_agent();
   std::optional<int> place();
   std::optional<int> watch();
   std::optional<int> start_sandbox();
+  Result<void> read_namespaces(const sys::Child& sandbox);
+  Result<void> write_start_records();
   std::optional<int> finish_setup();
   void report_started();
   void start_children();
@@ -294,7 +231,7 @@ class Supervisor {
   std::optional<cgroup::Placement> placement_;
   std::optional<std::pair<UniqueFd, pid_t>> watchdog_;
   std::optional<sys::Child> child_;
-  UniqueFd lifeline_, channel_;
+  UniqueFd lifeline_;
   unsigned long sandbox_pidns_ = 0;  ///< only its processes may use the sockets
   json namespaces_ = json::object();
   SetupReport setup_;
@@ -324,13 +261,6 @@ int Supervisor::fail_launch(const Error& e) {
   files_->end_session("failed");
   files_->context_status(opts_.handoff_dir, "failed");
   return failed(e);
-}
-
-// A launch that fails once the sandbox exists: the sandbox goes first.
-int Supervisor::abort_sandbox(const Error& e) {
-  (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
-  (void)sys::wait_pid(child_->pid);
-  return fail_launch(e);
 }
 
 // Signals first, so that an owned child's PR_SET_PDEATHSIG
@@ -418,8 +348,8 @@ std::optional<int> Supervisor::watch() {
   return std::nullopt;
 }
 
-// The agent socket, the lifeline and the channel, clone3 into the
-// namespaces (and the cgroup), the id maps; then the sandbox is released.
+// The agent socket, then the sandbox started (launcher/sandbox/start.hpp)
+// into the namespaces and the cgroup, and its setup read.
 std::optional<int> Supervisor::start_sandbox() {
   auto listen = sys::listen_unix_at(
       agents_.get(), plan_.name + ".sock",
@@ -428,53 +358,56 @@ std::optional<int> Supervisor::start_sandbox() {
   socket_name_.dir = agents_.get();
   socket_name_.name = plan_.name + ".sock";
   if (auto f = sys::fault_at("supervisor.listen"); !f) return fail_launch(f.error());
-  auto sync = sys::make_seqpacket_pair();
-  if (!sync) return fail_launch(sync.error());
-  auto chan = sys::make_seqpacket_pair();
-  if (!chan) return fail_launch(chan.error());
-  t_clone_ = sys::now_us();
-  auto child = sys::clone_child({plan_.clone_flags, placement_ ? placement_->runtime_fd() : -1});
-  if (!child) {
-    Error e = child.error().with_context("creating namespaces");
-    return fail_launch((plan_.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan_, e) : e);
-  }
-  if (child->pid == 0) run_sandbox(plan_, SandboxIo{sync->first.get(), chan->second.get(), listen->get()});
-  child_ = std::move(*child);
-  lifeline_ = std::move(sync->second);  // open until we exit: the sandbox's lifeline
-  channel_ = std::move(chan->first);
-  // Namespace ids are read while the child is held at the sync pipe: a
-  // runtime that exits at once would take them with it, and once the
-  // sandbox has taken its ids its memory is not dumpable, so an
-  // unprivileged supervisor may no longer read /proc/<pid>/ns (EACCES).
-  // The sandbox's pid namespace: only its processes may use the sockets.
-  if (auto f = sys::fault_at("supervisor.clone"); !f) return abort_sandbox(f.error());
-  auto pidns = sys::ns_inode(child_->pid, "pid");
-  if (!pidns) return abort_sandbox(pidns.error().with_context("the sandbox's pid namespace"));
-  sandbox_pidns_ = *pidns;
-  if (opts_.json_status_fd >= 0)
-    for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
-      if (auto ino = sys::ns_inode(child_->pid, n)) namespaces_[n] = *ino;
-  const IdPlan& ids = plan_.ids;
-  if (ids.user_ns && !ids.user_ns_after_mounts) {
-    Result<void> r = ids.map_via_helpers
-                         ? sys::run_id_map_helpers(child_->pid, ids.uid_map, ids.gid_map)
-                         : sys::write_id_maps(child_->pid, ids.uid_map, ids.gid_map, ids.deny_setgroups);
-    if (!r) return abort_sandbox(with_userns_remedy(plan_, r.error().with_context("writing id maps")));
-  }
-  if (auto f = sys::fault_at("supervisor.id_maps"); !f) return abort_sandbox(f.error());
-  char go = 1;
-  if (auto r = sys::write_all(lifeline_.get(), &go, 1); !r) return abort_sandbox(r.error());
+  SandboxStart how;
+  how.listen_fd = listen->get();
+  how.cgroup_fd = placement_ ? placement_->runtime_fd() : -1;
+  how.clone_context = "creating namespaces";
+  how.id_maps_context = "writing id maps";
+  how.report_context = "the sandbox's report";
+  how.userns_remedy = true;
+  how.held = [this](const sys::Child& c) { return read_namespaces(c); };
+  how.mapped = [] { return sys::fault_at("supervisor.id_maps"); };
+  how.released = [this] { return write_start_records(); };
+  how.on_view = [this](UniqueFd fuse) -> Result<void> {
+    // In the agent's cgroup (its own leaf): what an agent makes the view
+    // hold counts against the agent's limits.
+    CTX_TRY_ASSIGN(ViewProcess v, ViewProcess::start(plan_, std::move(fuse), placement_ ? placement_->view_fd() : -1));
+    view_.emplace(std::move(v));
+    return {};
+  };
+  auto s = launcher::start_sandbox(plan_, how);
+  if (!s) return fail_launch(s.error());
+  t_exec_ = sys::now_us();
+  t_clone_ = s->clone_us;
+  child_ = std::move(s->child);
+  lifeline_ = std::move(s->lifeline);  // open until we exit: the sandbox's lifeline
+  setup_ = std::move(s->setup);
   return std::nullopt;
 }
 
-// Setup ends with the runtime's exec (EOF on the channel) or an error.
+// Namespace ids are read while the child is held at the lifeline: a
+// runtime that exits at once would take them with it, and once the
+// sandbox has taken its ids its memory is not dumpable, so an
+// unprivileged supervisor may no longer read /proc/<pid>/ns (EACCES).
+// The sandbox's pid namespace: only its processes may use the sockets.
+Result<void> Supervisor::read_namespaces(const sys::Child& sandbox) {
+  CTX_TRY(sys::fault_at("supervisor.clone"));
+  auto pidns = sys::ns_inode(sandbox.pid, "pid");
+  if (!pidns) return fail(pidns.error().with_context("the sandbox's pid namespace"));
+  sandbox_pidns_ = *pidns;
+  if (opts_.json_status_fd >= 0)
+    for (const char* n : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"})
+      if (auto ino = sys::ns_inode(sandbox.pid, n)) namespaces_[n] = *ino;
+  return {};
+}
+
 // The start records are written while the sandbox sets itself up on the
 // other CPU: they cost as much as the namespace setup, and nothing reads
 // the runtime's notifications before they are done.
-std::optional<int> Supervisor::finish_setup() {
+Result<void> Supervisor::write_start_records() {
   // Without status and pid nothing can see or stop the agent: refused
   // (docs/launcher.md, "Full disks").
-  if (auto r = files_->start(::getpid()); !r) return abort_sandbox(r.error());
+  CTX_TRY(files_->start(::getpid()));
   // The runtime and its argument count, never the arguments (they may
   // hold a prompt or a secret: docs/launcher.md, "Logs, events and what
   // they never hold").
@@ -484,15 +417,12 @@ std::optional<int> Supervisor::finish_setup() {
                     {{"runtime", plan_.argv.empty() ? std::string() : plan_.argv[0]}, {"argc", plan_.argv.size()}}};
   files_->log(start);
   files_->event(start);
-  if (auto f = sys::fault_at("supervisor.records"); !f) return abort_sandbox(f.error());
-  setup_ = read_setup(channel_.get(), [this](UniqueFd fuse) -> Result<void> {
-    // In the agent's cgroup (its own leaf): what an agent makes the view
-    // hold counts against the agent's limits.
-    CTX_TRY_ASSIGN(ViewProcess v, ViewProcess::start(plan_, std::move(fuse), placement_ ? placement_->view_fd() : -1));
-    view_.emplace(std::move(v));
-    return {};
-  });
-  t_exec_ = sys::now_us();
+  return sys::fault_at("supervisor.records");
+}
+
+// Setup ended with the runtime's exec (EOF on the channel) or an error;
+// what the agent needs of it is checked, and a failure said.
+std::optional<int> Supervisor::finish_setup() {
   // No error and no sockets: the sandbox ended (was killed) before it
   // handed them over; its exit status is added below.
   const bool vanished = !setup_.error && (!setup_.notify.valid() || !setup_.control.valid());
@@ -519,9 +449,8 @@ std::optional<int> Supervisor::finish_setup() {
     }
   }
   if (!setup_.error) return std::nullopt;
-  Error e{setup_.error->code == 0 ? EIO : setup_.error->code, setup_.error->detail};
-  auto st = sys::wait_pid(child_->pid);
-  int code = st ? exit_code_of(*st) : kExitLaunchFailed;
+  Error e = setup_error(*setup_.error);
+  const int code = reap_failed(*child_);
   if (vanished) e.msg += " (its exit status: " + std::to_string(code) + ")";
   if (code != kExitNotFound && code != kExitNotExecutable) {
     if (setup_.error->step == Step::private_mounts) e = with_userns_remedy(plan_, e);
@@ -543,7 +472,8 @@ std::optional<int> Supervisor::finish_setup() {
 }
 
 void Supervisor::report_started() {
-  json timings = setup_.timings;
+  json timings = json::object();
+  for (const auto& t : setup_.timings) timings[std::string(to_string(t.step))] = t.usec;
   timings["prepare"] = t_clone_ - t0_;
   timings["total"] = t_exec_ - t0_;
   files_->log({"agent.exec", "", EventStatus::ok, {{"pid", child_->pid}, {"setup_us", t_exec_ - t0_}}});

@@ -1,0 +1,315 @@
+#include "launcher/sandbox/mounts.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "base/path.hpp"
+#include "launcher/sandbox/sources.hpp"
+#include "launcher/sandbox/static_view.hpp"
+#include "sys/file.hpp"
+#include "sys/identity.hpp"
+#include "sys/mount.hpp"
+#include "sys/mountinfo.hpp"
+#include "sys/resolve.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::launcher {
+
+namespace {
+
+std::string rel_of(const std::string& inner) { return inner == "/" ? std::string() : inner.substr(1); }
+
+// Opens (creating when missing) the mount point `inner` below rootfd
+// without following any symlink: every component is resolved with
+// RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS, and a missing one is made with
+// mkdirat on the already-resolved parent.
+Result<UniqueFd> mount_point(int rootfd, const std::string& inner, bool directory) {
+  std::string rel = rel_of(inner);
+  auto existing = sys::open_in_root(rootfd, rel, directory);
+  if (existing || existing.error().code != ENOENT) return existing;
+  std::string done;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t slash = rel.find('/', start);
+    bool last = slash == std::string::npos;
+    std::string comp = rel.substr(start, last ? std::string::npos : slash - start);
+    CTX_TRY_ASSIGN(UniqueFd parent, sys::open_in_root(rootfd, done, true));
+    if (last && !directory) {
+      CTX_TRY(sys::make_file_at(parent.get(), comp, 0644));
+    } else {
+      CTX_TRY(sys::make_dir_at(parent.get(), comp, 0755));
+    }
+    done = done.empty() ? comp : done + "/" + comp;
+    if (last) break;
+    start = slash + 1;
+  }
+  return sys::open_in_root(rootfd, rel, directory);
+}
+
+// host_mounts: the mount table the sources are seen in, for a privileged
+// launch (nullptr otherwise), which binds only file systems of plain files.
+Result<void> bind_one(int rootfd, const MountStep& b, const std::vector<sys::MountEntry>* host_mounts) {
+  // The source is opened with the owner's credentials (the caller's, or
+  // the fs ids set for a privileged launch), so it must be reachable by
+  // the owner; reading (and for rw, writing) it must be allowed too.
+  CTX_TRY_ASSIGN(UniqueFd src, open_bind_source(b, host_mounts));
+  CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src.get()));
+  bool dir = S_ISDIR(st.mode);
+  auto cloned = sys::clone_tree(src.get(), "", b.recursive);
+  // In a user namespace the mounts below the source are locked: a
+  // non-recursive bind would uncover what they cover, so the kernel
+  // refuses it (EINVAL from open_tree).
+  if (!cloned && cloned.error().code == EINVAL && !b.recursive)
+    return fail(Error{EINVAL, "source " + b.source +
+                                  ": EINVAL: has mounts below it that a non-recursive bind would "
+                                  "uncover, which the kernel refuses in a user namespace; use rbind"});
+  if (!cloned) return fail(cloned.error());
+  UniqueFd tree = std::move(*cloned);
+  // Attributes are set while the tree is still detached: there is no
+  // moment in which the sandbox could see it writable.
+  CTX_TRY(sys::set_mount_attrs(tree.get(), b.attrs, b.recursive));
+  CTX_TRY_ASSIGN(UniqueFd target, mount_point(rootfd, b.target, dir));
+  CTX_TRY(sys::attach_tree(tree.get(), target.get()));
+  return {};
+}
+
+Result<void> mask_one(int rootfd, const MountStep& m) {
+  CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(m.target), true));
+  CTX_TRY(sys::mount_fresh("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k"));
+  return {};
+}
+
+// mount(2) flags of a fresh file system from the plan's attributes.
+unsigned long fs_flags(const mountspec::Attrs& a) {
+  unsigned long f = 0;
+  if (a.rdonly) f |= MS_RDONLY;
+  if (a.nosuid) f |= MS_NOSUID;
+  if (a.nodev) f |= MS_NODEV;
+  if (a.noexec) f |= MS_NOEXEC;
+  return f;
+}
+
+// The new root: `source` cloned onto itself (pivot_root needs a mount of
+// its own), an owned child's never through a symlink below the CTX root.
+// Returns the attached tree, the anchor of every later path. host_mounts
+// as for bind_one.
+Result<UniqueFd> make_root(const MountStep& r, const std::vector<sys::MountEntry>* host_mounts) {
+  if (r.fresh) {
+    // A tmpfs over the anchor in this mount namespace: what the anchor
+    // holds, or is given later on the host, is never seen.
+    CTX_TRY_ASSIGN(UniqueFd anchor, open_no_symlinks("root", r.source));
+    CTX_TRY_ASSIGN(UniqueFd dir, sys::open_dir_beneath(anchor.get(), "."));
+    CTX_TRY_CTX(sys::mount_fresh("tmpfs", dir.get(), fs_flags(r.attrs), "mode=0755,size=1m"), "root " + r.source);
+    return open_no_symlinks("root", r.source);
+  }
+  CTX_TRY_ASSIGN(UniqueFd root_dir, open_root_source(r, host_mounts));
+  CTX_TRY_ASSIGN(UniqueFd root, sys::clone_tree(root_dir.get(), "", false));
+  CTX_TRY_CTX(sys::set_mount_attrs(root.get(), r.attrs, false), "root " + r.source);
+  CTX_TRY_CTX(sys::attach_tree(root.get(), root_dir.get()), "root " + r.source);
+  return root;
+}
+
+// A host device node, bound onto an empty file of the same name.
+Result<void> bind_dev_node(int rootfd, const MountStep& n) {
+  CTX_TRY_ASSIGN(UniqueFd point, mount_point(rootfd, n.target, false));
+  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(AT_FDCWD, n.source, false));
+  CTX_TRY(sys::set_mount_attrs(tree.get(), n.attrs, false));
+  return sys::attach_tree(tree.get(), point.get());
+}
+
+// A supervisor socket: bound here, in the sandbox's own mount namespace,
+// so it never has a name anywhere else, not for an instant; anyone in the
+// sandbox may use it (iso uid runs as another uid than the owner it was
+// bound as), and the supervisor checks that each peer is in the sandbox.
+Result<UniqueFd> bind_socket(int rootfd, const MountStep& s) {
+  const std::string dir(path_dirname(s.target));
+  const std::string leaf(path_basename(s.target));
+  CTX_TRY_ASSIGN(UniqueFd d, sys::open_in_root(rootfd, rel_of(dir), true));
+  Result<UniqueFd> sock =
+      s.datagram ? sys::bind_datagram_at(d.get(), leaf, s.target) : sys::listen_unix_at(d.get(), leaf, s.target);
+  if (!sock) return fail(sock.error());
+  CTX_TRY(sys::chmod_at(d.get(), leaf, 0666));
+  return std::move(*sock);
+}
+
+// The agent view. Served over FUSE: its one mount is made at the first
+// step, the /dev/fuse descriptor goes to the supervisor, which starts the
+// server on it, and no copy stays here; lookups through the mount wait for
+// that server. Static (plan.static_view): each step is built at once
+// (launcher/sandbox/static_view.hpp).
+class ViewMount {
+ public:
+  ViewMount(UniqueFd fuse, const LaunchPlan& plan) : fuse_(std::move(fuse)), plan_(plan) {}
+  // One step: the view's subtree m.source (the whole view for "") at
+  // m.target.
+  Result<void> attach(int rootfd, const MountStep& m, const Reporter& rep) {
+    if (plan_.static_view) {
+      if (!static_) {
+        CTX_TRY_ASSIGN(StaticView s, StaticView::open(plan_));
+        static_.emplace(std::move(s));
+      }
+      if (!static_->shows(m.source)) return absent(rootfd, m);
+      CTX_TRY(mount_point(rootfd, m.target, true));
+      return static_->build(rootfd, m.target, m.source, m.attrs);
+    }
+    if (!mnt_.valid()) {
+      if (!fuse_.valid()) return fail(Error{EPROTO, "no /dev/fuse descriptor for the agent view"});
+      CTX_TRY_ASSIGN(sys::Creds me, sys::current_creds());
+      CTX_TRY_ASSIGN(mnt_, sys::mount_fuse(fuse_.get(), me.uid, me.gid));
+      rep.send({Record::Kind::view, rep.current(), 0, 0, {}}, {fuse_.get()});
+      fuse_.reset();
+    }
+    auto tree = sys::clone_tree(mnt_.get(), m.source, false);
+    if (!tree && tree.error().code == ENOENT && !m.source.empty()) return absent(rootfd, m);
+    if (!tree) return fail(tree.error());
+    CTX_TRY(sys::set_mount_attrs(tree->get(), m.attrs, false));
+    CTX_TRY_ASSIGN(UniqueFd target, mount_point(rootfd, m.target, true));
+    return sys::attach_tree(tree->get(), target.get());
+  }
+
+ private:
+  // A step whose subtree the view does not have. A table line's is
+  // refused. A tool tier under a bind (`why` says so) is skipped when
+  // nothing is there either (a shared space without tool/), and refused
+  // when something is: the durable tier must never show.
+  Result<void> absent(int rootfd, const MountStep& m) const {
+    if (m.why.empty())
+      return fail(Error{EACCES, "EACCES: " + plan_.name + "'s agent view has no " + m.source +
+                                    ": it shows an agent only its own home, its tiers' allowed entries and the "
+                                    "spaces it may read (docs/view.md)"});
+    auto there = sys::open_in_root(rootfd, rel_of(m.target), false);
+    if (!there && there.error().code == ENOENT) return {};
+    return fail(Error{EACCES, "EACCES: the agent view has no " + m.source + " to show at " + m.target});
+  }
+
+  UniqueFd fuse_;
+  const LaunchPlan& plan_;
+  UniqueFd mnt_;
+  std::optional<StaticView> static_;
+};
+
+// The tools `ctx tool` runs: the supervisor decides each call and hands
+// the runtime a descriptor of the tool opened beneath this tree (never a
+// path it could reach otherwise). A recursive clone of the CTX root made
+// read-only, nosuid and nodev while detached, so that a descriptor of a
+// tool reopened through /proc can neither write nor chmod the durable
+// file, even for an agent that runs as the tool's owner. It is attached
+// nowhere: no path in the sandbox reaches it.
+Result<void> send_tool_tree(const LaunchPlan& plan, const Reporter& rep) {
+  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_path(plan.ctx_root, O_PATH | O_DIRECTORY));
+  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(dir.get(), "", true));
+  CTX_TRY(sys::set_mount_attrs(tree.get(), {.rdonly = true, .nosuid = true, .nodev = true}, true));
+  rep.send({Record::Kind::tools, rep.current(), 0, 0, {}}, {tree.get()});
+  return {};
+}
+
+// Which setup step of the channel's timings a mount step belongs to.
+Step timing_step(const MountStep& m) {
+  if (path_is_at_or_under(m.target, "/dev")) return Step::dev;
+  if (path_is_at_or_under(m.target, kNotifyDir)) return Step::run_ctx;
+  switch (m.kind) {
+    case StepKind::root: return Step::root;
+    case StepKind::bind:
+    case StepKind::view: return Step::binds;
+    case StepKind::mask: return Step::masks;
+    case StepKind::fs:
+    case StepKind::dev_node:
+    case StepKind::symlink:
+    case StepKind::socket:
+    case StepKind::seal: return Step::proc;
+  }
+  return Step::proc;
+}
+
+// Why: in a user namespace the kernel mounts a new procfs only where an
+// existing one is fully visible (fs/namespace.c, mnt_already_visible), and
+// container engines cover parts of /proc by default. The launch stops
+// here: an agent never runs without its own /proc.
+Error fresh_fs_error(const MountStep& m, Error e) {
+  if (m.fstype == "proc" && e.code == EPERM)
+    e.msg +=
+        ": the kernel mounts a new procfs in a user namespace only where /proc is fully visible, and here part of it "
+        "is covered (a container engine masks it by default): the launch is refused rather than run without the "
+        "sandbox's own /proc; `ctx check --env` names the engine option that unmasks it";
+  return e;
+}
+
+}  // namespace
+
+// The one function that makes the sandbox's mounts: the plan's steps, in
+// order. The sockets of /run/ctx go to the supervisor over the channel.
+Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse) {
+  UniqueFd root;
+  ViewMount view(std::move(fuse), plan);
+  if (std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const MountStep& m) { return m.kind == StepKind::view; }))
+    CTX_TRY_CTX(send_tool_tree(plan, rep), "the tools of " + plan.ctx_root);
+  // A privileged launch takes its root and bind sources only from file
+  // systems of plain files (mountspec/source_fs.hpp): the table they are
+  // seen in, read once.
+  std::optional<std::vector<sys::MountEntry>> host_mounts;
+  if (plan.ids.privileged) {
+    CTX_TRY_ASSIGN(host_mounts, sys::read_mountinfo());
+  }
+  const std::vector<sys::MountEntry>* seen_in = host_mounts ? &*host_mounts : nullptr;
+  std::vector<UniqueFd> sockets;
+  for (const MountStep& m : plan.mounts) {
+    if (Step t = timing_step(m); t != rep.current()) rep.enter(t);
+    switch (m.kind) {
+      case StepKind::root: {
+        auto r = make_root(m, seen_in);
+        if (!r) return fail(m.fresh ? r.error() : r.error().with_context(plan.name + ".d/root"));
+        root = std::move(*r);
+        break;
+      }
+      case StepKind::bind: {
+        auto r = bind_one(root.get(), m, seen_in);
+        if (!r) return fail(r.error().with_context(mount_line_context(plan, m)));
+        break;
+      }
+      case StepKind::view: {
+        auto r = view.attach(root.get(), m, rep);
+        if (!r && m.line > 0)
+          return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(m.line) + ": the agent view at " +
+                                             m.target));
+        if (!r) return fail(r.error().with_context("the agent view at " + m.target));
+        break;
+      }
+      case StepKind::mask: CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")"); break;
+      case StepKind::fs: {
+        CTX_TRY_ASSIGN(UniqueFd point, mount_point(root.get(), m.target, true));
+        auto r = sys::mount_fresh(m.fstype, point.get(), fs_flags(m.attrs), m.options);
+        if (!r) return fail(fresh_fs_error(m, r.error()).with_context(m.target));
+        break;
+      }
+      case StepKind::dev_node: CTX_TRY_CTX(bind_dev_node(root.get(), m), m.target); break;
+      case StepKind::symlink: {
+        CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(std::string(path_dirname(m.target))), true));
+        CTX_TRY_CTX(sys::make_symlink_at(m.link, dir.get(), std::string(path_basename(m.target))), m.target);
+        break;
+      }
+      case StepKind::socket: {
+        CTX_TRY_ASSIGN(UniqueFd sock, bind_socket(root.get(), m));
+        sockets.push_back(std::move(sock));
+        break;
+      }
+      case StepKind::seal: {
+        CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(m.target), true));
+        CTX_TRY_CTX(sys::set_mount_attrs(dir.get(), m.attrs, false), m.target);
+        break;
+      }
+    }
+  }
+  // A model's sandbox has none (launcher/plan/model_plan.hpp); an agent's both.
+  if (sockets.size() == 2) {
+    rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {sockets[0].get(), sockets[1].get()});
+  } else if (!sockets.empty()) {
+    return fail(Error{EPROTO, "the mount plan holds " + std::to_string(sockets.size()) + " sockets, not 2 or none"});
+  }
+  return root;
+}
+
+}  // namespace ctx::launcher

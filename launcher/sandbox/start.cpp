@@ -1,0 +1,135 @@
+#include "launcher/sandbox/start.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include "launcher/sandbox/sandbox.hpp"
+#include "sys/identity.hpp"
+#include "sys/socket.hpp"
+
+namespace ctx::launcher {
+
+void SetupReport::take(Record r, std::vector<UniqueFd> fds, const std::function<Result<void>(UniqueFd)>& on_view) {
+  switch (r.kind) {
+    case Record::Kind::timings:
+      for (const auto& t : decode_timings(r.detail)) timings.push_back(t);
+      break;
+    case Record::Kind::sockets:
+      if (fds.size() == 2) {
+        notify = std::move(fds[0]);
+        control = std::move(fds[1]);
+      }
+      break;
+    case Record::Kind::pty:
+      if (fds.size() == 1) master = std::move(fds[0]);
+      break;
+    case Record::Kind::tools:
+      if (fds.size() == 1) tools = std::move(fds[0]);
+      break;
+    case Record::Kind::view:
+      if (fds.size() != 1 || !on_view) break;
+      if (auto v = on_view(std::move(fds[0])); !v && !error)
+        error = Record{Record::Kind::error, r.step, v.error().code, 0, v.error().with_context("the agent view").msg};
+      break;
+    case Record::Kind::error: error = std::move(r); break;
+  }
+}
+
+Error setup_error(const Record& error) { return Error{error.code == 0 ? EIO : error.code, error.detail}; }
+
+int reap_failed(const sys::Child& sandbox) {
+  auto st = sys::wait_pid(sandbox.pid);
+  return st ? exit_code_of(*st) : kExitLaunchFailed;
+}
+
+// The remedies where the kernel will not give this unprivileged caller a
+// user namespace (disabled, limited to zero, or Ubuntu's AppArmor
+// restriction, which lets the namespace be created but strips its
+// capabilities so the first mount fails).
+Error with_userns_remedy(const LaunchPlan& plan, Error e) {
+  if (plan.ids.privileged || (e.code != EPERM && e.code != EACCES && e.code != ENOSPC && e.code != EUSERS)) return e;
+  e.msg += " (unprivileged user namespaces are unavailable to uid " + std::to_string(plan.ids.host_uid) +
+           ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
+           "its profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run) or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as root "
+           "from a systemd unit)";
+  return e;
+}
+
+namespace {
+
+// The clone's child: the descriptors it is given, then the sandbox's side.
+[[noreturn]] void enter_sandbox(const LaunchPlan& plan, const SandboxStart& how, int lifeline, int channel) {
+  if (how.stdio)
+    for (int i = 0; i < 3; ++i)
+      if (!sys::dup_to((*how.stdio)[static_cast<std::size_t>(i)], i)) _exit(kExitLaunchFailed);
+  run_sandbox(plan, SandboxIo{lifeline, channel, how.listen_fd});
+}
+
+Result<void> write_id_maps(const LaunchPlan& plan, const SandboxStart& how, pid_t pid) {
+  const IdPlan& ids = plan.ids;
+  if (!ids.user_ns || ids.user_ns_after_mounts) return {};
+  Result<void> r = ids.map_via_helpers ? sys::run_id_map_helpers(pid, ids.uid_map, ids.gid_map)
+                                       : sys::write_id_maps(pid, ids.uid_map, ids.gid_map, ids.deny_setgroups);
+  if (r) return {};
+  Error e = r.error().with_context(how.id_maps_context);
+  return fail(how.userns_remedy ? with_userns_remedy(plan, e) : e);
+}
+
+// The records until the runtime's exec (EOF), an error record included:
+// the sandbox ends right after sending one.
+void read_setup(int channel, const SandboxStart& how, StartedSandbox& s) {
+  while (true) {
+    auto m = sys::recv_message(channel, kMaxRecordSize, 2);
+    if (!m) {
+      // Nothing more of its setup can be followed.
+      (void)sys::signal_pidfd(s.child.pidfd.get(), SIGKILL);
+      s.setup.error =
+          Record{Record::Kind::error, Step::start, m.error().code, 0, how.report_context + ": " + m.error().msg};
+      return;
+    }
+    if (!*m) return;
+    auto r = decode((*m)->bytes);
+    if (!r) continue;
+    s.setup.take(std::move(*r), std::move((*m)->fds), how.on_view);
+  }
+}
+
+}  // namespace
+
+Result<StartedSandbox> start_sandbox(const LaunchPlan& plan, const SandboxStart& how) {
+  CTX_TRY_ASSIGN(auto sync, sys::make_seqpacket_pair());
+  CTX_TRY_ASSIGN(auto chan, sys::make_seqpacket_pair());
+  StartedSandbox s;
+  s.clone_us = sys::now_us();
+  auto child = sys::clone_child({plan.clone_flags, how.cgroup_fd});
+  if (!child) {
+    Error e = how.clone_context.empty() ? child.error() : child.error().with_context(how.clone_context);
+    return fail(how.userns_remedy && (plan.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan, e) : e);
+  }
+  if (child->pid == 0) enter_sandbox(plan, how, sync.first.get(), chan.second.get());
+  s.child = std::move(*child);
+  sync.first.reset();
+  chan.second.reset();
+  auto abort = [&](const Error& e) {
+    (void)sys::signal_pidfd(s.child.pidfd.get(), SIGKILL);
+    (void)sys::wait_pid(s.child.pid);
+    return fail(e);
+  };
+  if (how.held)
+    if (auto r = how.held(s.child); !r) return abort(r.error());
+  if (auto r = write_id_maps(plan, how, s.child.pid); !r) return abort(r.error());
+  if (how.mapped)
+    if (auto r = how.mapped(); !r) return abort(r.error());
+  char go = 1;
+  if (auto r = sys::write_all(sync.second.get(), &go, 1); !r) return abort(r.error());
+  // Open until the supervisor exits: EOF there ends the sandbox.
+  s.lifeline = std::move(sync.second);
+  if (how.released)
+    if (auto r = how.released(); !r) return abort(r.error());
+  read_setup(chan.first.get(), how, s);
+  return s;
+}
+
+}  // namespace ctx::launcher
