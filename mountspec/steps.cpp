@@ -1,7 +1,5 @@
 #include "mountspec/steps.hpp"
 
-#include <algorithm>
-
 #include "base/path.hpp"
 
 namespace ctx::mountspec {
@@ -79,15 +77,6 @@ void append_proc_and_dev(MountPlan& plan, const std::string& shm_size) {
   MountStep dev_seal = step(StepKind::seal, "/dev");
   dev_seal.attrs = {.rdonly = true, .nosuid = true, .noexec = true};
   plan.push_back(std::move(dev_seal));
-}
-
-const MountStep* covering_step(const MountPlan& plan, std::string_view inner, std::initializer_list<StepKind> kinds) {
-  const MountStep* best = nullptr;
-  for (const auto& s : plan)
-    if (std::find(kinds.begin(), kinds.end(), s.kind) != kinds.end() && path_is_at_or_under(inner, s.target) &&
-        (best == nullptr || s.target.size() >= best->target.size()))
-      best = &s;
-  return best;
 }
 
 std::vector<std::string> mount_points(const MountPlan& plan) {

@@ -5,7 +5,6 @@
 // list and nothing else.
 #pragma once
 
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,11 +63,6 @@ void append_fixed_steps(MountPlan& plan, const std::string& shm_size, const std:
 /// The first part of append_fixed_steps: a fresh /proc and the minimal
 /// /dev, without /run/ctx (a model's sandbox has no supervisor socket).
 void append_proc_and_dev(MountPlan& plan, const std::string& shm_size);
-
-/// The step that decides what an inner path shows: among the steps of
-/// the given kinds, the deepest target at or above it (a later step wins
-/// on an equal target, as it is made later); nullptr when none is.
-const MountStep* covering_step(const MountPlan& plan, std::string_view inner, std::initializer_list<StepKind> kinds);
 
 /// Every mount point the plan makes, in order: what /proc/self/mountinfo
 /// inside the sandbox lists, except what an rbind brings along from the

@@ -11,6 +11,7 @@
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
+#include "mountspec/geometry.hpp"
 #include "mountspec/plan.hpp"
 #include "access/rules.hpp"
 
@@ -349,11 +350,6 @@ MountStep view_step(std::string target, std::string rel, const MountStep& from) 
   return v;
 }
 
-// The bind or view that decides what an inner path shows.
-const MountStep* covering_step(const std::vector<MountStep>& steps, const std::string& inner) {
-  return mountspec::covering_step(steps, inner, {StepKind::bind, StepKind::view});
-}
-
 // The agent view over the binds: where a bind would show the durable CTX
 // tree, the view shows the agent's part of it. A bind of the CTX root
 // itself becomes the view; a bind of a directory above it keeps the rest
@@ -418,7 +414,7 @@ void plan_view(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan)
   // below a mask of its space.
   auto needless = [&](const MountStep& m) {
     if (m.kind == StepKind::mask) {
-      const MountStep* c = covering_step(out, m.target);
+      const MountStep* c = mountspec::covering_step(out, m.target, {StepKind::bind, StepKind::view});
       return c != nullptr && c->kind == StepKind::view;
     }
     if (m.kind != StepKind::view || m.source.empty()) return false;
@@ -455,22 +451,6 @@ void pass_terminal_env(const std::vector<std::string>& caller_env, std::vector<s
         if (terminal_env_value_ok(value)) set_env(env, std::string(key), value);
         break;
       }
-}
-
-// Where the sandbox shows a host path: the deepest bind whose source holds
-// it, unless a mask lies over that place; nullopt when none does.
-std::optional<std::string> inner_path_of(const std::vector<MountStep>& steps, const std::string& host) {
-  std::optional<std::string> inner;
-  std::size_t depth = 0;
-  for (const MountStep& s : steps)
-    if (s.kind == StepKind::bind && path_is_at_or_under(host, s.source) && (!inner || s.source.size() >= depth)) {
-      inner = path_join(s.target, path_suffix(host, s.source));
-      depth = s.source.size();
-    }
-  if (!inner) return std::nullopt;
-  for (const MountStep& s : steps)
-    if (s.kind == StepKind::mask && path_is_at_or_under(*inner, s.target)) return std::nullopt;
-  return inner;
 }
 
 }  // namespace
@@ -566,10 +546,10 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   set_env(env, "CTX_SESSION", opts.session);
   if (!opts.session_space.empty()) {
     // docs/abi.md, "Shared sessions": the space always; the directory
-    // where a bind of the table shows it (a mask over it hides it).
+    // where the planned mounts show it (a mask over it hides it).
     set_env(env, "CTX_SESSION_SPACE", opts.session_space);
-    if (auto inner = inner_path_of(
-            plan.mounts,
+    if (auto inner = mountspec::inner_path_of(
+            plan.mounts, spec.ctx_root,
             path_join(spec.ctx_root, session_dir_rel(spec.owner, spec.name, opts.session_space) + "/" + opts.session)))
       set_env(env, "CTX_SESSION_DIR", *inner);
   }

@@ -15,6 +15,7 @@
 #include "launcher/sandbox/channel.hpp"
 #include "launcher/sandbox/preflight.hpp"
 #include "launcher/sandbox/static_view.hpp"
+#include "mountspec/geometry.hpp"
 #include "mountspec/source_fs.hpp"
 #include "sys/fault.hpp"
 #include "sys/file.hpp"
@@ -618,7 +619,7 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
         head.resize(*n);
         RuntimeLookup look{[](const std::string& p) { return sys::open_path(p, O_PATH).has_value(); }, {},
                            env_value(env, "PATH")};
-        if (auto issue = runtime_issue(cmd, host_path_of(plan, *found).value_or(*found), head, plan.root, look))
+        if (auto issue = runtime_issue(cmd, mountspec::host_path_of(plan.mounts, plan.ctx_root, *found).value_or(*found), head, plan.root, look))
           last = *issue;
       }
     }
