@@ -284,7 +284,7 @@ void add_handoff(const AgentSpec& spec, const std::string& handoff_dir, std::vec
 // wherever a bind shows them.
 Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan) {
   const std::string file = spec.name + ".d/mount";
-  CTX_TRY_ASSIGN(mountspec::Table ordered, mountspec::order_for_apply(spec.mounts, file));
+  const mountspec::Table ordered = mountspec::order_for_apply(spec.mounts);
   const SharedSpaces shared(spec, opts);
   std::vector<MountStep> binds, masks;
   for (const auto& e : ordered) {
