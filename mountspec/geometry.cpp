@@ -29,22 +29,25 @@ const MountStep* deepest_over(const MountPlan& plan, std::string_view inner, Pre
   if (!p) return nullptr;
   const MountStep* best = nullptr;
   for (const auto& s : plan)
-    if (admit(s.kind) && path_is_at_or_under(*p, s.target) && (best == nullptr || s.target.size() >= best->target.size()))
+    if (admit(kind_of(s)) && path_is_at_or_under(*p, target_of(s)) &&
+        (best == nullptr || target_of(s).size() >= target_of(*best).size()))
       best = &s;
   return best;
 }
 
 // The host directory a step's target shows, when it shows one.
 std::optional<std::string> host_source(const MountStep& s, std::string_view ctx_root) {
-  switch (s.kind) {
+  switch (kind_of(s)) {
     case StepKind::root:
-      if (s.fresh) return std::nullopt;
-      return s.source;
-    case StepKind::bind:
-    case StepKind::dev_node: return s.source;
-    case StepKind::view:
-      if (s.source.empty() || s.source == ".") return std::string(ctx_root);
-      return path_join(ctx_root, s.source);
+      if (std::get<RootStep>(s).fresh) return std::nullopt;
+      return std::get<RootStep>(s).source;
+    case StepKind::bind: return std::get<BindStep>(s).source;
+    case StepKind::dev_node: return std::get<DevNodeStep>(s).source;
+    case StepKind::view: {
+      const std::string& rel = std::get<ViewStep>(s).source;
+      if (rel.empty() || rel == ".") return std::string(ctx_root);
+      return path_join(ctx_root, rel);
+    }
     case StepKind::mask:
     case StepKind::fs:
     case StepKind::socket:
@@ -76,8 +79,7 @@ const MountStep* covering_step(const MountPlan& plan, std::string_view inner) {
 }
 
 const MountStep* covering_step(const MountPlan& plan, std::string_view inner, std::initializer_list<StepKind> kinds) {
-  return deepest_over(plan, inner,
-                      [&](StepKind k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); });
+  return deepest_over(plan, inner, [&](StepKind k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); });
 }
 
 std::optional<std::string> host_path_of(const MountPlan& plan, std::string_view ctx_root, std::string_view inner) {
@@ -86,7 +88,7 @@ std::optional<std::string> host_path_of(const MountPlan& plan, std::string_view 
   if (s == nullptr) return std::nullopt;
   auto src = host_source(*s, ctx_root);
   if (!src) return std::nullopt;
-  return path_join(*src, path_suffix(*p, s->target));
+  return path_join(*src, path_suffix(*p, target_of(*s)));
 }
 
 std::optional<std::string> inner_path_of(const MountPlan& plan, std::string_view ctx_root, std::string_view host) {
@@ -97,7 +99,7 @@ std::optional<std::string> inner_path_of(const MountPlan& plan, std::string_view
   for (const auto& s : plan) {
     const auto src = host_source(s, ctx_root);
     if (!src || !path_is_at_or_under(*h, *src) || (best && src->size() <= best_len)) continue;
-    std::string inner = path_join(s.target, path_suffix(*h, *src));
+    std::string inner = path_join(target_of(s), path_suffix(*h, *src));
     if (host_path_of(plan, ctx_root, inner) != *h) continue;  // a mask or a deeper step lies over it
     best = std::move(inner);
     best_len = src->size();

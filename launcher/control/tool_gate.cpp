@@ -57,10 +57,12 @@ Error refusal(int code, std::string reason, std::string msg) {
 
 std::optional<ToolTier> tier_at(const LaunchPlan& plan, const std::string& inner) {
   const MountStep* s = mountspec::covering_step(plan.mounts, inner);
-  if (s == nullptr || (s->kind != StepKind::view && s->kind != StepKind::bind)) return std::nullopt;
+  const mountspec::Attrs* attrs = nullptr;
+  if (const auto* v = s != nullptr ? std::get_if<ViewStep>(s) : nullptr) attrs = &v->attrs;
+  if (const auto* b = s != nullptr ? std::get_if<BindStep>(s) : nullptr) attrs = &b->attrs;
   const auto host = mountspec::host_path_of(plan.mounts, plan.ctx_root, inner);
-  if (!host || !path_is_at_or_under(*host, plan.ctx_root)) return std::nullopt;
-  return ToolTier{*mountspec::plain_path(inner), std::string(path_suffix(*host, plan.ctx_root)), s->attrs.noexec};
+  if (attrs == nullptr || !host || !path_is_at_or_under(*host, plan.ctx_root)) return std::nullopt;
+  return ToolTier{*mountspec::plain_path(inner), std::string(path_suffix(*host, plan.ctx_root)), attrs->noexec};
 }
 
 std::vector<ToolTier> tool_tiers(const LaunchPlan& plan) {

@@ -19,14 +19,11 @@ namespace ctx::launcher {
 
 namespace {
 
-using mountspec::MountStep;
-using mountspec::StepKind;
-
 constexpr int kMaxLinks = 40;
 
-const MountStep* planned_symlink(const LaunchPlan& plan, const std::string& inner) {
+const SymlinkStep* planned_symlink(const LaunchPlan& plan, const std::string& inner) {
   for (const auto& s : plan.mounts)
-    if (s.kind == StepKind::symlink && s.target == inner) return &s;
+    if (const auto* l = std::get_if<SymlinkStep>(&s); l != nullptr && l->target == inner) return l;
   return nullptr;
 }
 
@@ -34,7 +31,7 @@ const MountStep* planned_symlink(const LaunchPlan& plan, const std::string& inne
 // system's mount points exist because the steps make them).
 bool made_by_steps(const LaunchPlan& plan, const std::string& inner) {
   for (const auto& s : plan.mounts)
-    if (s.kind != StepKind::seal && path_is_at_or_under(s.target, inner)) return true;
+    if (!std::holds_alternative<SealStep>(s) && path_is_at_or_under(mountspec::target_of(s), inner)) return true;
   return false;
 }
 
@@ -83,7 +80,7 @@ Result<Resolved> resolve(const LaunchPlan& plan, const std::string& inner) {
       continue;
     }
     const std::string next = path_join(cur, c);
-    if (const MountStep* l = planned_symlink(plan, next)) {
+    if (const SymlinkStep* l = planned_symlink(plan, next)) {
       CTX_TRY(follow(l->link));
       continue;
     }
@@ -200,10 +197,11 @@ void check_sources(const LaunchPlan& plan, std::vector<Error>& out) {
     if (auto m = sys::read_mountinfo()) host_mounts = std::move(*m);
   const std::vector<sys::MountEntry>* seen_in = host_mounts ? &*host_mounts : nullptr;
   for (const auto& s : plan.mounts) {
-    if (s.kind == StepKind::root && !s.fresh)
-      if (auto r = open_root_source(s, seen_in); !r) out.push_back(r.error().with_context(plan.name + ".d/root"));
-    if (s.kind == StepKind::bind)
-      if (auto r = open_bind_source(s, seen_in); !r) out.push_back(r.error().with_context(mount_line_context(plan, s)));
+    if (const auto* root = std::get_if<RootStep>(&s); root != nullptr && !root->fresh)
+      if (auto r = open_root_source(*root, seen_in); !r) out.push_back(r.error().with_context(plan.name + ".d/root"));
+    if (const auto* b = std::get_if<BindStep>(&s))
+      if (auto r = open_bind_source(*b, seen_in); !r)
+        out.push_back(r.error().with_context(mount_line_context(plan, *b)));
   }
 }
 

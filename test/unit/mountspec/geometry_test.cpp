@@ -6,12 +6,18 @@ using namespace ctx::mountspec;
 
 namespace {
 
-MountStep step(StepKind kind, std::string target, std::string source = "") {
-  MountStep s;
-  s.kind = kind;
-  s.target = std::move(target);
-  s.source = std::move(source);
-  return s;
+template <typename Kind>
+Kind at(std::string target) {
+  Kind k;
+  k.target = std::move(target);
+  return k;
+}
+
+template <typename Kind>
+Kind from(std::string source, std::string target) {
+  Kind k = at<Kind>(std::move(target));
+  k.source = std::move(source);
+  return k;
 }
 
 const std::string kCtx = "/srv/ctx";
@@ -21,20 +27,20 @@ const std::string kCtx = "/srv/ctx";
 // it, a nested bind below a bind, a mask, and the fixed /dev and /run/ctx.
 MountPlan sample() {
   return {
-      step(StepKind::root, "/", "/srv/ctx/home/1/agent/a/root"),
-      step(StepKind::bind, "/usr", "/usr"),
-      step(StepKind::bind, "/work", "/home/u/one"),
-      step(StepKind::bind, "/work", "/home/u/two"),
-      step(StepKind::bind, "/work/deps", "/opt/deps"),
-      step(StepKind::mask, "/work/deps/secret"),
-      step(StepKind::view, "/ctx", ""),
-      step(StepKind::view, "/ctx/shared/p/tool", "shared/p/tool"),
-      step(StepKind::fs, "/dev"),
-      step(StepKind::dev_node, "/dev/null", "/dev/null"),
-      step(StepKind::symlink, "/dev/fd"),
-      step(StepKind::fs, "/run/ctx"),
-      step(StepKind::socket, "/run/ctx/notify"),
-      step(StepKind::seal, "/run/ctx"),
+      from<RootStep>("/srv/ctx/home/1/agent/a/root", "/"),
+      from<BindStep>("/usr", "/usr"),
+      from<BindStep>("/home/u/one", "/work"),
+      from<BindStep>("/home/u/two", "/work"),
+      from<BindStep>("/opt/deps", "/work/deps"),
+      at<MaskStep>("/work/deps/secret"),
+      from<ViewStep>("", "/ctx"),
+      from<ViewStep>("shared/p/tool", "/ctx/shared/p/tool"),
+      at<FsStep>("/dev"),
+      from<DevNodeStep>("/dev/null", "/dev/null"),
+      at<SymlinkStep>("/dev/fd"),
+      at<FsStep>("/run/ctx"),
+      at<SocketStep>("/run/ctx/notify"),
+      at<SealStep>("/run/ctx"),
   };
 }
 
@@ -97,8 +103,8 @@ TEST_CASE("geometry: host_path_of through roots, binds, views and device nodes",
   CHECK_FALSE(host_path_of(p, kCtx, "/run/ctx/notify"));
   CHECK_FALSE(host_path_of(p, kCtx, "/usr/../etc/shadow"));
   // A view's source "." is the CTX root too; a fresh root shows nothing.
-  MountPlan q{step(StepKind::root, "/", "/anchor"), step(StepKind::view, "/ctx", ".")};
-  q[0].fresh = true;
+  MountPlan q{from<RootStep>("/anchor", "/"), from<ViewStep>(".", "/ctx")};
+  std::get<RootStep>(q[0]).fresh = true;
   CHECK_FALSE(host_path_of(q, kCtx, "/etc"));
   CHECK(host_path_of(q, kCtx, "/ctx/tool") == "/srv/ctx/tool");
 }
