@@ -660,3 +660,25 @@ TEST_CASE("terminal variables pass only with plain values", "[unit]") {
   CHECK_FALSE(terminal_env_value_ok("a b"));
   CHECK_FALSE(terminal_env_value_ok(std::string(129, 'a')));
 }
+
+// Before: the session directory's place was the deepest bind whose source
+// held it, even where a deeper bind of another source lay over that place
+// (the runtime was told a directory that showed something else).
+TEST_CASE("CTX_SESSION_DIR is where the plan shows the session; unset where another mount covers it", "[unit]") {
+  AgentSpec s = coder();
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t shared:p read\nallow coder_t shared:p write\n");
+  PlanOptions o;
+  o.session_space = "p";
+  auto env_of = [&](const std::string& table) -> std::optional<std::string> {
+    s.mounts = *ctx::mountspec::parse("coder.d/mount", table);
+    auto p = plan_of(s, user(), o);
+    REQUIRE(p);
+    for (const auto& kv : p->env)
+      if (kv.rfind("CTX_SESSION_DIR=", 0) == 0) return kv.substr(16);
+    return std::nullopt;
+  };
+  CHECK(env_of("/srv/ctx/shared/p\t/p\trw\tbind\n") == "/p/agent/coder/session/default");
+  CHECK(env_of("/srv/ctx/shared/p/agent\t/a\trw\tbind\n") == "/a/coder/session/default");
+  CHECK(env_of("/srv/ctx/shared/p\t/p\trw\tbind\n/home/me/other\t/p/agent\tro\tbind\n") == std::nullopt);
+  CHECK(env_of("/home/me/project\t/work\trw\tbind\n") == std::nullopt);
+}
