@@ -1,10 +1,16 @@
 #include "mountspec/steps.hpp"
 
-#include <algorithm>
-
 #include "base/path.hpp"
 
 namespace ctx::mountspec {
+
+static_assert(std::variant_size_v<MountStep> == static_cast<std::size_t>(StepKind::seal) + 1);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(StepKind::view), MountStep>, ViewStep>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(StepKind::seal), MountStep>, SealStep>);
+
+StepKind kind_of(const MountStep& s) { return static_cast<StepKind>(s.index()); }
 
 std::string_view to_string(StepKind k) {
   switch (k) {
@@ -21,92 +27,57 @@ std::string_view to_string(StepKind k) {
   return "?";
 }
 
-namespace {
-
-MountStep fs(std::string target, std::string fstype, Attrs attrs, std::string options) {
-  MountStep s;
-  s.kind = StepKind::fs;
-  s.target = std::move(target);
-  s.fstype = std::move(fstype);
-  s.attrs = attrs;
-  s.options = std::move(options);
-  return s;
+const std::string& target_of(const MountStep& s) {
+  return std::visit([](const auto& k) -> const std::string& { return k.target; }, s);
 }
-
-MountStep step(StepKind kind, std::string target) {
-  MountStep s;
-  s.kind = kind;
-  s.target = std::move(target);
-  return s;
-}
-
-}  // namespace
 
 void append_fixed_steps(MountPlan& plan, const std::string& shm_size, const std::string& run_dir,
                         const std::string& notify_path, const std::string& control_path) {
   append_proc_and_dev(plan, shm_size);
-  plan.push_back(fs(run_dir, "tmpfs", {.nosuid = true, .nodev = true, .noexec = true}, "mode=0755,size=4k"));
-  MountStep notify = step(StepKind::socket, notify_path);
-  notify.datagram = true;
-  plan.push_back(std::move(notify));
-  plan.push_back(step(StepKind::socket, control_path));
-  MountStep run_seal = step(StepKind::seal, run_dir);
-  run_seal.attrs = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true};
-  plan.push_back(std::move(run_seal));
+  plan.push_back(FsStep{run_dir, "tmpfs", "mode=0755,size=4k", {.nosuid = true, .nodev = true, .noexec = true}});
+  plan.push_back(SocketStep{notify_path, true});
+  plan.push_back(SocketStep{control_path, false});
+  plan.push_back(SealStep{run_dir, {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true}});
 }
 
 void append_proc_and_dev(MountPlan& plan, const std::string& shm_size) {
-  plan.push_back(fs("/proc", "proc", {.nosuid = true, .nodev = true, .noexec = true}, ""));
-  plan.push_back(fs("/dev", "tmpfs", {.nosuid = true, .noexec = true}, "mode=0755,size=64k"));
+  plan.push_back(FsStep{"/proc", "proc", "", {.nosuid = true, .nodev = true, .noexec = true}});
+  plan.push_back(FsStep{"/dev", "tmpfs", "mode=0755,size=64k", {.nosuid = true, .noexec = true}});
   // An unprivileged user namespace cannot mknod: the harmless nodes are
   // bound from the host.
   for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
-    MountStep n = step(StepKind::dev_node, std::string("/dev/") + node);
-    n.source = n.target;
-    n.attrs = {.nosuid = true, .noexec = true};
-    plan.push_back(std::move(n));
+    const std::string path = std::string("/dev/") + node;
+    plan.push_back(DevNodeStep{path, path, {.nosuid = true, .noexec = true}});
   }
-  plan.push_back(fs("/dev/pts", "devpts", {.nosuid = true, .noexec = true}, "newinstance,ptmxmode=0666,mode=0620"));
+  plan.push_back(FsStep{"/dev/pts", "devpts", "newinstance,ptmxmode=0666,mode=0620", {.nosuid = true, .noexec = true}});
   for (auto [target, link] : {std::pair{"/dev/ptmx", "pts/ptmx"}, std::pair{"/dev/fd", "/proc/self/fd"},
                               std::pair{"/dev/stdin", "/proc/self/fd/0"}, std::pair{"/dev/stdout", "/proc/self/fd/1"},
-                              std::pair{"/dev/stderr", "/proc/self/fd/2"}}) {
-    MountStep l = step(StepKind::symlink, target);
-    l.link = link;
-    plan.push_back(std::move(l));
-  }
+                              std::pair{"/dev/stderr", "/proc/self/fd/2"}})
+    plan.push_back(SymlinkStep{target, link});
   // Bounded: a tmpfs without a size may take half the host's memory.
-  plan.push_back(fs("/dev/shm", "tmpfs", {.nosuid = true, .nodev = true}, "mode=1777,size=" + shm_size));
-  MountStep dev_seal = step(StepKind::seal, "/dev");
-  dev_seal.attrs = {.rdonly = true, .nosuid = true, .noexec = true};
-  plan.push_back(std::move(dev_seal));
-}
-
-const MountStep* covering_step(const MountPlan& plan, std::string_view inner, std::initializer_list<StepKind> kinds) {
-  const MountStep* best = nullptr;
-  for (const auto& s : plan)
-    if (std::find(kinds.begin(), kinds.end(), s.kind) != kinds.end() && path_is_at_or_under(inner, s.target) &&
-        (best == nullptr || s.target.size() >= best->target.size()))
-      best = &s;
-  return best;
+  plan.push_back(FsStep{"/dev/shm", "tmpfs", "mode=1777,size=" + shm_size, {.nosuid = true, .nodev = true}});
+  plan.push_back(SealStep{"/dev", {.rdonly = true, .nosuid = true, .noexec = true}});
 }
 
 std::vector<std::string> mount_points(const MountPlan& plan) {
   std::vector<std::string> out;
+  const RootStep* root = plan.empty() ? nullptr : std::get_if<RootStep>(&plan.front());
   for (const auto& s : plan) {
-    switch (s.kind) {
-      case StepKind::bind:
-        out.push_back(s.target);
+    switch (kind_of(s)) {
+      case StepKind::bind: {
+        const auto& b = std::get<BindStep>(s);
+        out.push_back(b.target);
         // An rbind brings what is mounted below its source; the plan knows
         // one such mount: the new root, when the source holds it.
-        if (s.recursive && !plan.empty() && plan.front().kind == StepKind::root &&
-            path_is_at_or_under(plan.front().source, s.source) && plan.front().source != s.source)
-          out.push_back(path_join(s.target, path_suffix(plan.front().source, s.source)));
+        if (b.recursive && root != nullptr && path_is_at_or_under(root->source, b.source) && root->source != b.source)
+          out.push_back(path_join(b.target, path_suffix(root->source, b.source)));
         break;
+      }
       case StepKind::root:
       case StepKind::mask:
       case StepKind::fs:
       case StepKind::dev_node:
-      case StepKind::view: out.push_back(s.target); break;
+      case StepKind::view: out.push_back(target_of(s)); break;
       case StepKind::symlink:
       case StepKind::socket:
       case StepKind::seal: break;

@@ -5,51 +5,111 @@
 // list and nothing else.
 #pragma once
 
-#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "mountspec/attrs.hpp"
 
 namespace ctx::mountspec {
 
-enum class StepKind {
-  root,      ///< `source` cloned onto itself: the new "/"
-  bind,      ///< `source` (host) at `target`, `recursive` for rbind
-  mask,      ///< an empty read-only tmpfs over `target` (`why`)
-  view,      ///< the agent view (access/rules.hpp) at `target`: its subtree `source`, relative to the CTX root
-  fs,        ///< a fresh file system `fstype` at `target` with `options`
-  dev_node,  ///< the host's device node `source` bound at `target` (a file)
-  symlink,   ///< `target` made a symbolic link to `link`
-  socket,    ///< a supervisor socket bound at `target` (`datagram` or listening)
-  seal,      ///< `target`'s mount made read-only once what is below it is done
+// Every step has a `target`: the place inside the new root it makes or
+// changes.
+
+/// `source` cloned onto itself: the new "/".
+struct RootStep {
+  std::string target = "/";
+  std::string source;  ///< a host directory
+  Attrs attrs;
+  /// A fresh tmpfs mounted over `source` (an anchor directory whose
+  /// content is never seen), not `source` itself.
+  bool fresh = false;
+  /// An owned child's: the host directory the source must be resolved
+  /// beneath, never through a symlink ("" for an ordinary one).
+  std::string beneath;
 };
+
+/// `source` (host) at `target`.
+struct BindStep {
+  std::string target;
+  std::string source;
+  Attrs attrs;
+  bool recursive = false;   ///< rbind
+  bool need_write = false;  ///< rw: the owner must be able to write the source
+  /// An owned child's: the host directory the source must be resolved
+  /// beneath, never through a symlink ("" for an ordinary one).
+  std::string beneath;
+  bool beneath_no_xdev = false;  ///< and never into another mount
+  int line = 0;                  ///< the line in <name>.d/mount; 0 for the launcher's own
+};
+
+/// An empty read-only tmpfs over `target`.
+struct MaskStep {
+  std::string target;
+  Attrs attrs;
+  std::string why;
+};
+
+/// The agent view (access/rules.hpp) at `target`: its subtree `source`,
+/// relative to the CTX root ("" for the whole view).
+struct ViewStep {
+  std::string target;
+  std::string source;
+  Attrs attrs;
+  int line = 0;     ///< the line in <name>.d/mount it stands for; 0 if none
+  std::string why;  ///< set for a tool tier a bind brings
+};
+
+/// A fresh file system `fstype` at `target` with `options`.
+struct FsStep {
+  std::string target;
+  std::string fstype;   ///< "proc", "tmpfs", "devpts"
+  std::string options;  ///< mount data ("mode=0755,size=64k")
+  Attrs attrs;
+};
+
+/// The host's device node `source` bound at `target` (a file).
+struct DevNodeStep {
+  std::string target;
+  std::string source;
+  Attrs attrs;
+};
+
+/// `target` made a symbolic link to `link`.
+struct SymlinkStep {
+  std::string target;
+  std::string link;
+};
+
+/// A supervisor socket bound at `target`.
+struct SocketStep {
+  std::string target;
+  bool datagram = false;  ///< NOTIFY_SOCKET (datagram) or the control socket (stream)
+};
+
+/// `target`'s mount made read-only (`attrs`) once what is below it is done.
+struct SealStep {
+  std::string target;
+  Attrs attrs;
+};
+
+/// One step: exactly the fields its kind uses. The variant's index is
+/// the kind (StepKind).
+using MountStep =
+    std::variant<RootStep, BindStep, MaskStep, ViewStep, FsStep, DevNodeStep, SymlinkStep, SocketStep, SealStep>;
+
+/// The kinds, in the variant's order: kind_of(s) is s.index().
+enum class StepKind { root, bind, mask, view, fs, dev_node, symlink, socket, seal };
+
+/// The kind of a step.
+StepKind kind_of(const MountStep& s);
 
 /// The step's name in --dry-run ("bind", "view", ...).
 std::string_view to_string(StepKind k);
 
-struct MountStep {
-  StepKind kind = StepKind::bind;
-  std::string target;  ///< inside the new root ("/" for root)
-  std::string source;  ///< root, bind, dev_node: a host path; view: CTX-root-relative
-  Attrs attrs;
-  bool recursive = false;   ///< bind: rbind
-  bool need_write = false;  ///< bind rw: the owner must be able to write the source
-  /// root: a fresh tmpfs mounted over `source` (an anchor directory whose
-  /// content is never seen), not `source` itself.
-  bool fresh = false;
-  /// An owned child's bind or root: the host directory the source must be
-  /// resolved beneath, never through a symlink ("" for an ordinary one).
-  std::string beneath;
-  bool beneath_no_xdev = false;  ///< and never into another mount
-  int line = 0;                  ///< bind: the line in <name>.d/mount
-  std::string why;               ///< mask; view: set for a tool tier a bind brings
-  std::string fstype;            ///< fs: "proc", "tmpfs", "devpts"
-  std::string options;           ///< fs: mount data ("mode=0755,size=64k")
-  std::string link;              ///< symlink: what it points to
-  bool datagram = false;         ///< socket: NOTIFY_SOCKET (datagram) or the control socket (stream)
-};
+/// The place inside the new root the step makes or changes ("/" for root).
+const std::string& target_of(const MountStep& s);
 
 using MountPlan = std::vector<MountStep>;
 
@@ -64,11 +124,6 @@ void append_fixed_steps(MountPlan& plan, const std::string& shm_size, const std:
 /// The first part of append_fixed_steps: a fresh /proc and the minimal
 /// /dev, without /run/ctx (a model's sandbox has no supervisor socket).
 void append_proc_and_dev(MountPlan& plan, const std::string& shm_size);
-
-/// The step that decides what an inner path shows: among the steps of
-/// the given kinds, the deepest target at or above it (a later step wins
-/// on an equal target, as it is made later); nullptr when none is.
-const MountStep* covering_step(const MountPlan& plan, std::string_view inner, std::initializer_list<StepKind> kinds);
 
 /// Every mount point the plan makes, in order: what /proc/self/mountinfo
 /// inside the sandbox lists, except what an rbind brings along from the

@@ -15,6 +15,7 @@
 #include "launcher/records/agent_files.hpp"
 #include "launcher/records/as_owner.hpp"
 #include "launcher/sandbox/static_view.hpp"
+#include "mountspec/geometry.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
@@ -46,13 +47,6 @@ std::vector<std::string> ctx_path_of(const LaunchPlan& plan) {
   return out;
 }
 
-// Two CTX-root-relative parts joined ("" is the root).
-std::string rel_join(std::string_view a, std::string_view b) {
-  if (a.empty()) return std::string(b);
-  if (b.empty()) return std::string(a);
-  return std::string(a) + "/" + std::string(b);
-}
-
 Error refusal(int code, std::string reason, std::string msg) {
   Error e{code, std::move(msg)};
   e.reason = std::move(reason);
@@ -62,13 +56,13 @@ Error refusal(int code, std::string reason, std::string msg) {
 }  // namespace
 
 std::optional<ToolTier> tier_at(const LaunchPlan& plan, const std::string& inner) {
-  const MountStep* s = mountspec::covering_step(plan.mounts, inner, {StepKind::view, StepKind::bind, StepKind::mask});
-  if (s == nullptr || s->kind == StepKind::mask) return std::nullopt;
-  if (s->kind == StepKind::view)
-    return ToolTier{inner, rel_join(s->source, path_suffix(inner, s->target)), s->attrs.noexec};
-  if (!path_is_at_or_under(s->source, plan.ctx_root)) return std::nullopt;
-  return ToolTier{inner, rel_join(path_suffix(s->source, plan.ctx_root), path_suffix(inner, s->target)),
-                  s->attrs.noexec};
+  const MountStep* s = mountspec::covering_step(plan.mounts, inner);
+  const mountspec::Attrs* attrs = nullptr;
+  if (const auto* v = s != nullptr ? std::get_if<ViewStep>(s) : nullptr) attrs = &v->attrs;
+  if (const auto* b = s != nullptr ? std::get_if<BindStep>(s) : nullptr) attrs = &b->attrs;
+  const auto host = mountspec::host_path_of(plan.mounts, plan.ctx_root, inner);
+  if (attrs == nullptr || !host || !path_is_at_or_under(*host, plan.ctx_root)) return std::nullopt;
+  return ToolTier{*mountspec::plain_path(inner), std::string(path_suffix(*host, plan.ctx_root)), attrs->noexec};
 }
 
 std::vector<ToolTier> tool_tiers(const LaunchPlan& plan) {

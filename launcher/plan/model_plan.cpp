@@ -8,9 +8,8 @@ namespace ctx::launcher {
 
 namespace {
 
-MountStep ro_bind(const std::string& source, const std::string& target, bool recursive, bool noexec) {
-  MountStep b;
-  b.kind = StepKind::bind;
+BindStep ro_bind(const std::string& source, const std::string& target, bool recursive, bool noexec) {
+  BindStep b;
   b.source = source;
   b.target = target;
   b.recursive = recursive;
@@ -39,9 +38,7 @@ LaunchPlan model_plan(const LaunchPlan& agent, const ModelEntry& m, const std::s
   p.clone_flags |= agent.clone_flags & CLONE_NEWUSER;
   p.unshare_flags = agent.unshare_flags;
 
-  MountStep root;
-  root.kind = StepKind::root;
-  root.target = "/";
+  RootStep root;
   root.source = anchor;
   root.fresh = true;
   root.attrs = {.nosuid = true, .nodev = true};
@@ -49,31 +46,17 @@ LaunchPlan model_plan(const LaunchPlan& agent, const ModelEntry& m, const std::s
   for (const auto& d : host_dirs) p.mounts.push_back(ro_bind(d, d, true, false));
   for (auto [link, to] : {std::pair{"/bin", "usr/bin"}, std::pair{"/sbin", "usr/sbin"}, std::pair{"/lib", "usr/lib"},
                           std::pair{"/lib64", "usr/lib64"}}) {
-    MountStep l;
-    l.kind = StepKind::symlink;
-    l.target = link;
-    l.link = to;
-    p.mounts.push_back(std::move(l));
+    p.mounts.push_back(SymlinkStep{link, to});
   }
   // The model's own entry at its ABI path: runnable, read-only; its .d/
   // (driver, id, cap, default; env too: the model's own credentials).
   p.mounts.push_back(ro_bind(m.host_path, model_inner_path(m.name), false, false));
   if (!m.meta_dir.empty()) p.mounts.push_back(ro_bind(m.meta_dir, model_inner_path(m.name) + ".d", false, true));
-  MountStep tmp;
-  tmp.kind = StepKind::fs;
-  tmp.target = "/tmp";
-  tmp.fstype = "tmpfs";
-  tmp.attrs = {.nosuid = true, .nodev = true};
-  tmp.options = "mode=1777,size=64m";
-  p.mounts.push_back(std::move(tmp));
+  p.mounts.push_back(FsStep{"/tmp", "tmpfs", "mode=1777,size=64m", {.nosuid = true, .nodev = true}});
   p.shm_size = kDefaultShmSize;
   mountspec::append_proc_and_dev(p.mounts, p.shm_size);
   // Nothing durable to write: the root itself read-only once made.
-  MountStep seal;
-  seal.kind = StepKind::seal;
-  seal.target = "/";
-  seal.attrs = {.rdonly = true, .nosuid = true, .nodev = true};
-  p.mounts.push_back(std::move(seal));
+  p.mounts.push_back(SealStep{"/", {.rdonly = true, .nosuid = true, .nodev = true}});
 
   p.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "CTX_MODEL=" + m.name};
   for (const auto& [k, v] : m.env) p.env.push_back(k + "=" + v);

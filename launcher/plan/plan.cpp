@@ -11,6 +11,7 @@
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
+#include "mountspec/geometry.hpp"
 #include "mountspec/plan.hpp"
 #include "access/rules.hpp"
 
@@ -164,13 +165,8 @@ Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
   return caller.uid == 0 ? plan_privileged_ids(spec, caller) : plan_unprivileged_ids(spec, caller);
 }
 
-MountStep mask(std::string target, std::string why) {
-  MountStep m;
-  m.kind = StepKind::mask;
-  m.target = std::move(target);
-  m.why = std::move(why);
-  m.attrs = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true};
-  return m;
+MaskStep mask(std::string target, std::string why) {
+  return MaskStep{std::move(target), {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true}, std::move(why)};
 }
 
 bool reserved_target(std::string_view t, bool handoff) {
@@ -188,9 +184,8 @@ std::optional<std::string> shared_space_of(std::string_view host, const std::str
 // One line of the table as a bind, tied to the parent mount it derives
 // from when the agent is an owned child: the deepest parent mount whose
 // source holds it decides, and only a non-recursive one hides submounts.
-MountStep bind_of(const mountspec::Entry& e, const mountspec::Table& parent_mounts) {
-  MountStep b;
-  b.kind = StepKind::bind;
+BindStep bind_of(const mountspec::Entry& e, const mountspec::Table& parent_mounts) {
+  BindStep b;
   b.source = e.source;
   b.target = e.target;
   b.recursive = e.kind == mountspec::Kind::rbind;
@@ -216,8 +211,8 @@ class SharedSpaces {
   SharedSpaces(const AgentSpec& spec, const PlanOptions& opts)
       : spec_(spec), opts_(opts), dir_(path_join(spec.ctx_root, "shared")), subject_(spec.subject()) {}
 
-  Result<void> add(const mountspec::Entry& e, MountStep b, std::vector<MountStep>& binds,
-                   std::vector<MountStep>& masks) const {
+  Result<void> add(const mountspec::Entry& e, BindStep b, std::vector<BindStep>& binds,
+                   std::vector<MaskStep>& masks) const {
     if (auto space = shared_space_of(e.source, dir_)) {
       const char* perm = b.attrs.rdonly ? "read" : "write";
       if (!allowed(*space, perm))
@@ -238,7 +233,7 @@ class SharedSpaces {
       if (!allowed(space, "read")) {
         masks.push_back(mask(inner, "no 'shared:" + space + " read' in policy"));
       } else if (!b.attrs.rdonly && !allowed(space, "write")) {
-        MountStep ro = b;
+        BindStep ro = b;
         ro.source = path_join(dir_, space);
         ro.target = inner;
         ro.attrs.rdonly = true;
@@ -261,10 +256,9 @@ class SharedSpaces {
 
 // An owned child's handoff: the parent's instructions read-only, the
 // result channels writable, nothing else of the parent's context.
-void add_handoff(const AgentSpec& spec, const std::string& handoff_dir, std::vector<MountStep>& binds) {
+void add_handoff(const AgentSpec& spec, const std::string& handoff_dir, std::vector<BindStep>& binds) {
   for (const char* f : {"handoff.md", "input.jsonl", "output.md", "result.md", "refs.jsonl", "artifact"}) {
-    MountStep b;
-    b.kind = StepKind::bind;
+    BindStep b;
     b.source = path_join(handoff_dir, f);
     b.target = path_join(kHandoffDir, f);
     const std::string_view n(f);
@@ -283,9 +277,10 @@ void add_handoff(const AgentSpec& spec, const std::string& handoff_dir, std::vec
 // wherever a bind shows them.
 Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan) {
   const std::string file = spec.name + ".d/mount";
-  CTX_TRY_ASSIGN(mountspec::Table ordered, mountspec::order_for_apply(spec.mounts, file));
+  const mountspec::Table ordered = mountspec::order_for_apply(spec.mounts);
   const SharedSpaces shared(spec, opts);
-  std::vector<MountStep> binds, masks;
+  std::vector<BindStep> binds;
+  std::vector<MaskStep> masks;
   for (const auto& e : ordered) {
     if (reserved_target(e.target, !opts.handoff_dir.empty()))
       return fail(located(file, e.line, 0, EINVAL,
@@ -298,7 +293,7 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
     CTX_TRY(shared.add(e, bind_of(e, opts.parent_mounts), binds, masks));
   }
   for (const auto& hidden : opts.hidden_dirs)
-    for (const MountStep& b : binds)
+    for (const BindStep& b : binds)
       if (path_is_at_or_under(hidden, b.source))
         masks.push_back(mask(path_join(b.target, path_suffix(hidden, b.source)), "an ancestor's sessions"));
   // The agent's other sessions: seen only with session:<name> read.
@@ -311,7 +306,7 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
         (!subject.empty() && spec.policy.allows(subject, policy::Class::session, other, "read")))
       continue;
     const std::string hidden = path_join(own_sessions, other);
-    for (const MountStep& b : binds)
+    for (const BindStep& b : binds)
       if (path_is_at_or_under(hidden, b.source))
         masks.push_back(
             mask(path_join(b.target, path_suffix(hidden, b.source)), "no 'session:" + other + " read' in policy"));
@@ -326,9 +321,7 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
                                   ": EACCES: lies in the CTX tree outside the agent's own home (" + own_home +
                                   "), which would show the durable tree; put the root in the agent's home or outside "
                                   "the CTX tree"});
-  MountStep root;
-  root.kind = StepKind::root;
-  root.target = "/";
+  RootStep root;
   root.source = spec.root;
   root.attrs = {.nosuid = true, .nodev = true};
   if (spec.parent && path_is_at_or_under(spec.root, spec.ctx_root)) root.beneath = spec.ctx_root;
@@ -338,20 +331,57 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   return {};
 }
 
-MountStep view_step(std::string target, std::string rel, const MountStep& from) {
-  MountStep v;
-  v.kind = StepKind::view;
+// A view step in place of (or below) the root or a bind `from`, with its
+// flags and its line.
+ViewStep view_step(std::string target, std::string rel, mountspec::Attrs from_attrs, int from_line) {
+  ViewStep v;
   v.target = std::move(target);
   v.source = std::move(rel);
-  v.attrs = from.attrs;
+  v.attrs = from_attrs;
   v.attrs.rdonly = v.attrs.nosuid = v.attrs.nodev = true;
-  v.line = from.line;
+  v.line = from_line;
   return v;
 }
 
-// The bind or view that decides what an inner path shows.
-const MountStep* covering_step(const std::vector<MountStep>& steps, const std::string& inner) {
-  return mountspec::covering_step(steps, inner, {StepKind::bind, StepKind::view});
+// The agent view over the binds: where a bind would show the durable CTX
+// tree, the view shows the agent's part of it. A bind of the CTX root
+// itself becomes the view; a bind of a directory above it keeps the rest
+// and gets the view at the root's place; a bind of a gated part (a tier,
+// agent/, home/<uid>) becomes that part of the view; the agent's own home
+// and shared spaces stay binds, with the view at the tool tiers they
+// bring. Masks the view makes needless (what it never shows) go.
+// One bind of the table that shows the CTX tree (its source holds the
+// CTX root or lies in it), appended to `out` as plan_view says.
+void view_over_bind(const access::Viewer& who, const PlanOptions& opts, const std::string& ctx, BindStep b,
+                    std::vector<MountStep>& out) {
+  if (path_is_at_or_under(ctx, b.source)) {
+    ViewStep v = view_step(path_join(b.target, path_suffix(ctx, b.source)), "", b.attrs, b.line);
+    if (b.source != ctx) out.push_back(std::move(b));
+    out.push_back(std::move(v));
+    return;
+  }
+  std::string rel(path_suffix(b.source, ctx));
+  if (!access::plain(who, rel)) {
+    // A gated part bound at its own place in a whole view, with no flag
+    // the view lacks (an owned child's carried mount), adds nothing:
+    // the view decides there. One with a flag (noexec) is that part of
+    // the view with it.
+    ViewStep as_view = view_step(b.target, rel, b.attrs, b.line);
+    bool in_place = std::any_of(out.begin(), out.end(), [&](const MountStep& s) {
+      const auto* v = std::get_if<ViewStep>(&s);
+      return v != nullptr && v->source.empty() && b.target == path_join(v->target, rel) &&
+             (as_view.attrs | v->attrs) == v->attrs;
+    });
+    if (!in_place) out.push_back(std::move(as_view));
+    return;
+  }
+  std::vector<ViewStep> tiers;
+  for (const auto& tier : access::tool_tiers_under(rel, opts.shared_spaces)) {
+    tiers.push_back(view_step(path_join(b.target, path_suffix(tier, rel)), tier, b.attrs, b.line));
+    tiers.back().why = "a tool tier the bind brings";
+  }
+  out.push_back(std::move(b));
+  for (auto& t : tiers) out.push_back(std::move(t));
 }
 
 // The agent view over the binds: where a bind would show the durable CTX
@@ -371,59 +401,34 @@ void plan_view(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan)
     // A root that holds the CTX root (a root file naming "/", say) keeps
     // the rest and gets the view at the CTX root's place, like a bind
     // above it. One inside the CTX tree is the agent's own home's.
-    if (m.kind == StepKind::root && path_is_at_or_under(ctx, m.source)) {
-      std::string inner = path_join("/", path_suffix(ctx, m.source));
+    if (const auto* r = std::get_if<RootStep>(&m); r != nullptr && path_is_at_or_under(ctx, r->source)) {
+      ViewStep v = view_step(path_join("/", path_suffix(ctx, r->source)), "", r->attrs, 0);
       out.push_back(std::move(m));
-      out.push_back(view_step(inner, "", out.back()));
+      out.push_back(std::move(v));
       continue;
     }
     // Binds the launcher makes itself (an owned child's handoff, a space
     // rebound read-only) are not the table's, and stay.
-    if (m.kind != StepKind::bind || m.line == 0 ||
-        !(path_is_at_or_under(m.source, ctx) || path_is_at_or_under(ctx, m.source))) {
+    const auto* b = std::get_if<BindStep>(&m);
+    if (b == nullptr || b->line == 0 || !(path_is_at_or_under(b->source, ctx) || path_is_at_or_under(ctx, b->source))) {
       out.push_back(std::move(m));
       continue;
     }
-    if (path_is_at_or_under(ctx, m.source)) {
-      std::string inner = path_join(m.target, path_suffix(ctx, m.source));
-      MountStep v = view_step(inner, "", m);
-      if (m.source != ctx) out.push_back(std::move(m));
-      out.push_back(std::move(v));
-      continue;
-    }
-    std::string rel(path_suffix(m.source, ctx));
-    if (!access::plain(who, rel)) {
-      // A gated part bound at its own place in a whole view, with no flag
-      // the view lacks (an owned child's carried mount), adds nothing:
-      // the view decides there. One with a flag (noexec) is that part of
-      // the view with it.
-      MountStep as_view = view_step(m.target, rel, m);
-      bool in_place = std::any_of(out.begin(), out.end(), [&](const MountStep& v) {
-        return v.kind == StepKind::view && v.source.empty() && m.target == path_join(v.target, rel) &&
-               (as_view.attrs | v.attrs) == v.attrs;
-      });
-      if (!in_place) out.push_back(std::move(as_view));
-      continue;
-    }
-    std::vector<MountStep> tiers;
-    for (const auto& tier : access::tool_tiers_under(rel, opts.shared_spaces)) {
-      tiers.push_back(view_step(path_join(m.target, path_suffix(tier, rel)), tier, m));
-      tiers.back().why = "a tool tier the bind brings";
-    }
-    out.push_back(std::move(m));
-    for (auto& t : tiers) out.push_back(std::move(t));
+    view_over_bind(who, opts, ctx, std::get<BindStep>(std::move(m)), out);
   }
   // A mask below a view covers what the view does not show anyway (and
   // might not even find its mount point there); so does a tier's view
   // below a mask of its space.
   auto needless = [&](const MountStep& m) {
-    if (m.kind == StepKind::mask) {
-      const MountStep* c = covering_step(out, m.target);
-      return c != nullptr && c->kind == StepKind::view;
+    if (const auto* k = std::get_if<MaskStep>(&m)) {
+      const MountStep* c = mountspec::covering_step(out, k->target, {StepKind::bind, StepKind::view});
+      return c != nullptr && std::holds_alternative<ViewStep>(*c);
     }
-    if (m.kind != StepKind::view || m.source.empty()) return false;
-    return std::any_of(out.begin(), out.end(), [&](const MountStep& k) {
-      return k.kind == StepKind::mask && path_is_at_or_under(m.target, k.target);
+    const auto* v = std::get_if<ViewStep>(&m);
+    if (v == nullptr || v->source.empty()) return false;
+    return std::any_of(out.begin(), out.end(), [&](const MountStep& s) {
+      const auto* k = std::get_if<MaskStep>(&s);
+      return k != nullptr && path_is_at_or_under(v->target, k->target);
     });
   };
   std::vector<bool> drop;
@@ -455,22 +460,6 @@ void pass_terminal_env(const std::vector<std::string>& caller_env, std::vector<s
         if (terminal_env_value_ok(value)) set_env(env, std::string(key), value);
         break;
       }
-}
-
-// Where the sandbox shows a host path: the deepest bind whose source holds
-// it, unless a mask lies over that place; nullopt when none does.
-std::optional<std::string> inner_path_of(const std::vector<MountStep>& steps, const std::string& host) {
-  std::optional<std::string> inner;
-  std::size_t depth = 0;
-  for (const MountStep& s : steps)
-    if (s.kind == StepKind::bind && path_is_at_or_under(host, s.source) && (!inner || s.source.size() >= depth)) {
-      inner = path_join(s.target, path_suffix(host, s.source));
-      depth = s.source.size();
-    }
-  if (!inner) return std::nullopt;
-  for (const MountStep& s : steps)
-    if (s.kind == StepKind::mask && path_is_at_or_under(*inner, s.target)) return std::nullopt;
-  return inner;
 }
 
 }  // namespace
@@ -566,10 +555,10 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   set_env(env, "CTX_SESSION", opts.session);
   if (!opts.session_space.empty()) {
     // docs/abi.md, "Shared sessions": the space always; the directory
-    // where a bind of the table shows it (a mask over it hides it).
+    // where the planned mounts show it (a mask over it hides it).
     set_env(env, "CTX_SESSION_SPACE", opts.session_space);
-    if (auto inner = inner_path_of(
-            plan.mounts,
+    if (auto inner = mountspec::inner_path_of(
+            plan.mounts, spec.ctx_root,
             path_join(spec.ctx_root, session_dir_rel(spec.owner, spec.name, opts.session_space) + "/" + opts.session)))
       set_env(env, "CTX_SESSION_DIR", *inner);
   }

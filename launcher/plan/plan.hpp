@@ -66,9 +66,18 @@ struct IdPlan {
   sys::Creds fs;
 };
 
-/// The mount plan's step (mountspec/steps.hpp).
+/// The mount plan's steps (mountspec/steps.hpp).
+using mountspec::BindStep;
+using mountspec::DevNodeStep;
+using mountspec::FsStep;
+using mountspec::MaskStep;
 using mountspec::MountStep;
+using mountspec::RootStep;
+using mountspec::SealStep;
+using mountspec::SocketStep;
 using mountspec::StepKind;
+using mountspec::SymlinkStep;
+using mountspec::ViewStep;
 
 /// The whole plan.
 struct LaunchPlan {

@@ -34,43 +34,54 @@ nlohmann::json attrs_json(const mountspec::Attrs& a) {
   return flags;
 }
 
-// One step of the mount plan, with the fields its kind uses.
-nlohmann::json step_json(const MountStep& m, bool static_view) {
-  nlohmann::json j{{"step", mountspec::to_string(m.kind)}, {"target", m.target}};
-  switch (m.kind) {
-    case StepKind::root:
-    case StepKind::bind:
-      j["source"] = m.source;
-      j["flags"] = attrs_json(m.attrs);
-      if (m.kind == StepKind::bind) j["type"] = m.recursive ? "rbind" : "bind";
-      if (m.line > 0) j["line"] = m.line;
-      if (!m.beneath.empty())
-        j["beneath"] = {{"dir", m.beneath}, {"no_symlinks", true}, {"no_xdev", m.beneath_no_xdev}};
-      break;
-    case StepKind::mask:
-      j["flags"] = attrs_json(m.attrs);
-      j["why"] = m.why;
-      break;
-    case StepKind::view:
-      j["source"] = m.source.empty() ? "." : m.source;
-      j["backend"] = static_view ? "static" : "fuse";
-      j["flags"] = attrs_json(m.attrs);
-      if (!m.why.empty()) j["why"] = m.why;
-      if (m.line > 0) j["line"] = m.line;
-      break;
-    case StepKind::fs:
-      j["fstype"] = m.fstype;
-      j["options"] = m.options;
-      j["flags"] = attrs_json(m.attrs);
-      break;
-    case StepKind::dev_node:
-      j["source"] = m.source;
-      j["flags"] = attrs_json(m.attrs);
-      break;
-    case StepKind::symlink: j["link"] = m.link; break;
-    case StepKind::socket: j["socket"] = m.datagram ? "datagram" : "stream, listening"; break;
-    case StepKind::seal: j["flags"] = attrs_json(m.attrs); break;
+nlohmann::json beneath_json(const std::string& dir, bool no_xdev) {
+  return {{"dir", dir}, {"no_symlinks", true}, {"no_xdev", no_xdev}};
+}
+
+// One step of the mount plan, with the fields its kind has.
+struct StepJson {
+  bool static_view;
+  nlohmann::json& j;
+  void operator()(const RootStep& s) const {
+    j["source"] = s.source;
+    j["flags"] = attrs_json(s.attrs);
+    if (!s.beneath.empty()) j["beneath"] = beneath_json(s.beneath, false);
   }
+  void operator()(const BindStep& s) const {
+    j["source"] = s.source;
+    j["flags"] = attrs_json(s.attrs);
+    j["type"] = s.recursive ? "rbind" : "bind";
+    if (s.line > 0) j["line"] = s.line;
+    if (!s.beneath.empty()) j["beneath"] = beneath_json(s.beneath, s.beneath_no_xdev);
+  }
+  void operator()(const MaskStep& s) const {
+    j["flags"] = attrs_json(s.attrs);
+    j["why"] = s.why;
+  }
+  void operator()(const ViewStep& s) const {
+    j["source"] = s.source.empty() ? "." : s.source;
+    j["backend"] = static_view ? "static" : "fuse";
+    j["flags"] = attrs_json(s.attrs);
+    if (!s.why.empty()) j["why"] = s.why;
+    if (s.line > 0) j["line"] = s.line;
+  }
+  void operator()(const FsStep& s) const {
+    j["fstype"] = s.fstype;
+    j["options"] = s.options;
+    j["flags"] = attrs_json(s.attrs);
+  }
+  void operator()(const DevNodeStep& s) const {
+    j["source"] = s.source;
+    j["flags"] = attrs_json(s.attrs);
+  }
+  void operator()(const SymlinkStep& s) const { j["link"] = s.link; }
+  void operator()(const SocketStep& s) const { j["socket"] = s.datagram ? "datagram" : "stream, listening"; }
+  void operator()(const SealStep& s) const { j["flags"] = attrs_json(s.attrs); }
+};
+
+nlohmann::json step_json(const MountStep& m, bool static_view) {
+  nlohmann::json j{{"step", mountspec::to_string(mountspec::kind_of(m))}, {"target", mountspec::target_of(m)}};
+  std::visit(StepJson{static_view, j}, m);
   return j;
 }
 

@@ -52,7 +52,7 @@ Result<UniqueFd> mount_point(int rootfd, const std::string& inner, bool director
 
 // host_mounts: the mount table the sources are seen in, for a privileged
 // launch (nullptr otherwise), which binds only file systems of plain files.
-Result<void> bind_one(int rootfd, const MountStep& b, const std::vector<sys::MountEntry>* host_mounts) {
+Result<void> bind_one(int rootfd, const BindStep& b, const std::vector<sys::MountEntry>* host_mounts) {
   // The source is opened with the owner's credentials (the caller's, or
   // the fs ids set for a privileged launch), so it must be reachable by
   // the owner; reading (and for rw, writing) it must be allowed too.
@@ -77,7 +77,7 @@ Result<void> bind_one(int rootfd, const MountStep& b, const std::vector<sys::Mou
   return {};
 }
 
-Result<void> mask_one(int rootfd, const MountStep& m) {
+Result<void> mask_one(int rootfd, const MaskStep& m) {
   CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(m.target), true));
   CTX_TRY(sys::mount_fresh("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k"));
   return {};
@@ -97,7 +97,7 @@ unsigned long fs_flags(const mountspec::Attrs& a) {
 // its own), an owned child's never through a symlink below the CTX root.
 // Returns the attached tree, the anchor of every later path. host_mounts
 // as for bind_one.
-Result<UniqueFd> make_root(const MountStep& r, const std::vector<sys::MountEntry>* host_mounts) {
+Result<UniqueFd> make_root(const RootStep& r, const std::vector<sys::MountEntry>* host_mounts) {
   if (r.fresh) {
     // A tmpfs over the anchor in this mount namespace: what the anchor
     // holds, or is given later on the host, is never seen.
@@ -114,7 +114,7 @@ Result<UniqueFd> make_root(const MountStep& r, const std::vector<sys::MountEntry
 }
 
 // A host device node, bound onto an empty file of the same name.
-Result<void> bind_dev_node(int rootfd, const MountStep& n) {
+Result<void> bind_dev_node(int rootfd, const DevNodeStep& n) {
   CTX_TRY_ASSIGN(UniqueFd point, mount_point(rootfd, n.target, false));
   CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(AT_FDCWD, n.source, false));
   CTX_TRY(sys::set_mount_attrs(tree.get(), n.attrs, false));
@@ -125,7 +125,7 @@ Result<void> bind_dev_node(int rootfd, const MountStep& n) {
 // so it never has a name anywhere else, not for an instant; anyone in the
 // sandbox may use it (iso uid runs as another uid than the owner it was
 // bound as), and the supervisor checks that each peer is in the sandbox.
-Result<UniqueFd> bind_socket(int rootfd, const MountStep& s) {
+Result<UniqueFd> bind_socket(int rootfd, const SocketStep& s) {
   const std::string dir(path_dirname(s.target));
   const std::string leaf(path_basename(s.target));
   CTX_TRY_ASSIGN(UniqueFd d, sys::open_in_root(rootfd, rel_of(dir), true));
@@ -146,7 +146,7 @@ class ViewMount {
   ViewMount(UniqueFd fuse, const LaunchPlan& plan) : fuse_(std::move(fuse)), plan_(plan) {}
   // One step: the view's subtree m.source (the whole view for "") at
   // m.target.
-  Result<void> attach(int rootfd, const MountStep& m, const Reporter& rep) {
+  Result<void> attach(int rootfd, const ViewStep& m, const Reporter& rep) {
     if (plan_.static_view) {
       if (!static_) {
         CTX_TRY_ASSIGN(StaticView s, StaticView::open(plan_));
@@ -176,7 +176,7 @@ class ViewMount {
   // refused. A tool tier under a bind (`why` says so) is skipped when
   // nothing is there either (a shared space without tool/), and refused
   // when something is: the durable tier must never show.
-  Result<void> absent(int rootfd, const MountStep& m) const {
+  Result<void> absent(int rootfd, const ViewStep& m) const {
     if (m.why.empty())
       return fail(Error{EACCES, "EACCES: " + plan_.name + "'s agent view has no " + m.source +
                                     ": it shows an agent only its own home, its tiers' allowed entries and the "
@@ -209,9 +209,10 @@ Result<void> send_tool_tree(const LaunchPlan& plan, const Reporter& rep) {
 
 // Which setup step of the channel's timings a mount step belongs to.
 Step timing_step(const MountStep& m) {
-  if (path_is_at_or_under(m.target, "/dev")) return Step::dev;
-  if (path_is_at_or_under(m.target, kNotifyDir)) return Step::run_ctx;
-  switch (m.kind) {
+  const std::string& target = mountspec::target_of(m);
+  if (path_is_at_or_under(target, "/dev")) return Step::dev;
+  if (path_is_at_or_under(target, kNotifyDir)) return Step::run_ctx;
+  switch (mountspec::kind_of(m)) {
     case StepKind::root: return Step::root;
     case StepKind::bind:
     case StepKind::view: return Step::binds;
@@ -229,7 +230,7 @@ Step timing_step(const MountStep& m) {
 // existing one is fully visible (fs/namespace.c, mnt_already_visible), and
 // container engines cover parts of /proc by default. The launch stops
 // here: an agent never runs without its own /proc.
-Error fresh_fs_error(const MountStep& m, Error e) {
+Error fresh_fs_error(const FsStep& m, Error e) {
   if (m.fstype == "proc" && e.code == EPERM)
     e.msg +=
         ": the kernel mounts a new procfs in a user namespace only where /proc is fully visible, and here part of it "
@@ -245,7 +246,8 @@ Error fresh_fs_error(const MountStep& m, Error e) {
 Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse) {
   UniqueFd root;
   ViewMount view(std::move(fuse), plan);
-  if (std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const MountStep& m) { return m.kind == StepKind::view; }))
+  if (std::any_of(plan.mounts.begin(), plan.mounts.end(),
+                  [](const MountStep& m) { return std::holds_alternative<ViewStep>(m); }))
     CTX_TRY_CTX(send_tool_tree(plan, rep), "the tools of " + plan.ctx_root);
   // A privileged launch takes its root and bind sources only from file
   // systems of plain files (mountspec/source_fs.hpp): the table they are
@@ -258,47 +260,61 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
   std::vector<UniqueFd> sockets;
   for (const MountStep& m : plan.mounts) {
     if (Step t = timing_step(m); t != rep.current()) rep.enter(t);
-    switch (m.kind) {
+    switch (mountspec::kind_of(m)) {
       case StepKind::root: {
-        auto r = make_root(m, seen_in);
-        if (!r) return fail(m.fresh ? r.error() : r.error().with_context(plan.name + ".d/root"));
+        const auto& rs = std::get<RootStep>(m);
+        auto r = make_root(rs, seen_in);
+        if (!r) return fail(rs.fresh ? r.error() : r.error().with_context(plan.name + ".d/root"));
         root = std::move(*r);
         break;
       }
       case StepKind::bind: {
-        auto r = bind_one(root.get(), m, seen_in);
-        if (!r) return fail(r.error().with_context(mount_line_context(plan, m)));
+        const auto& b = std::get<BindStep>(m);
+        auto r = bind_one(root.get(), b, seen_in);
+        if (!r) return fail(r.error().with_context(mount_line_context(plan, b)));
         break;
       }
       case StepKind::view: {
-        auto r = view.attach(root.get(), m, rep);
-        if (!r && m.line > 0)
-          return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(m.line) + ": the agent view at " +
-                                             m.target));
-        if (!r) return fail(r.error().with_context("the agent view at " + m.target));
+        const auto& v = std::get<ViewStep>(m);
+        auto r = view.attach(root.get(), v, rep);
+        if (!r && v.line > 0)
+          return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(v.line) + ": the agent view at " +
+                                             v.target));
+        if (!r) return fail(r.error().with_context("the agent view at " + v.target));
         break;
       }
-      case StepKind::mask: CTX_TRY_CTX(mask_one(root.get(), m), "masking " + m.target + " (" + m.why + ")"); break;
+      case StepKind::mask: {
+        const auto& k = std::get<MaskStep>(m);
+        CTX_TRY_CTX(mask_one(root.get(), k), "masking " + k.target + " (" + k.why + ")");
+        break;
+      }
       case StepKind::fs: {
-        CTX_TRY_ASSIGN(UniqueFd point, mount_point(root.get(), m.target, true));
-        auto r = sys::mount_fresh(m.fstype, point.get(), fs_flags(m.attrs), m.options);
-        if (!r) return fail(fresh_fs_error(m, r.error()).with_context(m.target));
+        const auto& f = std::get<FsStep>(m);
+        CTX_TRY_ASSIGN(UniqueFd point, mount_point(root.get(), f.target, true));
+        auto r = sys::mount_fresh(f.fstype, point.get(), fs_flags(f.attrs), f.options);
+        if (!r) return fail(fresh_fs_error(f, r.error()).with_context(f.target));
         break;
       }
-      case StepKind::dev_node: CTX_TRY_CTX(bind_dev_node(root.get(), m), m.target); break;
+      case StepKind::dev_node: {
+        const auto& n = std::get<DevNodeStep>(m);
+        CTX_TRY_CTX(bind_dev_node(root.get(), n), n.target);
+        break;
+      }
       case StepKind::symlink: {
-        CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(std::string(path_dirname(m.target))), true));
-        CTX_TRY_CTX(sys::make_symlink_at(m.link, dir.get(), std::string(path_basename(m.target))), m.target);
+        const auto& l = std::get<SymlinkStep>(m);
+        CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(std::string(path_dirname(l.target))), true));
+        CTX_TRY_CTX(sys::make_symlink_at(l.link, dir.get(), std::string(path_basename(l.target))), l.target);
         break;
       }
       case StepKind::socket: {
-        CTX_TRY_ASSIGN(UniqueFd sock, bind_socket(root.get(), m));
+        CTX_TRY_ASSIGN(UniqueFd sock, bind_socket(root.get(), std::get<SocketStep>(m)));
         sockets.push_back(std::move(sock));
         break;
       }
       case StepKind::seal: {
-        CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(m.target), true));
-        CTX_TRY_CTX(sys::set_mount_attrs(dir.get(), m.attrs, false), m.target);
+        const auto& z = std::get<SealStep>(m);
+        CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(z.target), true));
+        CTX_TRY_CTX(sys::set_mount_attrs(dir.get(), z.attrs, false), z.target);
         break;
       }
     }

@@ -10,6 +10,7 @@
 #include "base/path.hpp"
 #include "launcher/records/as_owner.hpp"
 #include "launcher/sandbox/sources.hpp"
+#include "mountspec/geometry.hpp"
 #include "sys/file.hpp"
 #include "sys/mountinfo.hpp"
 #include "sys/resolve.hpp"
@@ -18,14 +19,11 @@ namespace ctx::launcher {
 
 namespace {
 
-using mountspec::MountStep;
-using mountspec::StepKind;
-
 constexpr int kMaxLinks = 40;
 
-const MountStep* planned_symlink(const LaunchPlan& plan, const std::string& inner) {
+const SymlinkStep* planned_symlink(const LaunchPlan& plan, const std::string& inner) {
   for (const auto& s : plan.mounts)
-    if (s.kind == StepKind::symlink && s.target == inner) return &s;
+    if (const auto* l = std::get_if<SymlinkStep>(&s); l != nullptr && l->target == inner) return l;
   return nullptr;
 }
 
@@ -33,7 +31,7 @@ const MountStep* planned_symlink(const LaunchPlan& plan, const std::string& inne
 // system's mount points exist because the steps make them).
 bool made_by_steps(const LaunchPlan& plan, const std::string& inner) {
   for (const auto& s : plan.mounts)
-    if (s.kind != StepKind::seal && path_is_at_or_under(s.target, inner)) return true;
+    if (!std::holds_alternative<SealStep>(s) && path_is_at_or_under(mountspec::target_of(s), inner)) return true;
   return false;
 }
 
@@ -82,11 +80,11 @@ Result<Resolved> resolve(const LaunchPlan& plan, const std::string& inner) {
       continue;
     }
     const std::string next = path_join(cur, c);
-    if (const MountStep* l = planned_symlink(plan, next)) {
+    if (const SymlinkStep* l = planned_symlink(plan, next)) {
       CTX_TRY(follow(l->link));
       continue;
     }
-    auto host = host_path_of(plan, next);
+    auto host = mountspec::host_path_of(plan.mounts, plan.ctx_root, next);
     if (!host) {
       if (!made_by_steps(plan, next)) return fail(Error{ENOENT, next + ": ENOENT"});
       cur = next;
@@ -108,7 +106,7 @@ Result<Resolved> resolve(const LaunchPlan& plan, const std::string& inner) {
     if (!todo.empty() && !S_ISDIR((*st)->mode)) return fail(Error{ENOTDIR, next + " (" + *host + "): ENOTDIR"});
     cur = next;
   }
-  return Resolved{cur, host_path_of(plan, cur)};
+  return Resolved{cur, mountspec::host_path_of(plan.mounts, plan.ctx_root, cur)};
 }
 
 std::string env_path_of(const std::vector<std::string>& env) {
@@ -199,57 +197,15 @@ void check_sources(const LaunchPlan& plan, std::vector<Error>& out) {
     if (auto m = sys::read_mountinfo()) host_mounts = std::move(*m);
   const std::vector<sys::MountEntry>* seen_in = host_mounts ? &*host_mounts : nullptr;
   for (const auto& s : plan.mounts) {
-    if (s.kind == StepKind::root && !s.fresh)
-      if (auto r = open_root_source(s, seen_in); !r) out.push_back(r.error().with_context(plan.name + ".d/root"));
-    if (s.kind == StepKind::bind)
-      if (auto r = open_bind_source(s, seen_in); !r) out.push_back(r.error().with_context(mount_line_context(plan, s)));
+    if (const auto* root = std::get_if<RootStep>(&s); root != nullptr && !root->fresh)
+      if (auto r = open_root_source(*root, seen_in); !r) out.push_back(r.error().with_context(plan.name + ".d/root"));
+    if (const auto* b = std::get_if<BindStep>(&s))
+      if (auto r = open_bind_source(*b, seen_in); !r)
+        out.push_back(r.error().with_context(mount_line_context(plan, *b)));
   }
 }
 
 }  // namespace
-
-std::optional<std::string> host_path_of(const LaunchPlan& plan, const std::string& inner) {
-  const MountStep* s = mountspec::covering_step(plan.mounts, inner,
-                                                {StepKind::root, StepKind::bind, StepKind::mask, StepKind::view,
-                                                 StepKind::fs, StepKind::dev_node, StepKind::socket});
-  if (s == nullptr) return std::nullopt;
-  const std::string rel(path_suffix(inner, s->target));
-  switch (s->kind) {
-    case StepKind::root: return s->fresh ? std::nullopt : std::optional(path_join(s->source, rel));
-    case StepKind::bind:
-    case StepKind::dev_node: return path_join(s->source, rel);
-    case StepKind::view: {
-      const std::string sub = s->source == "." ? std::string() : s->source;
-      return path_join(plan.ctx_root, sub.empty() ? rel : rel.empty() ? sub : sub + "/" + rel);
-    }
-    case StepKind::mask:
-    case StepKind::fs:
-    case StepKind::socket:
-    case StepKind::symlink:
-    case StepKind::seal: return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> inner_path_of(const LaunchPlan& plan, const std::string& host) {
-  std::optional<std::string> best;
-  std::size_t best_len = 0;
-  for (const auto& s : plan.mounts) {
-    std::string src;
-    if (s.kind == StepKind::bind || (s.kind == StepKind::root && !s.fresh))
-      src = s.source;
-    else if (s.kind == StepKind::view)
-      src = s.source == "." ? plan.ctx_root : path_join(plan.ctx_root, s.source);
-    else
-      continue;
-    if (!path_is_at_or_under(host, src) || (best && src.size() <= best_len)) continue;
-    std::string inner = path_join(s.target, path_suffix(host, src));
-    if (host_path_of(plan, inner) != host) continue;  // a deeper step covers it
-    best = std::move(inner);
-    best_len = src.size();
-  }
-  return best;
-}
 
 std::string elf_interpreter(std::string_view h) {
   auto byte = [&](std::size_t o) { return static_cast<std::uint64_t>(static_cast<unsigned char>(h[o])); };
@@ -354,7 +310,7 @@ std::optional<std::string> runtime_host_hint(const LaunchPlan& plan) {
   // The sandbox has it after all (then its interpreter failed, which the
   // sandbox said): nothing to add.
   auto shown = [&](const std::string& inner) {
-    auto h = host_path_of(plan, inner);
+    auto h = mountspec::host_path_of(plan.mounts, plan.ctx_root, inner);
     return h && on_host(*h);
   };
   if (find_program(prog, path, shown)) return std::nullopt;

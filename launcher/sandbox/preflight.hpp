@@ -20,15 +20,6 @@
 
 namespace ctx::launcher {
 
-/// The host path that shows `inner` in the planned sandbox, with the
-/// step that shows it; nullopt when a fresh file system or a mask shows
-/// it (nothing of the host's). Pure.
-std::optional<std::string> host_path_of(const LaunchPlan& plan, const std::string& inner);
-
-/// Where the planned sandbox shows the host path `host` (the inverse of
-/// host_path_of), or nullopt when no step shows it. Pure.
-std::optional<std::string> inner_path_of(const LaunchPlan& plan, const std::string& host);
-
 /// What runtime_issue may ask of the world.
 struct RuntimeLookup {
   /// Whether a path exists in the sandbox (its own files, or the planned

@@ -12,6 +12,7 @@
 #include "launcher/sandbox/mounts.hpp"
 #include "launcher/sandbox/preflight.hpp"
 #include "launcher/sandbox/reporter.hpp"
+#include "mountspec/geometry.hpp"
 #include "sys/fault.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
@@ -55,7 +56,7 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   // may open it whatever its mode), in the namespace the mount is made in.
   UniqueFd fuse;
   if (!plan.static_view && std::any_of(plan.mounts.begin(), plan.mounts.end(),
-                                       [](const MountStep& m) { return m.kind == StepKind::view; })) {
+                                       [](const MountStep& m) { return std::holds_alternative<ViewStep>(m); })) {
     auto f = sys::open_path("/dev/fuse", O_RDWR);
     if (!f) return fail(f.error().with_context("the agent view"));
     fuse = std::move(*f);
@@ -175,7 +176,8 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
         head.resize(*n);
         RuntimeLookup look{[](const std::string& p) { return sys::open_path(p, O_PATH).has_value(); }, {},
                            env_value(env, "PATH")};
-        if (auto issue = runtime_issue(cmd, host_path_of(plan, *found).value_or(*found), head, plan.root, look))
+        const std::string host = mountspec::host_path_of(plan.mounts, plan.ctx_root, *found).value_or(*found);
+        if (auto issue = runtime_issue(cmd, host, head, plan.root, look))
           last = *issue;
       }
     }

@@ -31,7 +31,7 @@ namespace {
 // An owned child's source, resolved beneath the directory it derives
 // from without symlinks (and without crossing into another mount when the
 // parent's bind is non-recursive).
-Result<UniqueFd> open_source(const MountStep& b) {
+Result<UniqueFd> open_source(const BindStep& b) {
   // The parent mount's own source is the parent's as configured.
   if (b.beneath.empty() || b.source == b.beneath) return open_no_symlinks("source", b.source);
   if (!path_is_at_or_under(b.source, b.beneath))
@@ -49,7 +49,7 @@ Result<UniqueFd> open_source(const MountStep& b) {
 
 }  // namespace
 
-Result<UniqueFd> open_bind_source(const MountStep& b, const std::vector<sys::MountEntry>* host_mounts) {
+Result<UniqueFd> open_bind_source(const BindStep& b, const std::vector<sys::MountEntry>* host_mounts) {
   // The source is opened with the owner's credentials (the caller's, or
   // the fs ids set for a privileged launch), so it must be reachable by
   // the owner; reading (and for rw, writing) it must be allowed too.
@@ -68,12 +68,12 @@ Result<UniqueFd> open_bind_source(const MountStep& b, const std::vector<sys::Mou
   return src;
 }
 
-std::string mount_line_context(const LaunchPlan& plan, const MountStep& m) {
+std::string mount_line_context(const LaunchPlan& plan, const BindStep& m) {
   return m.line > 0 ? plan.name + ".d/mount:" + std::to_string(m.line) + ": " + m.source + " -> " + m.target
                     : m.source + " -> " + m.target;
 }
 
-Result<UniqueFd> open_root_source(const MountStep& r, const std::vector<sys::MountEntry>* host_mounts) {
+Result<UniqueFd> open_root_source(const RootStep& r, const std::vector<sys::MountEntry>* host_mounts) {
   UniqueFd root_dir;
   if (r.beneath.empty()) {
     auto d = open_no_symlinks("root", r.source);

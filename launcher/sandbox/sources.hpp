@@ -24,7 +24,7 @@ Result<UniqueFd> open_no_symlinks(const std::string& what, const std::string& pa
 /// mounted. A privileged launch (host_mounts: the mount table it is seen
 /// in, else nullptr) takes it only from a file system of plain files
 /// (mountspec/source_fs.hpp).
-Result<UniqueFd> open_root_source(const mountspec::MountStep& root, const std::vector<sys::MountEntry>* host_mounts);
+Result<UniqueFd> open_root_source(const mountspec::RootStep& root, const std::vector<sys::MountEntry>* host_mounts);
 
 /// A bind's source as the sandbox opens it, with the checks made before
 /// it is mounted: never through a symbolic link, reachable and readable
@@ -32,10 +32,10 @@ Result<UniqueFd> open_root_source(const mountspec::MountStep& root, const std::v
 /// (host_mounts: the mount table it is seen in, else nullptr) only from
 /// file systems of plain files, submounts of an rbind included
 /// (mountspec/source_fs.hpp).
-Result<UniqueFd> open_bind_source(const mountspec::MountStep& b, const std::vector<sys::MountEntry>* host_mounts);
+Result<UniqueFd> open_bind_source(const mountspec::BindStep& b, const std::vector<sys::MountEntry>* host_mounts);
 
 /// "<name>.d/mount:<line>: <source> -> <target>", what a bind's errors
 /// are said with.
-std::string mount_line_context(const LaunchPlan& plan, const mountspec::MountStep& m);
+std::string mount_line_context(const LaunchPlan& plan, const mountspec::BindStep& m);
 
 }  // namespace ctx::launcher

@@ -25,6 +25,7 @@
 #include "launcher/control/model_gate.hpp"
 #include "launcher/supervisor/notify.hpp"
 #include "launcher/sandbox/preflight.hpp"
+#include "mountspec/geometry.hpp"
 #include "launcher/supervisor/pty_relay.hpp"
 #include "launcher/sandbox/sandbox.hpp"
 #include "launcher/sandbox/start.hpp"
@@ -509,7 +510,7 @@ void Supervisor::start_children() {
     if (watchdog_) (void)sys::send_message(watchdog_->first.get(), "p", {pidfd});
   };
   cc.peer_allowed = [this](int conn) { return in_sandbox(sandbox_pidns_, sys::peer_pid(conn)); };
-  cc.inner_path = [this](const std::string& host) { return inner_path_of(plan_, host); };
+  cc.inner_path = [this](const std::string& host) { return mountspec::inner_path_of(plan_.mounts, plan_.ctx_root, host); };
   if (setup_.tools.valid()) {
     models_.emplace(
         plan_, setup_.tools.get(), [this](const Event& e) { files_->event(e); },

@@ -10,8 +10,12 @@
 
 using ctx::launcher::LaunchPlan;
 using ctx::launcher::ModelEntry;
-using ctx::mountspec::MountStep;
-using ctx::mountspec::StepKind;
+using ctx::mountspec::BindStep;
+using ctx::mountspec::FsStep;
+using ctx::mountspec::RootStep;
+using ctx::mountspec::SealStep;
+using ctx::mountspec::SocketStep;
+using ctx::mountspec::ViewStep;
 
 namespace {
 
@@ -25,8 +29,7 @@ LaunchPlan agent_plan() {
   a.ids.user_ns = true;
   a.ids.host_uid = 1000;
   a.nproc = 1024;
-  MountStep b;
-  b.kind = StepKind::bind;
+  BindStep b;
   b.source = "/home/me/project";
   b.target = "/work";
   b.attrs = {.nosuid = true, .nodev = true};
@@ -44,9 +47,10 @@ ModelEntry echo() {
   return m;
 }
 
-const MountStep* at(const LaunchPlan& p, const std::string& target) {
+template <typename Kind>
+const Kind* at(const LaunchPlan& p, const std::string& target) {
   for (const auto& m : p.mounts)
-    if (m.target == target) return &m;
+    if (const auto* k = std::get_if<Kind>(&m); k != nullptr && k->target == target) return k;
   return nullptr;
 }
 
@@ -56,30 +60,31 @@ TEST_CASE("a model's sandbox: none of the agent's mounts, a fresh read-only root
           "[unit]") {
   LaunchPlan p = ctx::launcher::model_plan(agent_plan(), echo(), "/run/anchor", {"/usr"});
   REQUIRE_FALSE(p.mounts.empty());
-  CHECK(p.mounts.front().kind == StepKind::root);
-  CHECK(p.mounts.front().fresh);
-  CHECK(p.mounts.front().source == "/run/anchor");
-  CHECK(p.mounts.back().kind == StepKind::seal);
-  CHECK(p.mounts.back().target == "/");
-  CHECK(p.mounts.back().attrs.rdonly);
+  REQUIRE(std::holds_alternative<RootStep>(p.mounts.front()));
+  CHECK(std::get<RootStep>(p.mounts.front()).fresh);
+  CHECK(std::get<RootStep>(p.mounts.front()).source == "/run/anchor");
+  REQUIRE(std::holds_alternative<SealStep>(p.mounts.back()));
+  CHECK(std::get<SealStep>(p.mounts.back()).target == "/");
+  CHECK(std::get<SealStep>(p.mounts.back()).attrs.rdonly);
   // Nothing of the agent's: no /work, no CTX root, no socket, no view.
-  CHECK(at(p, "/work") == nullptr);
+  CHECK(at<BindStep>(p, "/work") == nullptr);
   for (const auto& m : p.mounts) {
-    CHECK(m.kind != StepKind::socket);
-    CHECK(m.kind != StepKind::view);
-    if (m.kind == StepKind::bind) CHECK(m.attrs.rdonly);
-    if (m.kind == StepKind::bind && m.source.rfind("/srv/ctx", 0) == 0)
-      CHECK((m.source == "/srv/ctx/model/debug/echo" || m.source == "/srv/ctx/model/debug/echo.d"));
+    CHECK_FALSE(std::holds_alternative<SocketStep>(m));
+    CHECK_FALSE(std::holds_alternative<ViewStep>(m));
+    const auto* b = std::get_if<BindStep>(&m);
+    if (b != nullptr) CHECK(b->attrs.rdonly);
+    if (b != nullptr && b->source.rfind("/srv/ctx", 0) == 0)
+      CHECK((b->source == "/srv/ctx/model/debug/echo" || b->source == "/srv/ctx/model/debug/echo.d"));
   }
-  const MountStep* model = at(p, "/ctx/model/debug/echo");
+  const BindStep* model = at<BindStep>(p, "/ctx/model/debug/echo");
   REQUIRE(model != nullptr);
   CHECK_FALSE(model->attrs.noexec);
-  const MountStep* meta = at(p, "/ctx/model/debug/echo.d");
+  const BindStep* meta = at<BindStep>(p, "/ctx/model/debug/echo.d");
   REQUIRE(meta != nullptr);
   CHECK(meta->attrs.noexec);
-  REQUIRE(at(p, "/usr") != nullptr);
-  REQUIRE(at(p, "/tmp") != nullptr);
-  CHECK(at(p, "/tmp")->fstype == "tmpfs");
+  REQUIRE(at<BindStep>(p, "/usr") != nullptr);
+  REQUIRE(at<FsStep>(p, "/tmp") != nullptr);
+  CHECK(at<FsStep>(p, "/tmp")->fstype == "tmpfs");
   // Its credentials in its environment; nothing of the agent's there.
   CHECK(std::count(p.env.begin(), p.env.end(), "API_KEY=sk-live") == 1);
   CHECK(std::none_of(p.env.begin(), p.env.end(), [](const std::string& e) { return e.rfind("SECRET_OF", 0) == 0; }));

@@ -18,8 +18,12 @@ using ctx::agentdir::AgentSpec;
 using ctx::agentdir::Iso;
 using ctx::launcher::Caller;
 using ctx::launcher::PlanOptions;
+using ctx::mountspec::BindStep;
+using ctx::mountspec::MaskStep;
 using ctx::mountspec::MountStep;
+using ctx::mountspec::RootStep;
 using ctx::mountspec::StepKind;
+using ctx::mountspec::ViewStep;
 
 namespace {
 
@@ -73,14 +77,15 @@ Caller root() {
   return c;
 }
 
-std::vector<MountStep> of_kind(const ctx::launcher::LaunchPlan& p, StepKind k) {
-  std::vector<MountStep> out;
+template <typename Kind>
+std::vector<Kind> of_kind(const ctx::launcher::LaunchPlan& p) {
+  std::vector<Kind> out;
   for (const auto& m : p.mounts)
-    if (m.kind == k) out.push_back(m);
+    if (const auto* k = std::get_if<Kind>(&m)) out.push_back(*k);
   return out;
 }
-std::vector<MountStep> binds(const ctx::launcher::LaunchPlan& p) { return of_kind(p, StepKind::bind); }
-std::vector<MountStep> masks(const ctx::launcher::LaunchPlan& p) { return of_kind(p, StepKind::mask); }
+std::vector<BindStep> binds(const ctx::launcher::LaunchPlan& p) { return of_kind<BindStep>(p); }
+std::vector<MaskStep> masks(const ctx::launcher::LaunchPlan& p) { return of_kind<MaskStep>(p); }
 
 bool has_map(const std::vector<ctx::sys::IdMapLine>& m, std::uint32_t in, std::uint32_t out) {
   return m.size() == 1 && m[0].inner == in && m[0].outer == out && m[0].count == 1;
@@ -404,8 +409,8 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
   CHECK_FALSE(bind("/usr").beneath_no_xdev);  // the parent's rbind shows them
   CHECK(bind("/ctx").beneath.empty());        // no parent mount holds /srv/ctx
   CHECK(bind("/handoff/result.md").beneath == "/srv/ctx");
-  CHECK(p->mounts.front().kind == StepKind::root);
-  CHECK(p->mounts.front().beneath == "/srv/ctx");
+  REQUIRE(std::holds_alternative<RootStep>(p->mounts.front()));
+  CHECK(std::get<RootStep>(p->mounts.front()).beneath == "/srv/ctx");
   CHECK(bind("/handoff/handoff.md").attrs.rdonly);
   CHECK(bind("/handoff/handoff.md").source == po.handoff_dir + "/handoff.md");
   for (const char* rw : {"/handoff/result.md", "/handoff/refs.jsonl", "/handoff/artifact"}) {
@@ -472,10 +477,10 @@ TEST_CASE("a root never shows the durable CTX tree: above it, the view at its pl
   auto p = plan_of(s, user(), po);
   REQUIRE(p);
   REQUIRE(p->mounts.size() >= 2);
-  CHECK(p->mounts[0].kind == StepKind::root);
-  CHECK(p->mounts[1].kind == StepKind::view);
-  CHECK(p->mounts[1].target == "/srv/ctx");
-  CHECK(p->mounts[1].source.empty());
+  CHECK(std::holds_alternative<RootStep>(p->mounts[0]));
+  REQUIRE(std::holds_alternative<ViewStep>(p->mounts[1]));
+  CHECK(std::get<ViewStep>(p->mounts[1]).target == "/srv/ctx");
+  CHECK(std::get<ViewStep>(p->mounts[1]).source.empty());
   for (const char* inside : {"/srv/ctx", "/srv/ctx/home/1000/agent/other/root", "/srv/ctx/tool"}) {
     s.root = inside;
     auto q = plan_of(s, user(), po);
@@ -507,10 +512,15 @@ TEST_CASE("the agent view takes the place of every bind of the durable CTX tree"
   auto p = plan_of(s, user(), po);
   REQUIRE(p);
   std::vector<std::string> got;
-  for (const MountStep& m : p->mounts)
-    if (m.kind == StepKind::view || m.kind == StepKind::bind || m.kind == StepKind::mask)
-      got.push_back(std::string(ctx::mountspec::to_string(m.kind)) + " " + m.target + " " + m.source +
-                    (m.attrs.noexec ? " noexec" : ""));
+  for (const MountStep& m : p->mounts) {
+    const std::string kind(ctx::mountspec::to_string(ctx::mountspec::kind_of(m)));
+    if (const auto* v = std::get_if<ViewStep>(&m))
+      got.push_back(kind + " " + v->target + " " + v->source + (v->attrs.noexec ? " noexec" : ""));
+    if (const auto* b = std::get_if<BindStep>(&m))
+      got.push_back(kind + " " + b->target + " " + b->source + (b->attrs.noexec ? " noexec" : ""));
+    if (const auto* k = std::get_if<MaskStep>(&m))
+      got.push_back(kind + " " + k->target + " " + (k->attrs.noexec ? " noexec" : ""));
+  }
   // In the plan's order (targets parents first). A gated part bound at its
   // own place adds nothing (home/1000/tool is gone); with a flag it is
   // that part of the view with the flag; the agent's own home and a space
@@ -532,7 +542,7 @@ TEST_CASE("the agent view takes the place of every bind of the durable CTX tree"
   auto old = plan_of(s, user(), po);
   REQUIRE(old);
   CHECK(std::none_of(old->mounts.begin(), old->mounts.end(),
-                     [](const MountStep& m) { return m.kind == StepKind::view; }));
+                     [](const MountStep& m) { return std::holds_alternative<ViewStep>(m); }));
 }
 
 TEST_CASE("plan: every mount line needs its mount rule, rw its write", "[unit]") {
@@ -649,4 +659,26 @@ TEST_CASE("terminal variables pass only with plain values", "[unit]") {
   CHECK_FALSE(terminal_env_value_ok("xterm\x1b]0;title"));
   CHECK_FALSE(terminal_env_value_ok("a b"));
   CHECK_FALSE(terminal_env_value_ok(std::string(129, 'a')));
+}
+
+// Before: the session directory's place was the deepest bind whose source
+// held it, even where a deeper bind of another source lay over that place
+// (the runtime was told a directory that showed something else).
+TEST_CASE("CTX_SESSION_DIR is where the plan shows the session; unset where another mount covers it", "[unit]") {
+  AgentSpec s = coder();
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t shared:p read\nallow coder_t shared:p write\n");
+  PlanOptions o;
+  o.session_space = "p";
+  auto env_of = [&](const std::string& table) -> std::optional<std::string> {
+    s.mounts = *ctx::mountspec::parse("coder.d/mount", table);
+    auto p = plan_of(s, user(), o);
+    REQUIRE(p);
+    for (const auto& kv : p->env)
+      if (kv.rfind("CTX_SESSION_DIR=", 0) == 0) return kv.substr(16);
+    return std::nullopt;
+  };
+  CHECK(env_of("/srv/ctx/shared/p\t/p\trw\tbind\n") == "/p/agent/coder/session/default");
+  CHECK(env_of("/srv/ctx/shared/p/agent\t/a\trw\tbind\n") == "/a/coder/session/default");
+  CHECK(env_of("/srv/ctx/shared/p\t/p\trw\tbind\n/home/me/other\t/p/agent\tro\tbind\n") == std::nullopt);
+  CHECK(env_of("/home/me/project\t/work\trw\tbind\n") == std::nullopt);
 }

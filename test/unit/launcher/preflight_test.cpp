@@ -11,7 +11,6 @@
 #include "test/support/tempdir.hpp"
 
 using ctx::launcher::elf_interpreter;
-using ctx::launcher::host_path_of;
 using ctx::launcher::runtime_issue;
 
 namespace {
@@ -57,32 +56,6 @@ TEST_CASE("runtime_issue names a missing #! interpreter, CR line ends and a miss
   CHECK(elf_interpreter(head.substr(0, 40)).empty());
   CHECK(elf_interpreter("\177ELF").empty());
   CHECK(elf_interpreter(std::string(64, '\0')).empty());
-}
-
-TEST_CASE("host_path_of: the deepest step that shows an inner path", "[unit]") {
-  ctx::launcher::LaunchPlan p;
-  p.ctx_root = "/srv/ctx";
-  using ctx::mountspec::MountStep;
-  using ctx::mountspec::StepKind;
-  MountStep root;
-  root.kind = StepKind::root;
-  root.target = "/";
-  root.source = "/srv/ctx/home/1/agent/a/root";
-  MountStep usr;
-  usr.target = "/usr";
-  usr.source = "/usr";
-  MountStep view;
-  view.kind = StepKind::view;
-  view.target = "/ctx";
-  view.source = ".";
-  MountStep tmp;
-  tmp.kind = StepKind::fs;
-  tmp.target = "/tmp";
-  p.mounts = {root, usr, view, tmp};
-  CHECK(host_path_of(p, "/bin") == "/srv/ctx/home/1/agent/a/root/bin");
-  CHECK(host_path_of(p, "/usr/bin/sh") == "/usr/bin/sh");
-  CHECK(host_path_of(p, "/ctx/agent/a") == "/srv/ctx/agent/a");
-  CHECK_FALSE(host_path_of(p, "/tmp/x"));
 }
 
 // Before: a missing interpreter was always blamed on the mounts, even
