@@ -1,4 +1,4 @@
-// The durable CTX tree as the view's rules read it (access/rules.hpp): every
+// The durable CTX tree as the access rules read it (access/rules.hpp): every
 // path is resolved beneath one descriptor of the CTX root with
 // openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), so no symbolic link on
 // the way is followed and nothing above the root is reached.

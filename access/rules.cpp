@@ -325,7 +325,7 @@ ModelCall model_call(const Viewer& v, const HostTree& t, const std::string& name
     return out;
   }
   // Without the grant the answer is EACCES whether or not the model exists
-  // (as for tools, seed 000).
+  // (as for tools: docs/abi.md "Tools as files").
   if (!model_allowed(v, name)) out.verdict = ModelVerdict::agent_policy;
   return out;
 }

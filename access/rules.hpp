@@ -1,10 +1,11 @@
-// The agent view's content rules (seed 000 "Agent View", seed 001 "Root
-// ABI" and "Resource tiers"; docs/view.md): which entries of the durable
-// CTX tree an agent sees, decided one name at a time from its label,
-// policy, identity and the entries themselves. Pure: what the CTX tree
-// holds comes through the HostTree interface, so the FUSE server, the
-// static fallback and `ctx view` decide with the same code, and the unit
-// tests with an in-memory tree.
+// The access rules: which entries of the durable CTX tree an agent sees,
+// which tools it may run and which models it may use (docs/abi.md "The
+// root" and "The agent view"; docs/view.md), decided one name at a time
+// from its label, policy, identity and the entries themselves. Pure: what
+// the CTX tree holds comes through the HostTree interface, so every gate
+// decides with the same code (the FUSE view, the static view, the tool
+// gate, the model gate, `ctx view` and `ctx explain`), and the unit tests
+// with an in-memory tree.
 #pragma once
 
 #include <cstdint>
@@ -61,10 +62,10 @@ struct Viewer {
   /// session/ with index; every other entry there needs `session:<x>
   /// read`. "" (`ctx view` on the host, no launch): none is current.
   std::string session;
-  /// An owned child's ancestors' types, parent first ("" for one that
-  /// admits nothing: AgentSpec::ancestor_types). A tool's or model's own
-  /// policy must admit each of them as well as `subject` (seed 000
-  /// "Attenuation": a child's label never makes it more than its parent).
+  /// An owned child's ancestors' types, parent first ("" for one that admits
+  /// nothing: AgentSpec::ancestor_types). A tool's or model's own policy must
+  /// admit each of them as well as `subject` (docs/abi.md "Attenuation
+  /// (children)": a child's label never makes it more than its parent).
   std::vector<std::string> ancestors;
   /// The runtime's host ids, for the execute bit of a tool.
   std::uint32_t uid = 0;
@@ -82,9 +83,10 @@ Viewer viewer_for(const agentdir::AgentSpec& spec);
 struct Shown {
   std::string host_rel;
   HostEntry entry;
-  /// Not to be run from the view: a model entry (seed 000: a model is an
-  /// inference endpoint that runs in a sandbox of its own, never with the
-  /// agent's rights). Its entry's execute bits are cleared too.
+  /// Not to be run from the view: a model entry (docs/abi.md "Agents, tools and
+  /// models": a model is an inference endpoint that runs in a sandbox of its
+  /// own, never with the agent's rights). Its entry's execute bits are cleared
+  /// too.
   bool no_exec = false;
 };
 
@@ -124,10 +126,10 @@ std::optional<Shown> decide(const Viewer& v, const HostTree& t, const std::strin
 /// The names decide() shows in the directory rel ("" the root), sorted.
 std::vector<std::string> list(const Viewer& v, const HostTree& t, const std::string& rel);
 
-/// Which layer refuses a tool, in the order of seed 000's permission
-/// check: the agent's policy, the execute bit for the viewer's ids, the
-/// tool's own .d/policy (when present; one that cannot be read or parsed
-/// refuses).
+/// Which layer refuses a tool, in the order of the ABI's permission check
+/// (docs/abi.md "Tools as files"): the agent's policy, the execute bit for the
+/// viewer's ids, the tool's own .d/policy (when present; one that cannot be
+/// read or parsed refuses).
 enum class ToolVerdict { allowed, not_a_tool, agent_policy, mode, tool_policy };
 
 /// The verdict on the tool `name`, the entry e in the tier directory
@@ -151,8 +153,8 @@ std::optional<std::string> own_policy_refuses(const Viewer& v, const policy::Pol
 std::string own_policy_gap(const Viewer& v, const std::string& refused, policy::Class c, std::string_view object,
                            std::string_view perm);
 
-/// Which layer refuses a `ctx model` call (issue 12; seed 000 permission
-/// check step 6: tool/model policy).
+/// Which layer refuses a `ctx model` call (issue 12; docs/abi.md "Tools as
+/// files": the agent's policy, the mode, then the object's own policy).
 enum class ModelVerdict { allowed, not_found, agent_policy, mode, model_policy };
 
 /// A `ctx model NAME` call decided: NAME is looked up in the user tier

@@ -1,7 +1,7 @@
-// An agent's control files (`<ctx>/agent/<name>.d/*`, seed 000 "Agent as
-// File") as one plain value. Every decision of a launch is made from this
-// struct; meta.json is validated but never stored here, so no decision can
-// depend on it.
+// An agent's control files (`<ctx>/agent/<name>.d/*`, docs/abi.md "The control
+// files of `<ctx>/agent/<name>.d/`") as one plain value. Every decision of a
+// launch is made from this struct; meta.json is validated but never stored
+// here, so no decision can depend on it.
 #pragma once
 
 #include <sys/types.h>
@@ -90,7 +90,7 @@ struct AgentSpec {
   /// read from `<name>.d/`). "" stands for an ancestor without a label or
   /// one that cannot be read: it admits nothing. A tool's or model's own
   /// policy must admit every one of them as well as the agent's own type
-  /// (seed 000 "Attenuation"; agentdir::ancestor_types).
+  /// (docs/abi.md "Attenuation (children)"; agentdir::ancestor_types).
   std::vector<std::string> ancestor_types;
 
   /// The label's type, or "" with no label.

@@ -1,5 +1,5 @@
-// Planning an owned child (seed 000 "Agent Creation", seed 003 "Permission
-// Attenuation"): the parent's request checked against the parent and turned
+// Planning an owned child (docs/abi.md "Children" and "Attenuation
+// (children)"): the parent's request checked against the parent and turned
 // into the child's control files. Pure.
 #include "agentdir/child.hpp"
 

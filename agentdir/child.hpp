@@ -1,6 +1,6 @@
-// Owned child agents (seed 000 "Agent Creation", seed 003 "Permission
-// Attenuation" and "Handoff Protocol"): a parent's request checked against
-// the parent and turned into the child's control files (pure), and the
+// Owned child agents (docs/abi.md "Children", "Attenuation (children)"
+// and "A child's session and its handoff"): a parent's request checked
+// against the parent and turned into the child's control files (pure), and the
 // files written to disk in one atomic step (create.cpp).
 #pragma once
 
@@ -20,12 +20,12 @@
 
 namespace ctx::agentdir {
 
-/// What a parent asks for (the JSON shape of seed 000's agent.create
-/// example, already decoded by the program that received it).
+/// What a parent asks for (the JSON of `ctx agent create`,
+/// docs/children.md, already decoded by the program that received it).
 struct ChildRequest {
   std::string name;
   /// The child's label; nullopt: the parent's label (the same security
-  /// subject, which the seed allows when it is intended).
+  /// subject, on purpose: docs/abi.md "Children").
   std::optional<std::string> label;
   std::vector<std::string> models;  ///< "model": use
   std::vector<std::string> tools;   ///< "tools": execute
@@ -42,10 +42,10 @@ struct ChildRequest {
   /// else "/".
   std::optional<std::string> cwd;
   std::string handoff;  ///< "handoff": the text of handoff.md
-  /// "inputs": paths as the parent sees them that the child is to work
-  /// from (seed 003 "Handoff Protocol": input references). Each must lie
-  /// in one of the requested mounts' sources; input.jsonl names each as
-  /// the child sees it.
+  /// "inputs": paths as the parent sees them that the child is to work from
+  /// (docs/abi.md "A child's session and its handoff": input references). Each
+  /// must lie in one of the requested mounts' sources; input.jsonl names each
+  /// as the child sees it.
   std::vector<std::string> inputs;
   std::string output;  ///< "output": the output contract, the text of output.md
 };

@@ -1,6 +1,6 @@
-// Writing a planned child to disk (seed 000 "Agent Creation", seed 003
-// "Child Session"), all or nothing: everything is made first under names
-// no agent can have, and `<name>.d` appears last, by a rename that never
+// Writing a planned child to disk (docs/abi.md "Children" and "A child's
+// session and its handoff"), all or nothing: everything is made first
+// under names no agent can have, and `<name>.d` appears last, by a rename that never
 // replaces. After that rename nothing can fail, so a failure never has to
 // take back an agent that a launcher may already have seen.
 #include <sys/stat.h>

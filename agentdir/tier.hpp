@@ -1,4 +1,4 @@
-// The two tiers an agent can be defined in (seed 000 "Resource tiers"):
+// The two tiers an agent can be defined in (docs/abi.md "The root"):
 // the system tier `<ctx>/agent/<name>.d` and a user's tier
 // `<ctx>/home/<U>/agent/<name>.d` (docs/abi.md "User agents"). Which one
 // a launch reads is decided here, purely, from what exists.

@@ -37,8 +37,8 @@ std::optional<std::string> type_name_issue(std::string_view n);
 /// meet: runtime directories and cgroups.
 std::string instance_name(std::string_view agent, std::string_view ctx_root);
 
-/// Where an agent's sessions live, relative to <ctx>/home (seed 000,
-/// "Agent Home"): "<owner>/agent/<agent>/session".
+/// Where an agent's sessions live, relative to <ctx>/home (docs/abi.md
+/// "Agent homes"): "<owner>/agent/<agent>/session".
 std::string sessions_rel(std::uint32_t owner, std::string_view agent);
 
 /// One session's directory relative to <ctx>/home:

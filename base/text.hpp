@@ -1,4 +1,5 @@
-// Strict reading of control-file text (seed 001, "File Formats"): UTF-8,
+// Strict reading of control-file text (docs/abi.md "Text in every control
+// file"): UTF-8,
 // one value per file or one item per line, every line ending in '\n'.
 #pragma once
 

@@ -11,7 +11,7 @@
 namespace ctx::helper {
 
 /// Runs one request. `op` is create, start, stop, wait or delete; `arg` is the
-/// request (create: the JSON of seed 000's agent.create, else a NAME or
+/// request (create: the JSON of docs/children.md, else a NAME or
 /// {"name": ...}), read from stdin when absent; `command` (start only) is
 /// the child's runtime command line; `replace` (create only) deletes a
 /// stopped child of the same name first. Prints the supervisor's answer on

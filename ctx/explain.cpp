@@ -108,7 +108,7 @@ std::vector<Layer> explain_layers(const agentdir::AgentSpec& spec, const policy:
       out.push_back({"tool policy", false, tp.error().msg});
     } else {
       // The agent's type and, for an owned child, every ancestor's
-      // (seed 000 "Attenuation"), as a call decides it.
+      // (docs/abi.md "Attenuation (children)"), as a call decides it.
       access::Viewer v = access::viewer_for(spec);
       auto refused = access::own_policy_refuses(v, *tp, policy::Class::tool, name, "execute");
       auto e = policy::explain(*tp, spec.subject(), req);

@@ -151,7 +151,7 @@ int run_init(const std::string& ctx_root, const std::vector<std::string>& shared
     if (auto r = make_below(root->get(), ctx_root, rel, made); !r) return error(r.error());
   for (const char* tier : {"agent", "tool", "model"})
     if (auto r = make_below(root->get(), ctx_root, "home/" + uid + "/" + tier, made); !r) return error(r.error());
-  // The root's status (seed 001; docs/abi.md "The root's status file"):
+  // The root's status (docs/abi.md "The root's `status` file"):
   // "ok" when missing, never replacing one that exists.
   if (auto st = sys::stat_at(root->get(), "status"); !st) {
     return error(st.error().with_context(ctx_root + "/status"));
@@ -165,8 +165,8 @@ int run_init(const std::string& ctx_root, const std::vector<std::string>& shared
       if (r.error().code != EEXIST) return error(r.error().with_context(ctx_root + "/status"));
     }
   }
-  // A shared space as seed 001 lays it out: agent/ for its shared
-  // sessions, data/, and the queue's states.
+  // A shared space as docs/abi.md "Shared spaces" lays it out: agent/ for its
+  // shared sessions, data/, and the queue's states.
   for (const auto& p : shared)
     for (const char* rel : {"agent", "data", "queue/inbox", "queue/pending", "queue/lease", "queue/claimed",
                             "queue/done", "queue/failed", "queue/result"})

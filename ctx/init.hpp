@@ -7,12 +7,12 @@
 
 namespace ctx::helper {
 
-/// Creates what is missing of a CTX tree at ctx_root for the caller:
-/// agent/, tool/, model/, shared/, bin/ctx (this helper), and the
-/// caller's home tier home/<uid>/{agent,tool,model}, and for each name in
-/// `shared` the space shared/<name>/{agent, data, queue/{inbox, pending,
-/// lease, claimed, done, failed, result}} (seed 001). Never changes what
-/// exists. Prints what it made; 0, or 1 with the error.
+/// Creates what is missing of a CTX tree at ctx_root for the caller: agent/,
+/// tool/, model/, shared/, bin/ctx (this helper), and the caller's home tier
+/// home/<uid>/{agent,tool,model}, and for each name in `shared` the space
+/// shared/<name>/{agent, data, queue/{inbox, pending, lease, claimed, done,
+/// failed, result}} (docs/abi.md "The root"). Never changes what exists. Prints
+/// what it made; 0, or 1 with the error.
 int run_init(const std::string& ctx_root, const std::vector<std::string>& shared = {});
 
 /// Writes agent `name` for the caller: its runtime (a script to replace),

@@ -2,7 +2,7 @@
 // agent's supervisor decides it (launcher/control/tool_gate.hpp): the planned
 // CTX_PATH strictly left to right, a mount that is not noexec, the execute
 // bit for the agent's ids, the agent's policy and the tool's own policy
-// (seed 000, "Tool as File", "Permission check"), and records it. An
+// (docs/abi.md "Tools as files"), and records it. An
 // allowed tool arrives as a descriptor and is run with execveat: nothing in
 // the sandbox's environment (CTX_PATH, CTX_ROOT, CTX_AGENT) decides.
 #pragma once

@@ -1,5 +1,5 @@
-// Mount attenuation (seed 000 "Agent Creation", seed 003 "Permission
-// Attenuation"): a child's mounts derived from what its parent sees. Pure.
+// Mount attenuation (docs/abi.md "Attenuation (children)"): a child's
+// mounts derived from what its parent sees. Pure.
 #pragma once
 
 #include <optional>

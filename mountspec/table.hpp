@@ -1,4 +1,4 @@
-// The v0 mount table (seed 000, "Mount File") as plain data, and its
+// The v0 mount table (docs/abi.md "Mount table v0") as plain data, and its
 // parser. Pure: nothing here touches the file system.
 #pragma once
 
@@ -45,10 +45,10 @@ struct OptionIssue {
   std::string what;
 };
 
-/// Parses a v0 options field strictly (seed 000): a comma-separated list
-/// of bind, rbind, nosuid, nodev, noexec, each at most once, bind and
-/// rbind not both; or "-" alone for none. The one parser of options, for
-/// the mount file and a child's request alike.
+/// Parses a v0 options field strictly (docs/abi.md "Mount table v0"): a
+/// comma-separated list of bind, rbind, nosuid, nodev, noexec, each at most
+/// once, bind and rbind not both; or "-" alone for none. The one parser of
+/// options, for the mount file and a child's request alike.
 std::optional<OptionIssue> parse_options(std::string_view field, Options& out);
 
 /// Parses a v0 mount file. `file` names it in messages ("coder.d/mount").

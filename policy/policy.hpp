@@ -1,6 +1,6 @@
-// Policy v0 (seed 000, "Policy v0"): a type-enforcement allowlist.
-// Default deny, no deny rules, no globs, no priority, no inheritance, no
-// variables, no path matching. Pure.
+// Policy v0 (docs/abi.md "Policy v0", docs/abi-policy.md): a type-enforcement
+// allowlist. Default deny, no deny rules, no globs, no priority, no
+// inheritance, no variables, no path matching. Pure.
 #pragma once
 
 #include <optional>

@@ -126,12 +126,6 @@ bool executable_at(int dirfd, const std::string& name);
 /// True if the file system holding fd is mounted noexec (fstatvfs).
 Result<bool> on_noexec_mount(int fd);
 
-/// Whether path is a directory (not a symlink to one) owned by the
-/// caller's effective uid with no access for group or other.
-/// Whether fd lies on a FUSE file system (fstatfs f_type): inside a
-/// sandbox, where nothing can mount one, that is the agent view.
-bool on_fuse(int fd);
-
 /// Whether fd lies on a FUSE file system (fstatfs f_type): inside a
 /// sandbox, where nothing can mount one, that is the agent view.
 bool on_fuse(int fd);

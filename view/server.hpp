@@ -1,5 +1,7 @@
-// ctx-view: the agent view served over FUSE (libfuse3 low-level API,
-// single-threaded). One server per launch, running with the owner's ids
+// The agent view served over FUSE (libfuse3 low-level API,
+// single-threaded). One server per launch, in a process the supervisor
+// forks and names ctx-view (launcher/supervisor/view_process.hpp; there is
+// no ctx-view program), running with the owner's ids
 // outside the sandbox, on a /dev/fuse descriptor the sandbox opened and
 // mounted in its own mount namespace (so the mount is never in the host's
 // table). Every request is decided by access/rules.hpp against the current

@@ -1,5 +1,6 @@
 // docs/conformance.md is checked, not trusted (issue 15, point 7): every
-// statement S1..S265 once, a status of four, the tests a `tested` row names
+// statement S1..S265 once, citing a heading of docs/abi.md, a status of
+// four, the tests a `tested` row names
 // exist as TEST_CASEs under test/, the heading a `decided` row names exists,
 // the counts line is what the rows say, and no row is `open` unless
 // CTX_CONFORMANCE_ALLOW_OPEN=1 (which CI never sets).
@@ -108,6 +109,7 @@ std::vector<std::string> problems(const Inputs& in) {
   static const std::regex counts_re(
       R"(Counts: total ([0-9]+); tested ([0-9]+); decided ([0-9]+); n/a ([0-9]+); open ([0-9]+)\.)");
   static const std::regex decision_re(R"(docs/([A-Za-z0-9_-]+\.md)#(.+))");
+  static const std::string kAbi = "docs/abi.md#";
   std::map<int, int> seen;
   std::map<std::string, int> count;
   std::vector<int> counts_line;
@@ -125,12 +127,16 @@ std::vector<std::string> problems(const Inputs& in) {
       bad.push_back(line.substr(0, 12) + ": " + std::to_string(c.size()) + " cells, want 7");
       continue;
     }
-    const std::string &id = c[0], &status = c[3], &proof = c[5];
+    const std::string &id = c[0], &abi = c[1], &status = c[3], &proof = c[5];
     if (!std::regex_match(id, m, id_re)) {
       bad.push_back("bad ID '" + id + "'");
       continue;
     }
     ++seen[std::stoi(m[1])];
+    if (abi.rfind(kAbi, 0) != 0)
+      bad.push_back(id + ": the ABI cell '" + abi + "' is not " + kAbi + "<heading>");
+    else if (!in.docs.count("abi.md") || !headings(in.docs.at("abi.md")).count(abi.substr(kAbi.size())))
+      bad.push_back(id + ": docs/abi.md has no heading '" + abi.substr(kAbi.size()) + "'");
     if (!kStatus.count(status)) {
       bad.push_back(id + ": status '" + status + "' is not tested, decided, n/a or open");
       continue;
@@ -217,10 +223,11 @@ TEST_CASE("the conformance check refuses each way the page can be wrong", "[unit
       "TEST_CASE(\"a; b\", \"[unit]\") {}\nTEST_CASE(\n  \"say \\\"c\\\"\", \"[root]\") {}\nTEST_CASE(\"d `e`\") {}\n");
   REQUIRE(in.tests == std::set<std::string>{"a; b", "say \"c\"", "d `e`"});
   in.docs["x.md"] = "# X\n\n## Why `y` | z\n";
+  in.docs["abi.md"] = "# ABI\n\n## Agents\n\n### The `root`\n";
   const std::string head = "Counts: total 3; tested 1; decided 1; n/a 1; open 0.\n\n| ID | Seed | S | Status |\n";
-  const std::string r1 = "| S1 | 000 L1 | one | tested | a.cpp (f) | `a; b`; `say \"c\"`; `` d `e` `` |  |\n";
-  const std::string r2 = "| S2 | 000 L2 | two \\| more | decided | b.cpp | docs/x.md#Why `y` \\| z | because |\n";
-  const std::string r3 = "| S3 | 001 L3 | three | n/a | none |  | nothing to do |\n";
+  const std::string r1 = "| S1 | docs/abi.md#Agents | one | tested | a.cpp (f) | `a; b`; `say \"c\"`; `` d `e` `` |  |\n";
+  const std::string r2 = "| S2 | docs/abi.md#The `root` | two \\| more | decided | b.cpp | docs/x.md#Why `y` \\| z | because |\n";
+  const std::string r3 = "| S3 | docs/abi.md#Agents | three | n/a | none |  | nothing to do |\n";
   in.page = head + r1 + r2 + r3;
   REQUIRE(problems(in).empty());
 
@@ -234,6 +241,9 @@ TEST_CASE("the conformance check refuses each way the page can be wrong", "[unit
     return s;
   };
   CHECK(has(with(replace(in.page, "| tested |", "| done |")), "S1: status 'done'"));
+  CHECK(has(with(replace(in.page, "| docs/abi.md#Agents | one", "| 000 L1 | one")),
+            "S1: the ABI cell '000 L1' is not docs/abi.md#<heading>"));
+  CHECK(has(with(replace(in.page, "#The `root`", "#The root")), "S2: docs/abi.md has no heading 'The root'"));
   CHECK(has(with(replace(in.page, "`a; b`; `say \"c\"`; `` d `e` ``", "")), "S1: tested, but names no test"));
   CHECK(has(with(replace(in.page, "`` d `e` ``", "`` d `f` ``")), "S1: no TEST_CASE \"d `f`\""));
   CHECK(has(with(replace(in.page, "`a; b`", "`a b`")), "S1: no TEST_CASE \"a b\""));
