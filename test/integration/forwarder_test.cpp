@@ -169,17 +169,18 @@ TEST_CASE("ctx-model-forward over https verifies the upstream against the config
   }
 }
 
-TEST_CASE("ctx-model-forward relays a stream as it comes: the first event long before the last", "[root][userns]") {
+TEST_CASE("ctx-model-forward relays a stream as it comes, its environment no longer holding the key",
+          "[root][userns]") {
   // Seven events, 0.6 s apart.
   FakeApi api(R"([{"text": ["one", "two", "three"], "delay": 0.6}])");
+  Shared s;
+  s.d.write("body", R"({"model":"m","stream":true})", 0644);
   std::vector<std::string> env = cgi_post(anthropic_env(api.url()));
-  auto as = runner();
   const auto start = std::chrono::steady_clock::now();
   ctx::test::Spawned p = ctx::test::spawn_command(
-      {"/bin/sh", "-c", "printf '%s' '{\"model\":\"m\",\"stream\":true}' | \"$0\"",
-       ctx::test::built("models/ctx-model-forward")},
-      as, env);
-  std::string out;
+      {"/bin/sh", "-c", "exec \"$0\" <\"$1\"", ctx::test::built("models/ctx-model-forward"), s.d / "body"}, runner(),
+      env);
+  std::string out, environ_seen;
   double first_event = -1, end = -1;
   while (true) {
     pollfd pfd{p.out_fd, POLLIN, 0};
@@ -192,7 +193,11 @@ TEST_CASE("ctx-model-forward relays a stream as it comes: the first event long b
       break;
     }
     out.append(buf, static_cast<std::size_t>(n));
-    if (first_event < 0 && out.find("event: message_start\n") != std::string::npos) first_event = t;
+    if (first_event < 0 && out.find("event: message_start\n") != std::string::npos) {
+      first_event = t;
+      // The forwarder (sh exec'd it) is sending: what its /proc shows.
+      environ_seen = ctx::test::read_file("/proc/" + std::to_string(p.pid) + "/environ");
+    }
   }
   RunResult r = ctx::test::wait_command(p, 10);
   INFO(out << r.err);
@@ -202,6 +207,10 @@ TEST_CASE("ctx-model-forward relays a stream as it comes: the first event long b
   CHECK(out.find("event: message_stop\n") != std::string::npos);
   REQUIRE(first_event >= 0);
   CHECK(end - first_event > 2.5);  // the six other events took 3.6 s
+  // Its own environment block, read while it ran: the configuration is
+  // there, the key wiped.
+  CHECK(environ_seen.find("CTX_UPSTREAM_URL=" + api.url()) != std::string::npos);
+  CHECK(environ_seen.find(kKey) == std::string::npos);
 }
 
 TEST_CASE("ctx-model-forward streams a 5 MB body up, with its length or chunked", "[root][userns]") {
