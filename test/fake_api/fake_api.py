@@ -7,8 +7,9 @@ Command line:
                 [--host 127.0.0.1] [--port 0] [--tls-cert CERT --tls-key KEY]
 
   --script     a JSON list of turns (below); each model call answers with the
-               next one. Past the end the last turn is sent again, so end a
-               script with a text turn.
+               first turn not yet used whose "match" (if it has one) occurs
+               in the request's body. When none is left the last turn of the
+               list is sent again, so end a script with a text turn.
   --log        every request, one JSON line each, appended as it arrives
                (before the answer): {"method", "path", "headers" (names in
                lower case), "body_bytes", "body_sha256", "body" (the JSON
@@ -32,7 +33,10 @@ A turn is a JSON object:
   {"status": 529, "error": "Overloaded"}
                                       an HTTP error in the API's own format
   optional in any turn: "delay": seconds between two streamed events (and
-  before a non-streamed answer).
+  before a non-streamed answer); "match": a text the request's body must
+  contain for this turn to answer it (e.g. "tool_result" for the turn after
+  a tool call, or a model's name to keep a CLI's side requests, such as a
+  title or a quota check, from taking the main conversation's turns).
 
 Routes: POST .../messages (Anthropic) and POST .../responses (OpenAI),
 streamed as server-sent events when the body has "stream": true, else one
@@ -64,14 +68,19 @@ class Script:
         if not isinstance(turns, list) or not turns:
             raise ValueError("the script must be a non-empty JSON list of turns")
         self.turns = turns
-        self.next = 0
+        self.used = set()
+        self.count = 0
         self.lock = threading.Lock()
 
-    def take(self):
+    def take(self, body):
+        """The turn that answers a request with this body, and its number."""
         with self.lock:
-            turn = self.turns[min(self.next, len(self.turns) - 1)]
-            self.next += 1
-            return turn, self.next
+            self.count += 1
+            for i, turn in enumerate(self.turns):
+                if i not in self.used and str(turn.get("match", "")) in body:
+                    self.used.add(i)
+                    return turn, self.count
+            return self.turns[-1], self.count
 
 
 class RequestLog:
@@ -268,7 +277,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             return self.answer_json(404, {"type": "error", "error": {"type": "not_found_error",
                                                                      "message": "no route"}})
-        turn, n = self.server.script.take()
+        turn, n = self.server.script.take(body.decode("utf-8", "replace"))
         self.respond(api, turn, n, request)
 
     def respond(self, api, turn, n, request):
