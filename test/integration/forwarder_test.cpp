@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -211,6 +212,33 @@ TEST_CASE("ctx-model-forward relays a stream as it comes, its environment no lon
   // there, the key wiped.
   CHECK(environ_seen.find("CTX_UPSTREAM_URL=" + api.url()) != std::string::npos);
   CHECK(environ_seen.find(kKey) == std::string::npos);
+}
+
+TEST_CASE("ctx-model-forward stops when its client goes away, in the middle of a stream", "[root][userns]") {
+  FakeApi api(R"([{"text": ["one", "two", "three"], "delay": 0.6}])");
+  Shared s;
+  s.d.write("body", R"({"model":"m","stream":true})", 0644);
+  ctx::test::Spawned p = ctx::test::spawn_command(
+      {"/bin/sh", "-c", "exec \"$0\" <\"$1\"", ctx::test::built("models/ctx-model-forward"), s.d / "body"}, runner(),
+      cgi_post(anthropic_env(api.url())));
+  std::string out;
+  while (out.find("event: message_start\n") == std::string::npos) {
+    pollfd pfd{p.out_fd, POLLIN, 0};
+    REQUIRE(::poll(&pfd, 1, 20000) == 1);
+    char buf[4096];
+    ssize_t n = ::read(p.out_fd, buf, sizeof buf);
+    REQUIRE(n > 0);
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  // The endpoint closes the pipe when the agent hangs up.
+  const auto gone = std::chrono::steady_clock::now();
+  ::close(p.out_fd);
+  p.out_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  RunResult r = ctx::test::wait_command(p, 10);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - gone).count();
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "ctx-model-forward: writing the answer to stdout: write: EPIPE\n");
+  CHECK(took < 2.0);  // at the next event's write, not at the stream's end 3 s later
 }
 
 TEST_CASE("ctx-model-forward streams a 5 MB body up, with its length or chunked", "[root][userns]") {
