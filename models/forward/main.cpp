@@ -71,8 +71,8 @@ int forward(Output out, const ctx::forward::Env& env, const std::optional<std::s
   auto up = ctx::forward::upstream_from(env);
   if (!up) return report(out, 502, up.error(), false);
   if (auto ok = ctx::forward::check_key(key); !ok) return report(out, 502, ok.error(), false);
-  Result<ctx::forward::ForwardRequest> req = out == Output::cgi ? ctx::forward::cgi_request(*up, env)
-                                                                : ctx::forward::plain_request(*up);
+  Result<ctx::forward::ForwardRequest> req =
+      out == Output::cgi ? ctx::forward::cgi_request(*up, env) : ctx::forward::plain_request(*up);
   if (!req) return report(out, out == Output::cgi ? 400 : 502, req.error(), false);
   std::string credential = up->key_header + ": " + up->key_prefix + *key;
   ctx::forward::Relayed relayed;

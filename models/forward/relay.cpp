@@ -46,10 +46,8 @@ bool finish_head(Transfer& t) {
   t.head_done = true;
   t.relayed.status = t.head.status();
   switch (t.out) {
-    case Output::cgi:
-      return put(t, t.head.cgi_block());
-    case Output::body_only:
-      return true;
+    case Output::cgi: return put(t, t.head.cgi_block());
+    case Output::body_only: return true;
   }
   return true;
 }

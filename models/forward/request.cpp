@@ -1,5 +1,7 @@
 #include "models/forward/request.hpp"
 
+#include "models/forward/header_text.hpp"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -48,25 +50,9 @@ bool token_char(char c) {
 
 bool valid_header_name(std::string_view n) { return !n.empty() && std::all_of(n.begin(), n.end(), token_char); }
 
-// A header value: no control character (CR or LF would add a header of
-// the sender's choosing), tab excepted.
-bool valid_header_value(std::string_view v) {
-  return std::none_of(v.begin(), v.end(), [](char c) {
-    auto b = static_cast<unsigned char>(c);
-    return (b < 0x20 && b != '\t') || b == 0x7f;
-  });
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 // CGI's HTTP_ACCEPT_ENCODING -> accept-encoding.
 std::string header_name_of(std::string_view cgi_suffix) {
-  std::string out = lower(cgi_suffix);
+  std::string out = lower_ascii(cgi_suffix);
   std::replace(out.begin(), out.end(), '_', '-');
   return out;
 }
@@ -91,8 +77,7 @@ Result<std::string> checked_url(std::string url) {
   CTX_TRY_ASSIGN(Url u, parse_url(url, "CTX_UPSTREAM_URL"));
   const std::string scheme = url_part(u.get(), CURLUPART_SCHEME);
   const std::string host = url_part(u.get(), CURLUPART_HOST);
-  if (scheme != "https" && scheme != "http")
-    return fail(EINVAL, "CTX_UPSTREAM_URL " + url + " is not an https:// URL");
+  if (scheme != "https" && scheme != "http") return fail(EINVAL, "CTX_UPSTREAM_URL " + url + " is not an https:// URL");
   if (scheme == "http" && !loopback_host(host))
     return fail(EINVAL, "CTX_UPSTREAM_URL " + url +
                             ": plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost); use https");
@@ -109,7 +94,7 @@ Result<std::vector<std::pair<std::string, std::string>>> default_headers(const E
     if (k.rfind(kHeaderPrefix, 0) != 0) continue;
     std::string name = header_name_of(std::string_view(k).substr(kHeaderPrefix.size()));
     if (!valid_header_name(name)) return fail(EINVAL, k + ": the header name must be [A-Za-z0-9_] after the prefix");
-    if (!valid_header_value(v)) return fail(EINVAL, k + " holds a control character");
+    if (!header_value_ok(v)) return fail(EINVAL, k + " holds a control character");
     out.emplace_back(std::move(name), v);
   }
   return out;
@@ -195,12 +180,12 @@ Result<std::vector<std::string>> headers_of(const Upstream& up, const Env& env) 
     std::string name = header_name_of(std::string_view(k).substr(5));
     if (!valid_header_name(name)) return fail(EINVAL, k + " is not a header name");
     if (header_withheld(name) || name == up.key_header) continue;
-    if (!valid_header_value(v)) return fail(EINVAL, "the header " + name + " holds a control character");
+    if (!header_value_ok(v)) return fail(EINVAL, "the header " + name + " holds a control character");
     out.push_back(name + ": " + v);
     names.push_back(std::move(name));
   }
   if (auto ct = get(env, "CONTENT_TYPE"); ct && !ct->empty()) {
-    if (!valid_header_value(*ct)) return fail(EINVAL, "CONTENT_TYPE holds a control character");
+    if (!header_value_ok(*ct)) return fail(EINVAL, "CONTENT_TYPE holds a control character");
     out.push_back("content-type: " + *ct);
     names.emplace_back("content-type");
   }
@@ -213,12 +198,15 @@ Result<std::vector<std::string>> headers_of(const Upstream& up, const Env& env) 
 }  // namespace
 
 bool header_withheld(std::string_view name) {
-  static constexpr std::array<std::string_view, 19> kWithheld = {
-      "authorization", "x-api-key",      "proxy-authorization", "cookie",  "api-key",
-      "x-goog-api-key", "host",          "connection",          "keep-alive", "transfer-encoding",
-      "te",            "trailer",        "upgrade",             "proxy-connection", "proxy",
-      "expect",        "content-length", "content-type",        "forwarded"};
-  return std::find(kWithheld.begin(), kWithheld.end(), name) != kWithheld.end();
+  static constexpr std::string_view kCredentials[] = {"authorization", "x-api-key", "proxy-authorization",
+                                                      "cookie",        "api-key",   "x-goog-api-key"};
+  static constexpr std::string_view kHopByHop[] = {"connection", "keep-alive", "transfer-encoding", "te",
+                                                   "trailer",    "upgrade",    "proxy-connection"};
+  // Set by libcurl, or carried by the CGI variables, or a proxy's.
+  static constexpr std::string_view kOthers[] = {"host",         "expect", "content-length",
+                                                 "content-type", "proxy",  "forwarded"};
+  auto in = [name](const auto& list) { return std::find(std::begin(list), std::end(list), name) != std::end(list); };
+  return in(kCredentials) || in(kHopByHop) || in(kOthers);
 }
 
 Result<Upstream> upstream_from(const Env& env) {
@@ -231,9 +219,9 @@ Result<Upstream> upstream_from(const Env& env) {
                                               "name the header that carries the key in the model's .d/env "
                                               "(CTX_UPSTREAM_KEY_HEADER=x-api-key or Authorization)"));
   if (!valid_header_name(header)) return fail(EINVAL, "CTX_UPSTREAM_KEY_HEADER must be a header name ([A-Za-z0-9-])");
-  up.key_header = lower(header);
+  up.key_header = lower_ascii(header);
   up.key_prefix = get(env, "CTX_UPSTREAM_KEY_PREFIX").value_or("");
-  if (!valid_header_value(up.key_prefix)) return fail(EINVAL, "CTX_UPSTREAM_KEY_PREFIX holds a control character");
+  if (!header_value_ok(up.key_prefix)) return fail(EINVAL, "CTX_UPSTREAM_KEY_PREFIX holds a control character");
   up.cainfo = get(env, "CTX_UPSTREAM_CAINFO").value_or("");
   up.default_path = get(env, "CTX_UPSTREAM_DEFAULT_PATH").value_or("");
   if (auto ok = check_path(up.default_path); !ok)
@@ -245,7 +233,7 @@ Result<Upstream> upstream_from(const Env& env) {
 Result<void> check_key(const std::optional<std::string>& key) {
   if (!key || key->empty())
     return fail(EINVAL, "CTX_UPSTREAM_KEY is not set: put the API key in the model's .d/env (CTX_UPSTREAM_KEY=...)");
-  if (!valid_header_value(*key) || key->front() == ' ' || key->back() == ' ' || key->front() == '\t' ||
+  if (!header_value_ok(*key) || key->front() == ' ' || key->back() == ' ' || key->front() == '\t' ||
       key->back() == '\t')
     return fail(EINVAL, "CTX_UPSTREAM_KEY holds a control character or a blank at an end: check the line in .d/env");
   return {};

@@ -48,11 +48,11 @@ Result<void> check_key(const std::optional<std::string>& key);
 
 /// One request to send upstream, the credential excepted.
 struct ForwardRequest {
-  std::string method;                          ///< GET HEAD POST PUT PATCH DELETE OPTIONS
-  std::string url;                             ///< the upstream URL + path (+ '?' query)
-  std::vector<std::string> headers;            ///< "name: value" lines, passed through or default
-  bool body = false;                           ///< a body is read from stdin
-  std::optional<std::uint64_t> content_length; ///< its length; none: sent chunked
+  std::string method;                           ///< GET HEAD POST PUT PATCH DELETE OPTIONS
+  std::string url;                              ///< the upstream URL + path (+ '?' query)
+  std::vector<std::string> headers;             ///< "name: value" lines, passed through or default
+  bool body = false;                            ///< a body is read from stdin
+  std::optional<std::uint64_t> content_length;  ///< its length; none: sent chunked
 };
 
 /// The request of a CGI call (REQUEST_METHOD set). PATH_INFO is appended to

@@ -1,5 +1,7 @@
 #include "models/forward/response.hpp"
 
+#include "models/forward/header_text.hpp"
+
 #include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
@@ -22,27 +24,14 @@ bool token_char(char c) {
          kOther.find(c) != std::string_view::npos;
 }
 
-bool printable_value(std::string_view v) {
-  return std::none_of(v.begin(), v.end(), [](char c) {
-    auto b = static_cast<unsigned char>(c);
-    return (b < 0x20 && b != '\t') || b == 0x7f;
-  });
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 }  // namespace
 
 bool response_header_withheld(std::string_view name) {
   static constexpr std::array<std::string_view, 13> kWithheld = {
-      "connection", "keep-alive",      "transfer-encoding", "te",         "trailer",
-      "upgrade",    "proxy-authenticate", "proxy-connection", "set-cookie", "set-cookie2",
-      "content-length", "status",      "alt-svc"};
+      "connection", "keep-alive",  "transfer-encoding",  "te",
+      "trailer",    "upgrade",     "proxy-authenticate", "proxy-connection",
+      "set-cookie", "set-cookie2", "content-length",     "status",
+      "alt-svc"};
   return std::find(kWithheld.begin(), kWithheld.end(), name) != kWithheld.end();
 }
 
@@ -58,10 +47,9 @@ bool ResponseHead::take(std::string_view line) {
     if (sp == std::string_view::npos) return false;
     std::string_view rest = l.substr(sp + 1);
     std::size_t i = 0;
-    for (; i < rest.size() && i < 3 && rest[i] >= '0' && rest[i] <= '9'; ++i)
-      status_ = status_ * 10 + (rest[i] - '0');
+    for (; i < rest.size() && i < 3 && rest[i] >= '0' && rest[i] <= '9'; ++i) status_ = status_ * 10 + (rest[i] - '0');
     if (i != 3) status_ = 0;
-    if (rest.size() > 4 && printable_value(rest.substr(4))) reason_ = trim(rest.substr(4));
+    if (rest.size() > 4 && header_value_ok(rest.substr(4))) reason_ = trim(rest.substr(4));
     return false;
   }
   if (line.front() == ' ' || line.front() == '\t') return false;  // an obsolete folded line: dropped
@@ -69,15 +57,15 @@ bool ResponseHead::take(std::string_view line) {
   if (colon == std::string_view::npos || colon == 0) return false;
   std::string_view name = l.substr(0, colon);
   std::string_view value = trim(l.substr(colon + 1));
-  if (!std::all_of(name.begin(), name.end(), token_char) || !printable_value(value)) return false;
-  if (response_header_withheld(lower(name))) return false;
+  if (!std::all_of(name.begin(), name.end(), token_char) || !header_value_ok(value)) return false;
+  if (response_header_withheld(lower_ascii(name))) return false;
   headers_.push_back(std::string(name) + ": " + std::string(value));
   return false;
 }
 
 std::string ResponseHead::cgi_block() const {
-  std::string out = "Status: " + std::to_string(status_) + " " + (reason_.empty() ? reason_phrase(status_) : reason_) +
-                    "\r\n";
+  std::string out =
+      "Status: " + std::to_string(status_) + " " + (reason_.empty() ? reason_phrase(status_) : reason_) + "\r\n";
   for (const auto& h : headers_) out += h + "\r\n";
   out += "\r\n";
   return out;
@@ -115,7 +103,7 @@ std::string reason_phrase(int status) {
 
 std::string error_body(std::string_view type, std::string_view message) {
   nlohmann::ordered_json j = {{"type", "error"},
-                      {"error", {{"type", type}, {"message", "ctx-model-forward: " + std::string(message)}}}};
+                              {"error", {{"type", type}, {"message", "ctx-model-forward: " + std::string(message)}}}};
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 

@@ -74,7 +74,8 @@ RunResult forward(const std::vector<std::string>& env, const std::string& body_f
 
 std::string error_answer(int status, const std::string& reason, const std::string& type, const std::string& message) {
   return "Status: " + std::to_string(status) + " " + reason + "\r\nContent-Type: application/json\r\n\r\n" +
-         nlohmann::ordered_json{{"type", "error"}, {"error", {{"type", type}, {"message", "ctx-model-forward: " + message}}}}
+         nlohmann::ordered_json{{"type", "error"},
+                                {"error", {{"type", type}, {"message", "ctx-model-forward: " + message}}}}
              .dump() +
          "\n";
 }
@@ -101,8 +102,7 @@ int closed_port() {
 
 }  // namespace
 
-TEST_CASE("ctx-model-forward sends the configured key in the configured header, never the agent's",
-          "[root][userns]") {
+TEST_CASE("ctx-model-forward sends the configured key in the configured header, never the agent's", "[root][userns]") {
   FakeApi api(R"([{"text": "hello from upstream"}])");
   Shared s;
   s.d.write("body", R"({"model":"claude-test","max_tokens":10,"messages":[]})", 0644);

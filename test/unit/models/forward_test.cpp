@@ -11,9 +11,7 @@ using ctx::forward::Upstream;
 
 namespace {
 
-Env config() {
-  return {{"CTX_UPSTREAM_URL", "https://api.example.com/v1/"}, {"CTX_UPSTREAM_KEY_HEADER", "X-Api-Key"}};
-}
+Env config() { return {{"CTX_UPSTREAM_URL", "https://api.example.com/v1/"}, {"CTX_UPSTREAM_KEY_HEADER", "X-Api-Key"}}; }
 
 std::string upstream_error(Env env) {
   auto up = ctx::forward::upstream_from(env);
@@ -110,9 +108,9 @@ TEST_CASE("forward: the upstream's answer head becomes a CGI header block withou
   CHECK_FALSE(h.take("HTTP/1.1 100 Continue\r\n"));
   CHECK_FALSE(h.take("\r\n"));  // an interim answer: the head is not done
   CHECK_FALSE(h.take("HTTP/2 429 \r\n"));
-  for (const char* line : {"content-type: application/json\r\n", "set-cookie: s=1\r\n", "Transfer-Encoding: chunked\r\n",
-                           "Content-Length: 10\r\n", "Status: 200 OK\r\n", "retry-after: 3\r\n", " folded\r\n",
-                           "x-bad: a\x01z\r\n", "bad name: x\r\n"})
+  for (const char* line : {"content-type: application/json\r\n", "set-cookie: s=1\r\n",
+                           "Transfer-Encoding: chunked\r\n", "Content-Length: 10\r\n", "Status: 200 OK\r\n",
+                           "retry-after: 3\r\n", " folded\r\n", "x-bad: a\x01z\r\n", "bad name: x\r\n"})
     CHECK_FALSE(h.take(line));
   CHECK(h.take("\r\n"));
   CHECK(h.status() == 429);
