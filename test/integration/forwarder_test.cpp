@@ -8,6 +8,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -338,46 +339,66 @@ TEST_CASE("ctx-model-forward keeps the agent's path beneath the upstream URL: th
 TEST_CASE("ctx model through ctx-model-forward: the model's sandbox with cap network holds the key, the agent none",
           "[root][userns]") {
   FakeApi api(R"([{"text": "hello via ctx model"}])");
+  TempDir certs;
+  ctx::test::TestCert cert = ctx::test::make_test_cert(certs.path());
+  FakeApi tls(R"([{"text": "hello over tls"}])", &cert);
   auto u = ctx::test::test_user();
   REQUIRE(u);
   const TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
   ctx::test::CtxTree t(*u);
   t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
   const std::string forwarder = ctx::test::read_file(ctx::test::built("models/ctx-model-forward"));
-  const std::string config = "CTX_UPSTREAM_URL=" + api.url() + "\nCTX_UPSTREAM_KEY_HEADER=x-api-key\n";
-  for (const char* m : {"anthropic/fwd", "anthropic/nopath"}) {
+  const std::string anthropic = "CTX_UPSTREAM_KEY_HEADER=x-api-key\nCTX_UPSTREAM_KEY=" + kKey + "\n";
+  const std::string defaults =
+      "CTX_UPSTREAM_DEFAULT_PATH=/v1/messages\nCTX_UPSTREAM_HEADER_ANTHROPIC_VERSION=2023-06-01\n";
+  for (const char* m : {"anthropic/fwd", "anthropic/tls", "anthropic/nopath"}) {
     t.write(std::string("ctx/model/") + m, forwarder, 0755);
     t.write(std::string("ctx/model/") + m + ".d/cap", "network\n");
   }
   t.write("ctx/model/anthropic/fwd.d/env",
-          "# the key: this file only, mode 0600\n" + config + "CTX_UPSTREAM_KEY=" + kKey +
-              "\nCTX_UPSTREAM_DEFAULT_PATH=/v1/messages\nCTX_UPSTREAM_HEADER_ANTHROPIC_VERSION=2023-06-01\n",
+          "# the key: this file only, mode 0600\nCTX_UPSTREAM_URL=" + api.url() + "\n" + anthropic + defaults, 0600);
+  // Verified against a CA in the model's own .d/ (read-only in its sandbox).
+  t.write("ctx/model/anthropic/tls.d/ca.pem", ctx::test::read_file(cert.cert));
+  t.write("ctx/model/anthropic/tls.d/env",
+          "CTX_UPSTREAM_URL=" + tls.url() + "\nCTX_UPSTREAM_CAINFO=/ctx/model/anthropic/tls.d/ca.pem\n" + anthropic +
+              defaults,
           0600);
-  t.write("ctx/model/anthropic/nopath.d/env", config + "CTX_UPSTREAM_KEY=" + kKey + "\n", 0600);
+  t.write("ctx/model/anthropic/nopath.d/env", "CTX_UPSTREAM_URL=" + api.url() + "\n" + anthropic, 0600);
   t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n"},
-                    {"policy", "allow coder_t model:anthropic/fwd use\nallow coder_t model:anthropic/nopath use\n"}});
-  RunResult r = t.launch({"coder", "--", "/bin/sh", "-c",
-                          "/ctx/bin/ctx model anthropic/fwd '{\"model\":\"m\",\"max_tokens\":5,\"messages\":[]}'; "
-                          "echo rc=$?; /ctx/bin/ctx model anthropic/nopath x; echo rc=$?; "
-                          "env | grep -c sk-fwd-test; true"},
-                         as);
+                    {"policy",
+                     "allow coder_t model:anthropic/fwd use\nallow coder_t model:anthropic/tls use\n"
+                     "allow coder_t model:anthropic/nopath use\n"}});
+  RunResult r =
+      t.launch({"coder", "--", "/bin/sh", "-c",
+                "for m in fwd tls; do a=$(/ctx/bin/ctx model anthropic/$m "
+                "'{\"model\":\"m\",\"max_tokens\":5,\"messages\":[]}'); echo \"$m rc=$?\"; echo \"$a\"; done; "
+                "/ctx/bin/ctx model anthropic/nopath x; echo \"nopath rc=$?\"; env | grep -c sk-fwd-test; true"},
+               as);
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
-  const std::size_t rc = r.out.find("rc=0\n");
-  REQUIRE(rc != std::string::npos);
-  CHECK(json::parse(r.out.substr(0, rc))["content"][0]["text"] == "hello via ctx model");
-  CHECK(r.out.substr(rc) == "rc=0\nrc=1\n0\n");
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  REQUIRE(lines.size() == 6);
+  CHECK(lines[0] == "fwd rc=0");
+  CHECK(json::parse(lines[1])["content"][0]["text"] == "hello via ctx model");
+  CHECK(lines[2] == "tls rc=0");
+  CHECK(json::parse(lines[3])["content"][0]["text"] == "hello over tls");
+  CHECK(lines[4] == "nopath rc=1");
+  CHECK(lines[5] == "0");  // no key in the agent's environment
   CHECK(r.err ==
         "ctx-model-forward: no REQUEST_METHOD (not an HTTP call) and no CTX_UPSTREAM_DEFAULT_PATH: to serve `ctx "
         "model`, set CTX_UPSTREAM_DEFAULT_PATH in the model's .d/env (e.g. /v1/messages)\n");
-  auto reqs = api.requests();
-  REQUIRE(reqs.size() == 1);
-  CHECK(reqs[0]["method"] == "POST");
-  CHECK(reqs[0]["path"] == "/v1/messages");
-  CHECK(reqs[0]["headers"]["x-api-key"] == kKey);
-  CHECK(reqs[0]["headers"]["anthropic-version"] == "2023-06-01");
-  CHECK(reqs[0]["headers"]["content-type"] == "application/json");
-  CHECK(reqs[0]["body"]["max_tokens"] == 5);
+  for (const FakeApi* server : {&api, &tls}) {
+    auto reqs = server->requests();
+    REQUIRE(reqs.size() == 1);
+    CHECK(reqs[0]["method"] == "POST");
+    CHECK(reqs[0]["path"] == "/v1/messages");
+    CHECK(reqs[0]["headers"]["x-api-key"] == kKey);
+    CHECK(reqs[0]["headers"]["anthropic-version"] == "2023-06-01");
+    CHECK(reqs[0]["headers"]["content-type"] == "application/json");
+    CHECK(reqs[0]["body"]["max_tokens"] == 5);
+  }
   // The records hold facts, never the key.
   const std::string log = t.dir().read("ctx/agent/coder.d/log");
   CHECK(log.find("\"object\":\"model/anthropic/fwd\"") != std::string::npos);
