@@ -100,15 +100,18 @@ Result<List> header_list(const ForwardRequest& req, const std::string& credentia
   return list;
 }
 
+// The method as libcurl sends it: a body makes libcurl's POST, which any
+// other method with a body renames; without one GET is its default.
 void set_method(CURL* c, const ForwardRequest& req) {
-  if (req.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   if (req.body) {
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     if (req.content_length)
       curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(*req.content_length));
+  } else if (req.method == "HEAD") {
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   }
-  if (req.method != "GET" && req.method != "HEAD" && req.method != "POST")
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+  const bool libcurls_own = req.body ? req.method == "POST" : req.method == "GET" || req.method == "HEAD";
+  if (!libcurls_own) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
 }
 
 }  // namespace

@@ -249,7 +249,8 @@ Result<ForwardRequest> cgi_request(const Upstream& up, const Env& env) {
   r.url = up.url + path + (query.empty() ? "" : "?" + query);
   CTX_TRY(same_origin(up.url, r.url));
   CTX_TRY_ASSIGN(r.content_length, length_of(env));
-  r.body = r.method == "POST" || r.method == "PUT" || r.method == "PATCH" || r.content_length.value_or(0) > 0;
+  r.body = r.method != "HEAD" &&
+           (r.method == "POST" || r.method == "PUT" || r.method == "PATCH" || r.content_length.value_or(0) > 0);
   if (!r.body) r.content_length.reset();
   CTX_TRY_ASSIGN(r.headers, headers_of(up, env));
   return r;

@@ -143,6 +143,28 @@ TEST_CASE("ctx-model-forward sends the configured key in the configured header, 
   CHECK(api.log_text().find(kAgentToken) == std::string::npos);
 }
 
+TEST_CASE("ctx-model-forward sends each method as itself, with a body where the request has one", "[root][userns]") {
+  FakeApi api(R"([{"text": "posted"}])");
+  Shared s;
+  s.d.write("body", "{}", 0644);
+  for (const std::string method : {"GET", "HEAD", "POST"}) {
+    std::vector<std::string> env = anthropic_env(api.url());
+    env.insert(env.end(), {"GATEWAY_INTERFACE=CGI/1.1", "PATH_INFO=/", "REQUEST_METHOD=" + method});
+    env.push_back("CONTENT_LENGTH=2");  // HEAD never sends it
+    RunResult r = forward(env, s.d / "body");
+    INFO(method << ": " << r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind(method == "POST" ? "Status: 404 Not Found\r\n" : "Status: 200 OK\r\n", 0) == 0);
+  }
+  auto reqs = api.requests();
+  REQUIRE(reqs.size() == 3);
+  CHECK(reqs[0]["method"] == "GET");
+  CHECK(reqs[1]["method"] == "HEAD");
+  CHECK(reqs[2]["method"] == "POST");
+  CHECK(reqs[2]["body_bytes"] == 2);
+  for (const auto& q : reqs) CHECK(q["headers"]["x-api-key"] == kKey);
+}
+
 TEST_CASE("ctx-model-forward over https verifies the upstream against the configured CA", "[root][userns]") {
   Shared s;
   ctx::test::TestCert cert = ctx::test::make_test_cert(s.d.path());
