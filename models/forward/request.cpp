@@ -40,8 +40,12 @@ Result<Url> parse_url(const std::string& text, std::string_view what) {
   return u;
 }
 
+// localhost, ::1, or an IPv4 address in 127.0.0.0/8 (only digits and
+// dots: "127.example.net" is a name anyone may point anywhere).
 bool loopback_host(const std::string& host) {
-  return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
+  if (host == "localhost" || host == "[::1]") return true;
+  return host.rfind("127.", 0) == 0 &&
+         std::all_of(host.begin(), host.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
 bool token_char(char c) {

@@ -42,8 +42,14 @@ TEST_CASE("forward: the upstream's configuration is read and checked, each refus
   e["CTX_UPSTREAM_URL"] = "https://api.example.com/v1?x=1";
   CHECK(upstream_error(e) ==
         "CTX_UPSTREAM_URL https://api.example.com/v1?x=1 has a query or a fragment: give the base URL only");
-  e["CTX_UPSTREAM_URL"] = "http://localhost:8080";
-  CHECK(ctx::forward::upstream_from(e));
+  e["CTX_UPSTREAM_URL"] = "http://127.attacker.example";
+  CHECK(upstream_error(e) ==
+        "CTX_UPSTREAM_URL http://127.attacker.example: plain http is allowed only to a loopback host (127.0.0.1, "
+        "::1, localhost); use https");
+  for (const char* ok : {"http://localhost:8080", "http://127.0.0.2:1", "http://[::1]:80"}) {
+    e["CTX_UPSTREAM_URL"] = ok;
+    CHECK(ctx::forward::upstream_from(e));
+  }
   e = config();
   e.erase("CTX_UPSTREAM_KEY_HEADER");
   CHECK(upstream_error(e) ==
