@@ -23,12 +23,13 @@ TEST_CASE("meson install puts the programs, man pages, completion, unit and prof
       120);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  std::string prefix, apparmor_dir;
+  std::string prefix, apparmor_dir, libexecdir;
   bool strip = false;
   for (const auto& o :
        nlohmann::json::parse(ctx::test::read_file(std::string(build) + "/meson-info/intro-buildoptions.json"))) {
     if (o["name"] == "prefix") prefix = o["value"];
     if (o["name"] == "apparmor_dir") apparmor_dir = o["value"];
+    if (o["name"] == "libexecdir") libexecdir = o["value"];
     if (o["name"] == "strip") strip = o["value"];
   }
   REQUIRE(!prefix.empty());
@@ -47,6 +48,15 @@ TEST_CASE("meson install puts the programs, man pages, completion, unit and prof
     CHECK(v.out.find("0.1.0") != std::string::npos);
     // Stripped: no debug sections left (the build tree keeps them).
     if (strip) CHECK(ctx::test::read_file(root + f).find(".debug_info") == std::string::npos);
+  }
+  // The forwarding model driver that model entries exec (docs/agents.md).
+  {
+    struct stat st {};
+    const std::string fwd = root + "/" + libexecdir + "/ctx-agent-run/ctx-model-forward";
+    INFO(fwd);
+    REQUIRE(::stat(fwd.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0111) != 0);
+    CHECK((st.st_mode & (S_ISUID | S_ISGID)) == 0);
   }
   // The example tree and its installer, for the demo.
   CHECK(std::filesystem::is_symlink(root + "/share/ctx-agent-run/examples/ctx/model/main"));
