@@ -12,6 +12,7 @@
 #include "base/timestamp.hpp"
 #include "launcher/records/agent_files.hpp"
 #include "launcher/records/as_owner.hpp"
+#include "launcher/records/dot_log.hpp"
 #include "launcher/plan/model_plan.hpp"
 #include "launcher/sandbox/static_view.hpp"
 #include "policy/policy.hpp"
@@ -79,29 +80,13 @@ void ModelGate::record(const Event& ev) {
   log_(ev);
 }
 
-// The model's own <m>.d/log, beneath the CTX root and never through a
-// symlink; nothing when the model has no .d/. A root supervisor writes as
-// root only into a .d/ that root owns and nobody else may write (the
-// system tier of a root-owned tree); anywhere else with the owner's ids,
-// so a user tier's log gets nothing the owner could not write.
+// The model's own <m>.d/log (append_dot_log, shared); nothing when the
+// model has no .d/.
 void ModelGate::log_model(const std::string& rel, const Event& ev) {
   const json line = stamp_event(ev, {timestamp_now(), plan_.name, plan_.session});
-  auto root = sys::open_dir(plan_.ctx_root);
-  if (!root) return;
-  auto d = sys::open_dir_beneath(root->get(), rel + ".d");
-  if (!d) return;
-  auto st = sys::stat_fd(d->get());
-  if (!st) return;
-  const bool root_only = st->uid == 0 && (st->mode & 022) == 0;
-  std::optional<AsOwner> as_owner;
-  if (!root_only) {
-    auto a = AsOwner::enter(plan_.ids);
-    if (!a) return;
-    as_owner.emplace(std::move(*a));
-  }
-  std::uint64_t size = kUnknownLogSize;
-  auto r = append_capped_log(d->get(), line.dump(-1, ' ', true) + "\n", size);
-  if (!r) std::fprintf(stderr, "ctx-agent-run: warning: %s.d/log: %s\n", rel.c_str(), printable(r.error().msg).c_str());
+  auto r = append_dot_log(plan_, rel, line.dump(-1, ' ', true) + "\n", DotLogRule::shared);
+  if (!r && r.error().code != ENOENT)
+    std::fprintf(stderr, "ctx-agent-run: warning: %s.d/log: %s\n", rel.c_str(), printable(r.error().msg).c_str());
 }
 
 void ModelGate::finished(const ModelRun& run, int exit_status) {

@@ -14,6 +14,7 @@
 #include "base/timestamp.hpp"
 #include "launcher/records/agent_files.hpp"
 #include "launcher/records/as_owner.hpp"
+#include "launcher/records/dot_log.hpp"
 #include "launcher/sandbox/static_view.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
@@ -108,39 +109,30 @@ void ToolGate::record(const Event& ev, const std::string& reached) {
   if (!reached.empty()) log_tool(reached, ev);
 }
 
-// <tool>.d/log (one line a call) and <tool>.d/status (the last call), the
-// same stamped facts, only when the tool's owner made them: nothing is
-// ever created, renamed or removed in a tool's directory, which may be
-// root's or another user's (docs/abi.md, "Tool logs"). Written with the
-// owner's file-system ids in a root launch, so a root launch writes
-// nothing the owner could not; the .d/ is opened beneath the CTX root
-// without a symlink on the way, and log and status never through one.
+// <tool>.d/log (one line a call: append_dot_log, opt_in) and
+// <tool>.d/status (the last call), the same stamped facts, only when the
+// tool's owner made them: nothing is ever created, renamed or removed in a
+// tool's directory, which may be root's or another user's (docs/abi.md,
+// "Tool logs"). status is written like the log: with the owner's
+// file-system ids, the .d/ opened beneath the CTX root without a symlink
+// on the way, never through one.
 namespace {
 
-// The tool's .d/ log and status written with the owner's ids; an empty
-// list when the tool has no .d/ (or it cannot be opened as the owner).
-std::vector<std::pair<const char*, Result<void>>> write_tool_files(const LaunchPlan& plan, const std::string& rel,
-                                                                   const std::string& line) {
-  std::vector<std::pair<const char*, Result<void>>> out;
-  std::optional<AsOwner> as_owner;
-  if (auto a = AsOwner::enter(plan.ids); a)
-    as_owner.emplace(std::move(*a));
-  else
-    return out;
-  auto root = sys::open_dir(plan.ctx_root);
-  if (!root) return out;
-  auto d = sys::open_dir_beneath(root->get(), rel + ".d");
-  if (!d) return out;  // no .d/: the tool keeps no files
-  out.emplace_back("log", sys::append_existing(d->get(), "log", line, kMaxLogBytes));
-  out.emplace_back("status", sys::overwrite_existing(d->get(), "status", line));
-  return out;
+Result<void> write_tool_status(const LaunchPlan& plan, const std::string& rel, const std::string& line) {
+  CTX_TRY_ASSIGN(AsOwner as_owner, AsOwner::enter(plan.ids));
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(plan.ctx_root));
+  auto d = sys::open_dir_beneath(root.get(), rel + ".d");
+  if (!d) return fail(Error{ENOENT, rel + ".d: ENOENT: " + d.error().msg});
+  return sys::overwrite_existing(d->get(), "status", line);
 }
 
 }  // namespace
 
 void ToolGate::log_tool(const std::string& rel, const Event& ev) {
   const std::string line = stamp_event(ev, {timestamp_now(), plan_.name, plan_.session}).dump(-1, ' ', true) + "\n";
-  for (const auto& [file, r] : write_tool_files(plan_, rel, line)) {
+  const std::pair<const char*, Result<void>> written[] = {
+      {"log", append_dot_log(plan_, rel, line, DotLogRule::opt_in)}, {"status", write_tool_status(plan_, rel, line)}};
+  for (const auto& [file, r] : written) {
     // Absent: the tool's owner did not ask for it. Anything else is said
     // once per file and errno.
     if (r || r.error().code == ENOENT) continue;
