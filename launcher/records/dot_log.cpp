@@ -20,8 +20,7 @@ bool root_only(int dirfd) {
 
 }  // namespace
 
-Result<void> append_dot_log(const LaunchPlan& plan, const std::string& rel, const std::string& line,
-                            DotLogRule rule) {
+Result<void> append_dot_log(const LaunchPlan& plan, const std::string& rel, const std::string& line, DotLogRule rule) {
   std::optional<AsOwner> as_owner;
   switch (rule) {
     case DotLogRule::opt_in: {

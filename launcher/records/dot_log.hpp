@@ -32,7 +32,6 @@ enum class DotLogRule {
 /// `rule`. ENOENT: no .d/ that can be opened so (missing, a symlink on the
 /// way, not the owner's to search; opt_in: or no log), so the object keeps
 /// no log; any other error names what failed, for the caller to warn with.
-Result<void> append_dot_log(const LaunchPlan& plan, const std::string& rel, const std::string& line,
-                            DotLogRule rule);
+Result<void> append_dot_log(const LaunchPlan& plan, const std::string& rel, const std::string& line, DotLogRule rule);
 
 }  // namespace ctx::launcher
