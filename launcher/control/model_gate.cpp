@@ -14,9 +14,11 @@
 #include "launcher/records/as_owner.hpp"
 #include "launcher/records/dot_log.hpp"
 #include "launcher/plan/model_plan.hpp"
+#include "launcher/sandbox/sandbox.hpp"
 #include "launcher/sandbox/static_view.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
+#include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "sys/socket.hpp"
 
@@ -67,17 +69,12 @@ bool names_network(std::string_view cap) {
 
 }  // namespace
 
-ModelGate::ModelGate(const LaunchPlan& plan, int tree, std::function<void(const Event&)> event,
-                     std::function<void(const Event&)> log)
-    : plan_(plan),
-      tree_(tree),
-      event_(std::move(event)),
-      log_(std::move(log)),
-      live_(plan.ctx_root, runtime_viewer(plan)) {}
+ModelGate::ModelGate(const LaunchPlan& plan, int tree, RecordSink& records)
+    : plan_(plan), tree_(tree), records_(records), live_(plan.ctx_root, runtime_viewer(plan)) {}
 
 void ModelGate::record(const Event& ev) {
-  event_(ev);
-  log_(ev);
+  records_.event(ev);
+  records_.log(ev);
 }
 
 // The model's own <m>.d/log (append_dot_log, shared); nothing when the
@@ -89,7 +86,34 @@ void ModelGate::log_model(const std::string& rel, const Event& ev) {
     std::fprintf(stderr, "ctx-agent-run: warning: %s.d/log: %s\n", rel.c_str(), printable(r.error().msg).c_str());
 }
 
-void ModelGate::finished(const ModelRun& run, int exit_status) {
+void ModelGate::add_poll_fds(std::vector<struct pollfd>& fds) const {
+  for (const auto& [conn, run] : runs_) fds.push_back({run.child.pidfd.get(), POLLIN, 0});
+}
+
+bool ModelGate::waits(int conn) const { return runs_.count(conn) != 0; }
+
+std::vector<ModelExit> ModelGate::exited(const std::vector<struct pollfd>& fds) {
+  auto ready = [&](int fd) {
+    for (const auto& p : fds)
+      if (p.fd == fd) return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+    return false;
+  };
+  std::vector<ModelExit> out;
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    if (!ready(it->second.child.pidfd.get())) {
+      ++it;
+      continue;
+    }
+    auto st = sys::wait_pid(it->second.child.pid);
+    out.push_back({it->first, st ? exit_code_of(*st) : kExitLaunchFailed, std::move(it->second)});
+    it = runs_.erase(it);
+  }
+  return out;
+}
+
+void ModelGate::finished(const ModelExit& e) {
+  const ModelRun& run = e.run;
+  const int exit_status = e.exit_status;
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - run.started).count();
   Event ev{"model.call",
@@ -100,6 +124,8 @@ void ModelGate::finished(const ModelRun& run, int exit_status) {
   record(ev);
   log_model(run.rel, ev);
 }
+
+json ModelGate::refuse_request(const Error& e) { return refuse("", e, EventStatus::error); }
 
 json ModelGate::refuse(const std::string& name, const Error& e, EventStatus status, const std::string& model,
                        const std::string& alias) {
@@ -157,16 +183,24 @@ std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string
   return m;
 }
 
-std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<UniqueFd> stdio) {
-  for (const auto& [k, v] : req.items())
-    if (k != "op" && k != "name")
-      return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in model"), EventStatus::error);
-  if (!req.contains("name") || !req["name"].is_string())
-    return refuse("", refusal(EINVAL, "invalid_request", "model needs \"name\", a string"), EventStatus::error);
+Result<ModelRun> ModelGate::start(const ModelEntry& m, const std::string& anchor, std::vector<UniqueFd> stdio) {
+  if (plan_.ids.privileged) (void)sys::chown_at(AT_FDCWD, anchor, sys::Ownership{plan_.ids.fs.uid, plan_.ids.fs.gid});
+  if (!base_) {
+    base_.emplace();
+    for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
+      if (sys::open_path_no_symlinks(d)) base_->emplace_back(d);
+  }
+  LaunchPlan p = model_plan(plan_, m, anchor, *base_);
+  auto run = start_model(p, {stdio[0].get(), stdio[1].get(), stdio[2].get()});
+  (void)sys::remove_at(AT_FDCWD, anchor, true);  // empty on the host: the tmpfs was the sandbox's
+  return run;
+}
+
+std::optional<json> ModelGate::call(int conn, const ModelRequest& req, std::vector<UniqueFd> stdio) {
   if (stdio.size() != 3)
     return refuse("", refusal(EINVAL, "invalid_request", "model needs the caller's stdin, stdout and stderr"),
                   EventStatus::error);
-  const std::string name = req["name"].get<std::string>();
+  const std::string& name = req.name;
   auto decided = decide(name);
   if (auto* r = std::get_if<Refusal>(&decided)) {
     json answer = refuse(name, r->error, r->status, r->model, r->alias);
@@ -180,15 +214,7 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
   // holds is never seen (the sandbox mounts a fresh tmpfs over it).
   auto anchor = sys::make_temp_dir("/tmp/ctx-model.");
   if (!anchor) return refuse(name, refusal(anchor.error().code, "error", anchor.error().msg), EventStatus::error);
-  if (plan_.ids.privileged) (void)sys::chown_at(AT_FDCWD, *anchor, sys::Ownership{plan_.ids.fs.uid, plan_.ids.fs.gid});
-  if (!base_) {
-    base_.emplace();
-    for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
-      if (sys::open_path_no_symlinks(d)) base_->emplace_back(d);
-  }
-  LaunchPlan p = model_plan(plan_, m, *anchor, *base_);
-  auto run = start_model(p, {stdio[0].get(), stdio[1].get(), stdio[2].get()});
-  (void)sys::remove_at(AT_FDCWD, *anchor, true);  // empty on the host: the tmpfs was the sandbox's
+  auto run = start(m, *anchor, std::move(stdio));
   if (!run) {
     json answer = refuse(name, refusal(run.error().code, "error", run.error().msg), EventStatus::error);
     log_model(m.rel, {"model.call", "model/" + m.name, EventStatus::error, {{"reason", "error"}}});
@@ -198,7 +224,8 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
   run->rel = m.rel;
   run->alias = m.alias;
   run->started = started;
-  return std::move(*run);
+  runs_.emplace(conn, std::move(*run));
+  return std::nullopt;
 }
 
 }  // namespace ctx::launcher

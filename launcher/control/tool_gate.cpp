@@ -82,13 +82,11 @@ std::vector<ToolTier> tool_tiers(const LaunchPlan& plan) {
   return out;
 }
 
-ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(const Event&)> event,
-                   std::function<void(const Event&)> log)
+ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, RecordSink& records)
     : plan_(plan),
       tree_(std::move(tree)),
       tiers_(tool_tiers(plan)),
-      event_(std::move(event)),
-      log_(std::move(log)),
+      records_(records),
       live_(plan.ctx_root, runtime_viewer(plan)) {}
 
 namespace {
@@ -104,8 +102,8 @@ Event call_event(const std::string& name, EventStatus status, bool direct) {
 // reached a tool (`reached`: the tool below the CTX root) also goes to
 // the tool's own files.
 void ToolGate::record(const Event& ev, const std::string& reached) {
-  event_(ev);
-  log_(ev);
+  records_.event(ev);
+  records_.log(ev);
   if (!reached.empty()) log_tool(reached, ev);
 }
 
@@ -130,8 +128,8 @@ Result<void> write_tool_status(const LaunchPlan& plan, const std::string& rel, c
 
 void ToolGate::log_tool(const std::string& rel, const Event& ev) {
   const std::string line = stamp_event(ev, {timestamp_now(), plan_.name, plan_.session}).dump(-1, ' ', true) + "\n";
-  const std::pair<const char*, Result<void>> written[] = {
-      {"log", append_dot_log(plan_, rel, line, DotLogRule::opt_in)}, {"status", write_tool_status(plan_, rel, line)}};
+  const std::pair<const char*, Result<void>> written[] = {{"log", append_dot_log(plan_, rel, line, DotLogRule::opt_in)},
+                                                          {"status", write_tool_status(plan_, rel, line)}};
   for (const auto& [file, r] : written) {
     // Absent: the tool's owner did not ask for it. Anything else is said
     // once per file and errno.
@@ -194,16 +192,13 @@ Result<std::optional<ToolAnswer>> ToolGate::find(const std::vector<ToolTier>& ti
   return std::optional<ToolAnswer>();
 }
 
-ToolAnswer ToolGate::call(const json& req) {
-  for (const auto& [k, v] : req.items())
-    if (k != "op" && k != "name" && k != "dir")
-      return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in tool"), EventStatus::error);
-  if (!req.contains("name") || !req["name"].is_string())
-    return refuse("", refusal(EINVAL, "invalid_request", "tool needs \"name\", a string"), EventStatus::error);
-  const std::string name = req["name"].get<std::string>();
+ToolAnswer ToolGate::refuse_request(const Error& e) { return refuse("", e, EventStatus::error); }
+
+ToolAnswer ToolGate::call(const ToolRequest& req) {
+  const std::string& name = req.name;
   // A direct call of the static view's tool names its tier: an exec, as
   // the FUSE view records one.
-  const bool direct = req.contains("dir");
+  const bool direct = req.direct;
   if (auto issue = tool_name_issue(name))
     return refuse("", refusal(EINVAL, "invalid_name", *issue), EventStatus::error, direct);
   std::vector<ToolTier> tiers = tiers_;
@@ -211,8 +206,7 @@ ToolAnswer ToolGate::call(const json& req) {
     // Any tier the plan shows (a shared space's tool/ too), not only
     // CTX_PATH's: the view shows an allowed tool wherever its tier is.
     std::optional<ToolTier> t;
-    if (req["dir"].is_string() && !abs_path_issue(req["dir"].get<std::string>()))
-      t = tier_at(plan_, req["dir"].get<std::string>());
+    if (!abs_path_issue(req.dir)) t = tier_at(plan_, req.dir);
     if (!t)
       return refuse(name, refusal(ENOENT, "not_found", "the call names no tool tier of " + plan_.name + "'s mounts"),
                     EventStatus::error, direct);
