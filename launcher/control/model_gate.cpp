@@ -47,10 +47,9 @@ std::vector<std::string_view> lines_of(std::string_view text) {
   return out;
 }
 
-// A model's .d/env: KEY=VALUE lines; blank lines and # comments skipped;
-// a line that is neither is left out (the model's own file, not the
-// agent's to get wrong).
-std::vector<std::pair<std::string, std::string>> parse_env(std::string_view text) {
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> parse_model_env(std::string_view text) {
   std::vector<std::pair<std::string, std::string>> out;
   for (std::string_view line : lines_of(text)) {
     auto eq = line.find('=');
@@ -60,14 +59,17 @@ std::vector<std::pair<std::string, std::string>> parse_env(std::string_view text
   return out;
 }
 
-// Whether a model's .d/cap grants it the network: a line `network`.
-bool names_network(std::string_view cap) {
+bool cap_grants_network(std::string_view cap) {
   for (std::string_view line : lines_of(cap))
     if (line == "network") return true;
   return false;
 }
 
-}  // namespace
+std::string model_call_object(const std::string& asked, const std::string& model) {
+  if (!model.empty()) return "model/" + model;
+  const bool valid = asked.find('/') != std::string::npos ? !model_name_issue(asked) : !space_name_issue(asked);
+  return valid ? "model/" + asked : "model";
+}
 
 ModelGate::ModelGate(const LaunchPlan& plan, int tree, RecordSink& records)
     : plan_(plan), tree_(tree), records_(records), live_(plan.ctx_root, runtime_viewer(plan)) {}
@@ -132,9 +134,7 @@ json ModelGate::refuse(const std::string& name, const Error& e, EventStatus stat
   // A name that is no model's (access::model_call looks none up) is not
   // written: the record stays as short as a valid name makes it (the
   // rate limit's arithmetic, launcher/control/rate_limit.hpp, counts on it).
-  const bool valid = name.find('/') != std::string::npos ? !model_name_issue(name) : !space_name_issue(name);
-  const std::string object = !model.empty() ? "model/" + model : valid ? "model/" + name : "model";
-  Event ev{"model.call", object, status};
+  Event ev{"model.call", model_call_object(name, model), status};
   if (!e.reason.empty()) ev.facts["reason"] = e.reason;
   if (!alias.empty()) ev.facts["alias"] = alias;
   record(ev);
@@ -178,8 +178,8 @@ std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string
   m.host_path = path_join(plan_.ctx_root, c.rel);
   if (auto d = tree.stat(c.rel + ".d"); d && d->type == access::HostEntry::Type::directory)
     m.meta_dir = m.host_path + ".d";
-  if (auto env = tree.read(c.rel + ".d/env")) m.env = parse_env(*env);
-  if (auto cap = tree.read(c.rel + ".d/cap")) m.network = names_network(*cap);
+  if (auto env = tree.read(c.rel + ".d/env")) m.env = parse_model_env(*env);
+  if (auto cap = tree.read(c.rel + ".d/cap")) m.network = cap_grants_network(*cap);
   return m;
 }
 

@@ -19,6 +19,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -31,6 +34,20 @@
 #include "access/fs_tree.hpp"
 
 namespace ctx::launcher {
+
+/// A model's .d/env: KEY=VALUE lines, in order; blank lines and # comments
+/// skipped, and a line that is neither left out (the model's own file, not
+/// the agent's to get wrong). Pure.
+std::vector<std::pair<std::string, std::string>> parse_model_env(std::string_view text);
+
+/// Whether a model's .d/cap grants it the network: a line `network`. Pure.
+bool cap_grants_network(std::string_view cap);
+
+/// The object a model.call record names: the model after any alias when
+/// known, else the name asked for when it is a valid model or alias name,
+/// else "model" alone (a request cannot make its record longer than a
+/// valid name does: launcher/control/rate_limit.hpp counts on it). Pure.
+std::string model_call_object(const std::string& asked, const std::string& model);
 
 /// A model started by ModelGate::call that has exited: the connection its
 /// exit answers, its exit status, and what the gate records of it.
