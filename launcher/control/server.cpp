@@ -346,6 +346,7 @@ Result<std::string> ControlServer::start(int id, const StartRequest& req) {
   CTX_TRY(agentdir::check_child(*cfg_.parent, *spec));
   CTX_TRY(sys::fault_at("child.start"));
   CTX_TRY_ASSIGN(OwnedChild c, spawn_child_supervisor(cfg_.spawn, *spec, req.command));
+  cfg_.host->child_spawned(c.pidfd.get());
   (void)sys::fault_at("child.spawned");
   c.start_waiters.push_back(id);
   children_.add(name, std::move(c));

@@ -73,6 +73,10 @@ class ControlHost {
   /// plan), so that answers name paths the parent can use; nullopt: the
   /// host path.
   virtual std::optional<std::string> inner_path(const std::string& host) const = 0;
+  /// Told once a child's supervisor runs, with its pidfd (the parent's
+  /// watchdog keeps a copy, so that it waits for the child when the
+  /// parent's supervisor is killed).
+  virtual void child_spawned(int pidfd) = 0;
 };
 
 /// What the control server serves, all borrowed for its lifetime.

@@ -266,6 +266,7 @@ class Supervisor : private ControlHost {
   void start_children();
   bool peer_allowed(int conn) const override;
   std::optional<std::string> inner_path(const std::string& host) const override;
+  void child_spawned(int pidfd) override;
   void supervise_loop();
   void read_lifeline();
   void view_ended();
@@ -576,9 +577,6 @@ void Supervisor::start_children() {
   cc.spawn.cancel_grace_ms = opts_.cancel_grace_ms;
   cc.spawn.env = opts_.child_env;
   cc.spawn.owner = owner_rights(plan_.ids);
-  cc.spawn.spawned = [this](int pidfd) {
-    if (watchdog_) (void)sys::send_message(watchdog_->first.get(), "p", {pidfd});
-  };
   cc.host = this;
   cc.records = &*files_;
   if (setup_.tools.valid()) {
@@ -594,6 +592,10 @@ bool Supervisor::peer_allowed(int conn) const { return in_sandbox(sandbox_pidns_
 
 std::optional<std::string> Supervisor::inner_path(const std::string& host) const {
   return inner_path_of(plan_, host);
+}
+
+void Supervisor::child_spawned(int pidfd) {
+  if (watchdog_) (void)sys::send_message(watchdog_->first.get(), "p", {pidfd});
 }
 
 void Supervisor::set_state(AgentState s) {
