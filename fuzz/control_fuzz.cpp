@@ -1,6 +1,6 @@
-// libFuzzer target: one line of the supervisor's control socket
-// (decode_control_request), with an authorizer that refuses every name
-// holding an 'x'. Invariants:
+// libFuzzer target: one line of the supervisor's control socket, through
+// its one decoder (decode_control_request), with an authorizer that
+// refuses every name holding an 'x'. Invariants:
 //  - a refusal has an errno of the protocol, a reason and a message, names
 //    the op only when the line had a string "op", and its answer is
 //    JSON that dumps (valid UTF-8);
@@ -8,7 +8,8 @@
 //    valid agent name that start and stop asked the authorizer about and
 //    it allowed; start held no key but op, name and command; create held
 //    a "request" that decode_child_request accepts alone; delete carries
-//    a valid name asked about with "create";
+//    a valid name asked about with "create"; tool held only op, name and
+//    dir, model only op and name, neither asked the authorizer;
 //  - start, stop and wait, written back as a canonical line, decode to
 //    the same request.
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "base/names.hpp"
 #include "launcher/control/child_request.hpp"
@@ -24,7 +26,6 @@
 
 namespace {
 
-using ctx::launcher::ControlOp;
 using nlohmann::json;
 
 void check(bool ok) {
@@ -64,49 +65,74 @@ void refused(const json& j, const ctx::launcher::ControlDecode& d, const Asked& 
   }
 }
 
-void accepted(const json& j, const ctx::launcher::ControlDecode& d, const Asked& asked) {
-  const ctx::launcher::ControlRequest& r = *d.request;
-  check(j.is_object() && j["op"].get<std::string>() == d.op && ctx::launcher::to_string(r.op) == d.op);
-  switch (r.op) {
-    case ControlOp::create:
-      check(j.contains("request") && static_cast<bool>(ctx::launcher::decode_child_request(j["request"])));
-      check(!r.child.name.empty() && r.child.name == j["request"]["name"].get<std::string>());
+// Each typed request checked against the line it came from.
+struct Accepted {
+  const json& j;
+  const std::string& op;
+  const Asked& asked;
+
+  void operator()(const ctx::launcher::CreateRequest& r) const {
+    check(j.contains("request") && static_cast<bool>(ctx::launcher::decode_child_request(j["request"])));
+    check(!r.child.name.empty() && r.child.name == j["request"]["name"].get<std::string>());
+    check(r.replace == (j.contains("replace") && j["replace"].get<bool>()));
+    check(asked.times == 0);
+  }
+  void operator()(const ctx::launcher::StartRequest& r) const {
+    named(r.name, "start");
+    for (const auto& [k, v] : j.items()) check(k == "op" || k == "name" || k == "command");
+    json canon{{"op", "start"}, {"name", r.name}};
+    if (!r.command.empty()) canon["command"] = r.command;
+    Asked again_asked;
+    auto again = decode(canon.dump(), again_asked);
+    check(again.op == op && static_cast<bool>(again.request));
+    const auto* back = std::get_if<ctx::launcher::StartRequest>(&*again.request);
+    check(back != nullptr && back->name == r.name && back->command == r.command);
+  }
+  void operator()(const ctx::launcher::StopRequest& r) const {
+    named(r.name, "stop");
+    same_name<ctx::launcher::StopRequest>(r.name);
+  }
+  void operator()(const ctx::launcher::WaitRequest& r) const {
+    named(r.name, nullptr);
+    same_name<ctx::launcher::WaitRequest>(r.name);
+  }
+  void operator()(const ctx::launcher::DeleteRequest& r) const { named(r.name, "create"); }
+  void operator()(const ctx::launcher::ToolRequest& r) const {
+    check(asked.times == 0 && r.name == j["name"].get<std::string>());
+    for (const auto& [k, v] : j.items()) check(k == "op" || k == "name" || k == "dir");
+    check(r.direct == j.contains("dir"));
+    check(r.dir == (r.direct && j["dir"].is_string() ? j["dir"].get<std::string>() : std::string()));
+  }
+  void operator()(const ctx::launcher::ModelRequest& r) const {
+    check(asked.times == 0 && r.name == j["name"].get<std::string>());
+    for (const auto& [k, v] : j.items()) check(k == "op" || k == "name");
+  }
+
+  // A valid agent name, the line's, asked about once with perm (nullptr:
+  // never asked) and allowed.
+  void named(const std::string& name, const char* perm) const {
+    check(!ctx::agent_name_issue(name) && name == j["name"].get<std::string>());
+    if (perm == nullptr) {
       check(asked.times == 0);
       return;
-    case ControlOp::start:
-    case ControlOp::stop:
-    case ControlOp::wait: {
-      check(!ctx::agent_name_issue(r.name) && r.name == j["name"].get<std::string>());
-      if (r.op == ControlOp::wait) {
-        check(asked.times == 0);
-      } else {
-        check(asked.times == 1 && asked.name == r.name && asked.perm == d.op);
-        check(r.name.find('x') == std::string::npos);
-      }
-      if (r.op == ControlOp::start) {
-        for (const auto& [k, v] : j.items()) check(k == "op" || k == "name" || k == "command");
-      } else {
-        check(r.command.empty());
-      }
-      json canon{{"op", d.op}, {"name", r.name}};
-      if (!r.command.empty()) canon["command"] = r.command;
-      Asked again_asked;
-      auto again = decode(canon.dump(), again_asked);
-      check(again.op == d.op && static_cast<bool>(again.request));
-      check(again.request->op == r.op && again.request->name == r.name && again.request->command == r.command);
-      return;
     }
-    case ControlOp::remove: {
-      // delete: a valid name, asked once with what made the child.
-      check(!ctx::agent_name_issue(r.name) && r.name == j["name"].get<std::string>());
-      check(asked.times == 1 && asked.name == r.name && asked.perm == "create");
-      check(r.name.find('x') == std::string::npos && r.command.empty());
-      return;
-    }
-    case ControlOp::model:
-    case ControlOp::tool: check(r.body == j && asked.times == 0); return;
+    check(asked.times == 1 && asked.name == name && asked.perm == perm);
+    check(name.find('x') == std::string::npos);
   }
-  std::abort();
+  // Written back as a canonical line, it decodes to the same request.
+  template <typename R>
+  void same_name(const std::string& name) const {
+    Asked again_asked;
+    auto again = decode(json{{"op", op}, {"name", name}}.dump(), again_asked);
+    check(again.op == op && static_cast<bool>(again.request));
+    const auto* back = std::get_if<R>(&*again.request);
+    check(back != nullptr && back->name == name);
+  }
+};
+
+void accepted(const json& j, const ctx::launcher::ControlDecode& d, const Asked& asked) {
+  check(j.is_object() && j["op"].get<std::string>() == d.op && ctx::launcher::op_of(*d.request) == d.op);
+  std::visit(Accepted{j, d.op, asked}, *d.request);
 }
 
 }  // namespace

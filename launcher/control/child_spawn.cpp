@@ -70,7 +70,6 @@ Result<OwnedChild> spawn_child_supervisor(const SpawnConfig& cfg, const agentdir
   CTX_TRY_ASSIGN(sys::Child proc, sys::spawn_owned(cfg.self_exe, argv, cfg.env, parent_dead_signal(),
                                                    {pipe.second.get()}, {devnull.get(), out.get(), out.get()}));
   pipe.second.reset();
-  if (cfg.spawned) cfg.spawned(proc.pidfd.get());
   CTX_TRY(sys::set_nonblocking(pipe.first.get()));
   OwnedChild c;
   c.pid = proc.pid;

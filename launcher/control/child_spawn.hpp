@@ -44,10 +44,6 @@ struct SpawnConfig {
   /// The rights the child's files are made with: the owner's file-system
   /// ids for a root caller (owner_rights), else the caller's own.
   sys::MakeAs owner;
-  /// Runs once a child supervisor runs, with its pidfd (the parent's
-  /// watchdog keeps a copy, so that it waits for the child when the
-  /// parent's supervisor is killed).
-  std::function<void(int pidfd)> spawned;
 };
 
 /// The command line of a child's supervisor: owned by parent_pid, status
@@ -57,7 +53,7 @@ std::vector<std::string> child_supervisor_argv(const SpawnConfig& cfg, const std
                                                const std::string& name, const std::vector<std::string>& command);
 
 /// Starts the supervisor of a checked child: makes `<agent_cgroup>/child`
-/// when missing, then ctx-agent-run (and `spawned`) with stdin
+/// when missing, then ctx-agent-run with stdin
 /// /dev/null, stdout and stderr appended to the child's own session's
 /// output.log, its death signal parent_dead_signal() and its status pipe
 /// non-blocking in the returned record.

@@ -12,10 +12,13 @@
 #include "base/timestamp.hpp"
 #include "launcher/records/agent_files.hpp"
 #include "launcher/records/as_owner.hpp"
+#include "launcher/records/dot_log.hpp"
 #include "launcher/plan/model_plan.hpp"
+#include "launcher/sandbox/sandbox.hpp"
 #include "launcher/sandbox/static_view.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
+#include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "sys/socket.hpp"
 
@@ -44,10 +47,9 @@ std::vector<std::string_view> lines_of(std::string_view text) {
   return out;
 }
 
-// A model's .d/env: KEY=VALUE lines; blank lines and # comments skipped;
-// a line that is neither is left out (the model's own file, not the
-// agent's to get wrong).
-std::vector<std::pair<std::string, std::string>> parse_env(std::string_view text) {
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> parse_model_env(std::string_view text) {
   std::vector<std::pair<std::string, std::string>> out;
   for (std::string_view line : lines_of(text)) {
     auto eq = line.find('=');
@@ -57,54 +59,63 @@ std::vector<std::pair<std::string, std::string>> parse_env(std::string_view text
   return out;
 }
 
-// Whether a model's .d/cap grants it the network: a line `network`.
-bool names_network(std::string_view cap) {
+bool cap_grants_network(std::string_view cap) {
   for (std::string_view line : lines_of(cap))
     if (line == "network") return true;
   return false;
 }
 
-}  // namespace
+std::string model_call_object(const std::string& asked, const std::string& model) {
+  if (!model.empty()) return "model/" + model;
+  const bool valid = asked.find('/') != std::string::npos ? !model_name_issue(asked) : !space_name_issue(asked);
+  return valid ? "model/" + asked : "model";
+}
 
-ModelGate::ModelGate(const LaunchPlan& plan, int tree, std::function<void(const Event&)> event,
-                     std::function<void(const Event&)> log)
-    : plan_(plan),
-      tree_(tree),
-      event_(std::move(event)),
-      log_(std::move(log)),
-      live_(plan.ctx_root, runtime_viewer(plan)) {}
+ModelGate::ModelGate(const LaunchPlan& plan, int tree, RecordSink& records)
+    : plan_(plan), tree_(tree), records_(records), live_(plan.ctx_root, runtime_viewer(plan)) {}
 
 void ModelGate::record(const Event& ev) {
-  event_(ev);
-  log_(ev);
+  records_.event(ev);
+  records_.log(ev);
 }
 
-// The model's own <m>.d/log, beneath the CTX root and never through a
-// symlink; nothing when the model has no .d/. A root supervisor writes as
-// root only into a .d/ that root owns and nobody else may write (the
-// system tier of a root-owned tree); anywhere else with the owner's ids,
-// so a user tier's log gets nothing the owner could not write.
+// The model's own <m>.d/log (append_dot_log, shared); nothing when the
+// model has no .d/.
 void ModelGate::log_model(const std::string& rel, const Event& ev) {
   const json line = stamp_event(ev, {timestamp_now(), plan_.name, plan_.session});
-  auto root = sys::open_dir(plan_.ctx_root);
-  if (!root) return;
-  auto d = sys::open_dir_beneath(root->get(), rel + ".d");
-  if (!d) return;
-  auto st = sys::stat_fd(d->get());
-  if (!st) return;
-  const bool root_only = st->uid == 0 && (st->mode & 022) == 0;
-  std::optional<AsOwner> as_owner;
-  if (!root_only) {
-    auto a = AsOwner::enter(plan_.ids);
-    if (!a) return;
-    as_owner.emplace(std::move(*a));
-  }
-  std::uint64_t size = kUnknownLogSize;
-  auto r = append_capped_log(d->get(), line.dump(-1, ' ', true) + "\n", size);
-  if (!r) std::fprintf(stderr, "ctx-agent-run: warning: %s.d/log: %s\n", rel.c_str(), printable(r.error().msg).c_str());
+  auto r = append_dot_log(plan_, rel, line.dump(-1, ' ', true) + "\n", DotLogRule::shared);
+  if (!r && r.error().code != ENOENT)
+    std::fprintf(stderr, "ctx-agent-run: warning: %s.d/log: %s\n", rel.c_str(), printable(r.error().msg).c_str());
 }
 
-void ModelGate::finished(const ModelRun& run, int exit_status) {
+void ModelGate::add_poll_fds(std::vector<struct pollfd>& fds) const {
+  for (const auto& [conn, run] : runs_) fds.push_back({run.child.pidfd.get(), POLLIN, 0});
+}
+
+bool ModelGate::waits(int conn) const { return runs_.count(conn) != 0; }
+
+std::vector<ModelExit> ModelGate::exited(const std::vector<struct pollfd>& fds) {
+  auto ready = [&](int fd) {
+    for (const auto& p : fds)
+      if (p.fd == fd) return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+    return false;
+  };
+  std::vector<ModelExit> out;
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    if (!ready(it->second.child.pidfd.get())) {
+      ++it;
+      continue;
+    }
+    auto st = sys::wait_pid(it->second.child.pid);
+    out.push_back({it->first, st ? exit_code_of(*st) : kExitLaunchFailed, std::move(it->second)});
+    it = runs_.erase(it);
+  }
+  return out;
+}
+
+void ModelGate::finished(const ModelExit& e) {
+  const ModelRun& run = e.run;
+  const int exit_status = e.exit_status;
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - run.started).count();
   Event ev{"model.call",
@@ -116,14 +127,14 @@ void ModelGate::finished(const ModelRun& run, int exit_status) {
   log_model(run.rel, ev);
 }
 
+json ModelGate::refuse_request(const Error& e) { return refuse("", e, EventStatus::error); }
+
 json ModelGate::refuse(const std::string& name, const Error& e, EventStatus status, const std::string& model,
                        const std::string& alias) {
   // A name that is no model's (access::model_call looks none up) is not
   // written: the record stays as short as a valid name makes it (the
   // rate limit's arithmetic, launcher/control/rate_limit.hpp, counts on it).
-  const bool valid = name.find('/') != std::string::npos ? !model_name_issue(name) : !space_name_issue(name);
-  const std::string object = !model.empty() ? "model/" + model : valid ? "model/" + name : "model";
-  Event ev{"model.call", object, status};
+  Event ev{"model.call", model_call_object(name, model), status};
   if (!e.reason.empty()) ev.facts["reason"] = e.reason;
   if (!alias.empty()) ev.facts["alias"] = alias;
   record(ev);
@@ -167,21 +178,42 @@ std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string
   m.host_path = path_join(plan_.ctx_root, c.rel);
   if (auto d = tree.stat(c.rel + ".d"); d && d->type == access::HostEntry::Type::directory)
     m.meta_dir = m.host_path + ".d";
-  if (auto env = tree.read(c.rel + ".d/env")) m.env = parse_env(*env);
-  if (auto cap = tree.read(c.rel + ".d/cap")) m.network = names_network(*cap);
+  if (auto env = tree.read(c.rel + ".d/env")) m.env = parse_model_env(*env);
+  if (auto cap = tree.read(c.rel + ".d/cap")) m.network = cap_grants_network(*cap);
   return m;
 }
 
-std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<UniqueFd> stdio) {
-  for (const auto& [k, v] : req.items())
-    if (k != "op" && k != "name")
-      return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in model"), EventStatus::error);
-  if (!req.contains("name") || !req["name"].is_string())
-    return refuse("", refusal(EINVAL, "invalid_request", "model needs \"name\", a string"), EventStatus::error);
+Result<ModelRun> ModelGate::start(const ModelEntry& m, const std::string& anchor, std::vector<UniqueFd> stdio) {
+  if (plan_.ids.privileged) (void)sys::chown_at(AT_FDCWD, anchor, sys::Ownership{plan_.ids.fs.uid, plan_.ids.fs.gid});
+  if (!base_) {
+    base_.emplace();
+    for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
+      if (sys::open_path_no_symlinks(d)) base_->emplace_back(d);
+  }
+  LaunchPlan p = model_plan(plan_, m, anchor, *base_);
+  // The caller's stdio; the model's exec, or the error that ended it.
+  SandboxStart how;
+  how.stdio = std::array<int, 3>{stdio[0].get(), stdio[1].get(), stdio[2].get()};
+  how.id_maps_context = "the model's id maps";
+  how.report_context = "the model's sandbox";
+  auto sandbox = start_sandbox(p, how);
+  if (sandbox && sandbox->setup.error) {
+    (void)reap_failed(sandbox->child);
+    sandbox = fail(setup_error(*sandbox->setup.error));
+  }
+  (void)sys::remove_at(AT_FDCWD, anchor, true);  // empty on the host: the tmpfs was the sandbox's
+  if (!sandbox) return fail(sandbox.error());
+  ModelRun run;
+  run.child = std::move(sandbox->child);
+  run.lifeline = std::move(sandbox->lifeline);
+  return run;
+}
+
+std::optional<json> ModelGate::call(int conn, const ModelRequest& req, std::vector<UniqueFd> stdio) {
   if (stdio.size() != 3)
     return refuse("", refusal(EINVAL, "invalid_request", "model needs the caller's stdin, stdout and stderr"),
                   EventStatus::error);
-  const std::string name = req["name"].get<std::string>();
+  const std::string& name = req.name;
   auto decided = decide(name);
   if (auto* r = std::get_if<Refusal>(&decided)) {
     json answer = refuse(name, r->error, r->status, r->model, r->alias);
@@ -195,37 +227,18 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
   // holds is never seen (the sandbox mounts a fresh tmpfs over it).
   auto anchor = sys::make_temp_dir("/tmp/ctx-model.");
   if (!anchor) return refuse(name, refusal(anchor.error().code, "error", anchor.error().msg), EventStatus::error);
-  if (plan_.ids.privileged) (void)sys::chown_at(AT_FDCWD, *anchor, sys::Ownership{plan_.ids.fs.uid, plan_.ids.fs.gid});
-  if (!base_) {
-    base_.emplace();
-    for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
-      if (sys::open_path_no_symlinks(d)) base_->emplace_back(d);
-  }
-  LaunchPlan p = model_plan(plan_, m, *anchor, *base_);
-  // The caller's stdio; the model's exec, or the error that ended it.
-  SandboxStart how;
-  how.stdio = std::array<int, 3>{stdio[0].get(), stdio[1].get(), stdio[2].get()};
-  how.id_maps_context = "the model's id maps";
-  how.report_context = "the model's sandbox";
-  auto sandbox = start_sandbox(p, how);
-  if (sandbox && sandbox->setup.error) {
-    (void)reap_failed(sandbox->child);
-    sandbox = fail(setup_error(*sandbox->setup.error));
-  }
-  (void)sys::remove_at(AT_FDCWD, *anchor, true);  // empty on the host: the tmpfs was the sandbox's
-  if (!sandbox) {
-    json answer = refuse(name, refusal(sandbox.error().code, "error", sandbox.error().msg), EventStatus::error);
+  auto run = start(m, *anchor, std::move(stdio));
+  if (!run) {
+    json answer = refuse(name, refusal(run.error().code, "error", run.error().msg), EventStatus::error);
     log_model(m.rel, {"model.call", "model/" + m.name, EventStatus::error, {{"reason", "error"}}});
     return answer;
   }
-  ModelRun run;
-  run.child = std::move(sandbox->child);
-  run.lifeline = std::move(sandbox->lifeline);
-  run.name = m.name;
-  run.rel = m.rel;
-  run.alias = m.alias;
-  run.started = started;
-  return run;
+  run->name = m.name;
+  run->rel = m.rel;
+  run->alias = m.alias;
+  run->started = started;
+  runs_.emplace(conn, std::move(*run));
+  return std::nullopt;
 }
 
 }  // namespace ctx::launcher

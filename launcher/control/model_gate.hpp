@@ -1,4 +1,5 @@
-// `ctx model NAME` decided and run by the supervisor (issue 12): the
+// `ctx model NAME` decided and run by the supervisor (issue 12), which
+// owns the running models and their records: the
 // lookup and layers of access::model_call against the CTX tree (the
 // sandbox's read-only clone, read as the owner), then the model started
 // in a sandbox of its own (launcher/plan/model_plan.hpp,
@@ -14,13 +15,19 @@
 // request or the answer, which the supervisor does not see.
 #pragma once
 
-#include <functional>
+#include <poll.h>
+
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "base/unique_fd.hpp"
+#include "launcher/control/request.hpp"
 #include "launcher/records/event.hpp"
 #include "launcher/plan/model_plan.hpp"
 #include "launcher/sandbox/start.hpp"
@@ -29,16 +36,55 @@
 
 namespace ctx::launcher {
 
+/// A model's .d/env: KEY=VALUE lines, in order; blank lines and # comments
+/// skipped, and a line that is neither left out (the model's own file, not
+/// the agent's to get wrong). Pure.
+std::vector<std::pair<std::string, std::string>> parse_model_env(std::string_view text);
+
+/// Whether a model's .d/cap grants it the network: a line `network`. Pure.
+bool cap_grants_network(std::string_view cap);
+
+/// The object a model.call record names: the model after any alias when
+/// known, else the name asked for when it is a valid model or alias name,
+/// else "model" alone (a request cannot make its record longer than a
+/// valid name does: launcher/control/rate_limit.hpp counts on it). Pure.
+std::string model_call_object(const std::string& asked, const std::string& model);
+
+/// A model started by ModelGate::call that has exited: the connection its
+/// exit answers, its exit status, and what the gate records of it.
+struct ModelExit {
+  int conn = -1;
+  int exit_status = 0;
+  ModelRun run;
+};
+
 class ModelGate {
  public:
-  /// tree: the sandbox's read-only clone of the CTX root (borrowed).
-  ModelGate(const LaunchPlan& plan, int tree, std::function<void(const Event&)> event,
-            std::function<void(const Event&)> log);
+  /// tree: the sandbox's read-only clone of the CTX root. Every call goes
+  /// to both of `records`; one that reached the model also to its own
+  /// <m>.d/log (append_dot_log, DotLogRule::shared). plan, tree and
+  /// records are borrowed.
+  ModelGate(const LaunchPlan& plan, int tree, RecordSink& records);
 
-  std::variant<nlohmann::json, ModelRun> call(const nlohmann::json& req, std::vector<UniqueFd> stdio);
+  /// Decides a decoded call from the connection `conn`, with the caller's
+  /// stdin, stdout and stderr: the answer of a refusal, or nullopt when
+  /// the model was started; its exit answers the call (exited()).
+  std::optional<nlohmann::json> call(int conn, const ModelRequest& req, std::vector<UniqueFd> stdio);
+  /// Records and answers a model request the decoder refused (e: its
+  /// EINVAL, invalid_request).
+  nlohmann::json refuse_request(const Error& e);
 
-  /// Records a model started by call() that has exited.
-  void finished(const ModelRun& run, int exit_status);
+  /// Appends the pidfds of the running models.
+  void add_poll_fds(std::vector<struct pollfd>& fds) const;
+  /// Whether a model started for the connection `conn` still runs.
+  bool waits(int conn) const;
+  /// The running models whose pidfd is ready in `fds` (add_poll_fds),
+  /// reaped and no longer running: each for the caller to answer, then to
+  /// record with finished().
+  std::vector<ModelExit> exited(const std::vector<struct pollfd>& fds);
+  /// Records a model that has exited (after its answer: the caller waits
+  /// for that, not for the record).
+  void finished(const ModelExit& e);
 
  private:
   struct Refusal {
@@ -49,6 +95,9 @@ class ModelGate {
     std::string alias;   ///< the alias followed ("" none)
   };
   std::variant<ModelEntry, Refusal> decide(const std::string& name);
+  /// Starts an allowed model with the caller's stdio, its root mounted
+  /// over the empty directory `anchor`, which is removed again.
+  Result<ModelRun> start(const ModelEntry& m, const std::string& anchor, std::vector<UniqueFd> stdio);
   /// The answer of a refused call, recorded with the model named (after
   /// an alias) when known, else the name asked for.
   nlohmann::json refuse(const std::string& name, const Error& e, EventStatus status, const std::string& model = "",
@@ -58,13 +107,13 @@ class ModelGate {
 
   const LaunchPlan& plan_;
   int tree_;
-  std::function<void(const Event&)> event_;
-  std::function<void(const Event&)> log_;
+  RecordSink& records_;
   access::LiveViewer live_;
   /// The host directories of the base system a model sees (/usr, and of
   /// /etc/alternatives, /etc/ssl, /etc/ca-certificates those that exist),
   /// found at the first call.
   std::optional<std::vector<std::string>> base_;
+  std::map<int, ModelRun> runs_;  ///< running models, by the connection their exit answers
 };
 
 }  // namespace ctx::launcher

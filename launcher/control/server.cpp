@@ -35,17 +35,17 @@ json rate_limited_answer() {
 
 }  // namespace
 
-Children::Children(ChildrenConfig cfg, UniqueFd control_listen)
+ControlServer::ControlServer(ControlServerConfig cfg, UniqueFd control_listen)
     : cfg_(std::move(cfg)), listen_(std::move(control_listen)) {}
 
-void Children::add_poll_fds(std::vector<struct pollfd>& fds) const {
+void ControlServer::add_poll_fds(std::vector<struct pollfd>& fds) const {
   if (listen_.valid()) fds.push_back({listen_.get(), POLLIN, 0});
-  for (const auto& [id, m] : models_) fds.push_back({m.child.pidfd.get(), POLLIN, 0});
+  if (cfg_.models != nullptr) cfg_.models->add_poll_fds(fds);
   for (const auto& [id, c] : conns_) fds.push_back({c.fd.get(), POLLIN, 0});
   children_.add_poll_fds(fds);
 }
 
-void Children::handle(const std::vector<struct pollfd>& fds) {
+void ControlServer::handle(const std::vector<struct pollfd>& fds) {
   auto ready = [&](int fd) {
     for (const auto& p : fds)
       if (p.fd == fd) return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
@@ -59,17 +59,7 @@ void Children::handle(const std::vector<struct pollfd>& fds) {
       exited(name, reap_child(c));
     }
   }
-  for (auto m = models_.begin(); m != models_.end();) {
-    if (!ready(m->second.child.pidfd.get())) {
-      ++m;
-      continue;
-    }
-    auto st = sys::wait_pid(m->second.child.pid);
-    const int code = st ? exit_code_of(*st) : kExitLaunchFailed;
-    answer(m->first, {{"ok", true}, {"op", "model"}, {"exit_status", code}});
-    if (cfg_.model_exit) cfg_.model_exit(m->second, code);  // after the answer: the caller waits for that
-    m = models_.erase(m);
-  }
+  answer_models(fds);
   std::vector<int> ids;
   for (const auto& [id, c] : conns_)
     if (ready(c.fd.get())) ids.push_back(id);
@@ -79,7 +69,15 @@ void Children::handle(const std::vector<struct pollfd>& fds) {
   report_dropped(false);
 }
 
-int Children::poll_timeout_ms() const {
+void ControlServer::answer_models(const std::vector<struct pollfd>& fds) {
+  if (cfg_.models == nullptr) return;
+  for (const ModelExit& e : cfg_.models->exited(fds)) {
+    answer(e.conn, {{"ok", true}, {"op", "model"}, {"exit_status", e.exit_status}});
+    cfg_.models->finished(e);  // after the answer: the caller waits for that
+  }
+}
+
+int ControlServer::poll_timeout_ms() const {
   const std::uint64_t now = sys::now_us();
   std::optional<std::uint64_t> at = limiter_.report_at();
   for (const auto& [id, c] : conns_)
@@ -88,39 +86,41 @@ int Children::poll_timeout_ms() const {
   return *at <= now ? 0 : static_cast<int>((*at - now + 999) / 1000);
 }
 
-bool Children::admit() { return limiter_.take(sys::now_us()); }
+bool ControlServer::admit() { return limiter_.take(sys::now_us()); }
 
-void Children::report_dropped(bool final) {
+void ControlServer::report_dropped(bool final) {
   auto n = limiter_.due_report(sys::now_us(), final);
-  if (n && cfg_.log)
-    cfg_.log(
+  if (n)
+    cfg_.records->log(
         {"agent.limit",
          "",
          EventStatus::dropped,
          {{"dropped", *n}, {"reason", "rate_limited"}, {"burst", kRequestBurst}, {"per_minute", kRequestsPerMinute}}});
 }
 
-bool Children::waits(int id) const { return models_.count(id) != 0 || children_.waits(id); }
+bool ControlServer::waits(int id) const {
+  return (cfg_.models != nullptr && cfg_.models->waits(id)) || children_.waits(id);
+}
 
 // An idle connection holds one of kMaxConns for nothing: without a
 // timeout, 32 of them lock the agent out of its own calls.
-void Children::close_idle() {
+void ControlServer::close_idle() {
   const std::uint64_t now = sys::now_us();
   std::erase_if(conns_,
                 [&](const auto& kv) { return !waits(kv.first) && now >= kv.second.active_us + kIdleTimeoutUs; });
 }
 
-void Children::accept_all() {
+void ControlServer::accept_all() {
   while (true) {
     auto c = sys::accept_nonblock(listen_.get());
     if (!c || !*c) return;
-    if (conns_.size() >= kMaxConns) continue;                            // dropped: the peer sees EOF
-    if (cfg_.peer_allowed && !cfg_.peer_allowed((*c)->get())) continue;  // not of our sandbox
+    if (conns_.size() >= kMaxConns) continue;             // dropped: the peer sees EOF
+    if (!cfg_.host->peer_allowed((*c)->get())) continue;  // not of our sandbox
     conns_[next_conn_++] = Conn{std::move(**c), {}, {}, sys::now_us()};
   }
 }
 
-void Children::read_conn(int id) {
+void ControlServer::read_conn(int id) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   // recvmsg, not read: a request may carry descriptors (ctx model's stdio).
@@ -163,7 +163,7 @@ void Children::read_conn(int id) {
   }
 }
 
-void Children::answer(int id, const json& j, const std::vector<int>& fds) {
+void ControlServer::answer(int id, const json& j, const std::vector<int>& fds) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   std::string s;
@@ -183,14 +183,14 @@ void Children::answer(int id, const json& j, const std::vector<int>& fds) {
     (void)sys::send_message(it->second.fd.get(), s, fds);
 }
 
-void Children::deny(int id, const std::string& op, const Error& e) {
+void ControlServer::deny(int id, const std::string& op, const Error& e) {
   json j{{"ok", false}, {"code", errno_name(e.code)}, {"message", e.msg}};
   if (!op.empty()) j["op"] = op;
   if (!e.reason.empty()) j["reason"] = e.reason;
   answer(id, j);
 }
 
-void Children::request(int id, const std::string& line) {
+void ControlServer::request(int id, const std::string& line) {
   if (auto it = conns_.find(id); it != conns_.end()) it->second.active_us = sys::now_us();
   if (!admit()) {
     if (auto it = conns_.find(id); it != conns_.end()) it->second.fds.clear();  // a model's stdio, unused
@@ -198,48 +198,76 @@ void Children::request(int id, const std::string& line) {
   }
   ControlDecode d = decode_control_request(
       line, [this](const std::string& name, std::string_view perm) { return authorize(name, perm); });
-  if (!d.request) return deny(id, d.op, d.request.error());
-  ControlRequest& req = *d.request;
-  const std::string& op = d.op;
-  switch (req.op) {
-    case ControlOp::create: {
-      auto r = create(req.child, req.replace);
-      if (!r) return deny(id, op, r.error());
-      return answer(id, *r);
+  if (!d.request) return refused(id, d);
+  const std::string op(op_of(*d.request));
+  struct Dispatch {
+    ControlServer& s;
+    int id;
+    const std::string& op;
+    void operator()(const CreateRequest& r) const {
+      auto a = s.create(r.child, r.replace);
+      if (!a) return s.deny(id, op, a.error());
+      s.answer(id, *a);
     }
-    case ControlOp::remove: {
-      auto r = remove(req.name);
-      if (!r) return deny(id, op, r.error());
-      return answer(id, {{"ok", true}, {"op", op}, {"name", req.name}});
+    void operator()(const StartRequest& r) const {
+      // Answered once the child's runtime runs (or fails).
+      if (auto a = s.start(id, r); !a) s.deny(id, op, a.error());
     }
-    case ControlOp::start: {
-      auto r = start(id, req);
-      if (!r) return deny(id, op, r.error());
-      return;  // answered once the child's runtime runs (or fails)
+    void operator()(const StopRequest& r) const { s.stop_or_wait(id, op, r.name); }
+    void operator()(const WaitRequest& r) const { s.stop_or_wait(id, op, r.name); }
+    void operator()(const DeleteRequest& r) const {
+      if (auto a = s.remove(r.name); !a) return s.deny(id, op, a.error());
+      s.answer(id, {{"ok", true}, {"op", op}, {"name", r.name}});
     }
-    case ControlOp::stop:
-    case ControlOp::wait: return stop_or_wait(id, op, req.name);
-    case ControlOp::model: {
-      if (!cfg_.model) return deny(id, op, Error{ENOTSUP, "this agent's mounts show no model tier", "no_models"});
-      auto it = conns_.find(id);
-      if (it == conns_.end()) return;
-      auto r = cfg_.model(req.body, std::move(it->second.fds));
-      it->second.fds.clear();
-      if (auto* a = std::get_if<json>(&r)) return answer(id, *a);
-      models_.emplace(id, std::move(std::get<ModelRun>(r)));
-      return;  // answered when the model exits
-    }
-    case ControlOp::tool: {
-      if (!cfg_.tool) return deny(id, op, Error{ENOTSUP, "this agent's mounts show no tool tier", "no_tools"});
-      ToolAnswer a = cfg_.tool(req.body);
-      std::vector<int> fds;
-      if (a.tool.valid()) fds.push_back(a.tool.get());
-      return answer(id, a.answer, fds);
-    }
-  }
+    void operator()(const ToolRequest& r) const { s.tool(id, r); }
+    void operator()(const ModelRequest& r) const { s.model(id, r); }
+  };
+  std::visit(Dispatch{*this, id, op}, *d.request);
 }
 
-void Children::stop_or_wait(int id, const std::string& op, const std::string& name) {
+namespace {
+
+Error no_tier(const std::string& what) {
+  return Error{ENOTSUP, "this agent's mounts show no " + what + " tier", "no_" + what + "s"};
+}
+
+}  // namespace
+
+// A tool or model request the decoder refused is its gate's to record and
+// answer, as one the gate refuses.
+void ControlServer::refused(int id, const ControlDecode& d) {
+  if (d.op == "tool") {
+    if (cfg_.tools == nullptr) return deny(id, d.op, no_tier("tool"));
+    ToolAnswer a = cfg_.tools->refuse_request(d.request.error());
+    return answer(id, a.answer);
+  }
+  if (d.op == "model") {
+    if (auto it = conns_.find(id); it != conns_.end()) it->second.fds.clear();  // the caller's stdio, unused
+    if (cfg_.models == nullptr) return deny(id, d.op, no_tier("model"));
+    return answer(id, cfg_.models->refuse_request(d.request.error()));
+  }
+  deny(id, d.op, d.request.error());
+}
+
+void ControlServer::tool(int id, const ToolRequest& r) {
+  if (cfg_.tools == nullptr) return deny(id, "tool", no_tier("tool"));
+  ToolAnswer a = cfg_.tools->call(r);
+  std::vector<int> fds;
+  if (a.tool.valid()) fds.push_back(a.tool.get());
+  answer(id, a.answer, fds);
+}
+
+void ControlServer::model(int id, const ModelRequest& r) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  std::vector<UniqueFd> stdio = std::move(it->second.fds);
+  it->second.fds.clear();
+  if (cfg_.models == nullptr) return deny(id, "model", no_tier("model"));
+  // Without an answer now, the model runs: its exit answers (answer_models).
+  if (auto a = cfg_.models->call(id, r, std::move(stdio))) answer(id, *a);
+}
+
+void ControlServer::stop_or_wait(int id, const std::string& op, const std::string& name) {
   OwnedChild* c = children_.find(name);
   if (c == nullptr)
     return deny(id, op, Error{ESRCH, name + ": ESRCH: this supervisor has not started it", "not_started"});
@@ -248,13 +276,13 @@ void Children::stop_or_wait(int id, const std::string& op, const std::string& na
     // Not a plea: the child's supervisor runs SIGTERM, grace, cgroup.kill.
     (void)sys::signal_pidfd(c->pidfd.get(), stop_signal());
     (void)sys::fault_at("child.stop");
-    cfg_.event(
+    cfg_.records->event(
         {"agent.child.stop", "agent/" + name, EventStatus::ok, {{"parent", cfg_.parent->name}, {"child", name}}});
   }
   c->exit_waiters.emplace_back(id, op);
 }
 
-Result<void> Children::authorize(const std::string& name, std::string_view perm) const {
+Result<void> ControlServer::authorize(const std::string& name, std::string_view perm) const {
   const std::string subject = cfg_.parent->subject();
   if (subject.empty() || !cfg_.parent->policy.allows(subject, policy::Class::agent, name, perm))
     return fail(Error{EACCES,
@@ -265,12 +293,9 @@ Result<void> Children::authorize(const std::string& name, std::string_view perm)
 }
 
 // A host path as the parent's sandbox shows it, where it does.
-std::string Children::shown(const std::string& host) const {
-  if (!cfg_.inner_path) return host;
-  return cfg_.inner_path(host).value_or(host);
-}
+std::string ControlServer::shown(const std::string& host) const { return cfg_.host->inner_path(host).value_or(host); }
 
-Error Children::shown(Error e) const {
+Error ControlServer::shown(Error e) const {
   // "<host>/agent/rev already exists": said with the parent's paths.
   const std::string root = cfg_.parent->ctx_root;
   if (const std::string inner = shown(root); inner != root)
@@ -279,7 +304,7 @@ Error Children::shown(Error e) const {
   return e;
 }
 
-Result<json> Children::create(const agentdir::ChildRequest& r, bool replace) {
+Result<json> ControlServer::create(const agentdir::ChildRequest& r, bool replace) {
   CTX_TRY_ASSIGN(agentdir::ChildPlan plan,
                  agentdir::plan_child(*cfg_.parent, r, {cfg_.session, cfg_.run}, agentdir::passwd_primary_gid()));
   if (replace)
@@ -288,7 +313,7 @@ Result<json> Children::create(const agentdir::ChildRequest& r, bool replace) {
   if (auto w = agentdir::write_child(*cfg_.parent, plan, cfg_.session, r.handoff, r.output, cfg_.spawn.owner); !w)
     return fail(shown(w.error()));
   (void)sys::fault_at("child.create.answer");
-  cfg_.event(
+  cfg_.records->event(
       {"agent.child.create", "agent/" + r.name, EventStatus::ok, {{"parent", cfg_.parent->name}, {"child", r.name}}});
   return json{{"ok", true},
               {"op", "create"},
@@ -296,7 +321,7 @@ Result<json> Children::create(const agentdir::ChildRequest& r, bool replace) {
               {"context", shown(agentdir::child_context_dir(*cfg_.parent, cfg_.session, r.name))}};
 }
 
-Result<void> Children::remove(const std::string& name) {
+Result<void> ControlServer::remove(const std::string& name) {
   if (children_.running(name))
     return fail(Error{EBUSY, name + ": EBUSY: it runs; stop it first (ctx agent stop " + name + ")", "running"});
   // Only an owned child of this agent is ours to delete (as to start).
@@ -305,12 +330,12 @@ Result<void> Children::remove(const std::string& name) {
   CTX_TRY(agentdir::check_child(*cfg_.parent, *spec));
   if (auto r = agentdir::remove_child(*cfg_.parent, name, cfg_.session); !r) return fail(shown(r.error()));
   children_.forget_ended(name);
-  cfg_.event(
+  cfg_.records->event(
       {"agent.child.delete", "agent/" + name, EventStatus::ok, {{"parent", cfg_.parent->name}, {"child", name}}});
   return {};
 }
 
-Result<std::string> Children::start(int id, const ControlRequest& req) {
+Result<std::string> ControlServer::start(int id, const StartRequest& req) {
   const std::string& name = req.name;
   if (children_.running(name)) return fail(Error{EBUSY, name + ": EBUSY: already running", "running"});
   // Only an owned child of this agent, still within it (its files may
@@ -321,14 +346,16 @@ Result<std::string> Children::start(int id, const ControlRequest& req) {
   CTX_TRY(agentdir::check_child(*cfg_.parent, *spec));
   CTX_TRY(sys::fault_at("child.start"));
   CTX_TRY_ASSIGN(OwnedChild c, spawn_child_supervisor(cfg_.spawn, *spec, req.command));
+  cfg_.host->child_spawned(c.pidfd.get());
   (void)sys::fault_at("child.spawned");
   c.start_waiters.push_back(id);
   children_.add(name, std::move(c));
-  cfg_.event({"agent.child.start", "agent/" + name, EventStatus::ok, {{"parent", cfg_.parent->name}, {"child", name}}});
+  cfg_.records->event(
+      {"agent.child.start", "agent/" + name, EventStatus::ok, {{"parent", cfg_.parent->name}, {"child", name}}});
   return name;
 }
 
-void Children::read_status(OwnedChild& c, const std::string& name) {
+void ControlServer::read_status(OwnedChild& c, const std::string& name) {
   while (c.status.valid()) {
     auto data = sys::read_available(c.status.get(), 4096);
     if (!data || !*data) return;
@@ -341,7 +368,7 @@ void Children::read_status(OwnedChild& c, const std::string& name) {
   }
 }
 
-void Children::exited(const std::string& name, int status) {
+void ControlServer::exited(const std::string& name, int status) {
   ChildWaiters w = children_.mark_exited(name, status);
   for (int id : w.start)
     deny(id, "start",
@@ -351,13 +378,13 @@ void Children::exited(const std::string& name, int status) {
                    "/session/default/output.log)",
                "launch_failed"});
   for (const auto& [id, op] : w.exit) answer(id, {{"ok", true}, {"op", op}, {"name", name}, {"exit_status", status}});
-  cfg_.event({"agent.child.exit",
-              "agent/" + name,
-              status == 0 ? EventStatus::ok : EventStatus::failed,
-              {{"parent", cfg_.parent->name}, {"child", name}, {"exit_status", status}}});
+  cfg_.records->event({"agent.child.exit",
+                       "agent/" + name,
+                       status == 0 ? EventStatus::ok : EventStatus::failed,
+                       {{"parent", cfg_.parent->name}, {"child", name}, {"exit_status", status}}});
 }
 
-void Children::close_control() {
+void ControlServer::close_control() {
   listen_.reset();
   for (const auto& [name, w] : children_.take_all_waiters()) {
     for (int id : w.start) deny(id, "start", Error{ECANCELED, name + ": ECANCELED: the parent is stopping"});
@@ -366,11 +393,11 @@ void Children::close_control() {
   conns_.clear();
 }
 
-void Children::cancel_all() { signal_children(children_, parent_dead_signal()); }
+void ControlServer::cancel_all() { signal_children(children_, parent_dead_signal()); }
 
-std::size_t Children::running() const { return children_.running(); }
+std::size_t ControlServer::running() const { return children_.running(); }
 
-void Children::wait_all(int timeout_ms, bool kill_left) {
+void ControlServer::wait_all(int timeout_ms, bool kill_left) {
   wait_children(children_, timeout_ms, kill_left,
                 [this](const std::string& name, int status) { exited(name, status); });
 }

@@ -14,6 +14,7 @@
 #include "base/timestamp.hpp"
 #include "launcher/records/agent_files.hpp"
 #include "launcher/records/as_owner.hpp"
+#include "launcher/records/dot_log.hpp"
 #include "launcher/sandbox/static_view.hpp"
 #include "mountspec/geometry.hpp"
 #include "policy/policy.hpp"
@@ -75,13 +76,11 @@ std::vector<ToolTier> tool_tiers(const LaunchPlan& plan) {
   return out;
 }
 
-ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(const Event&)> event,
-                   std::function<void(const Event&)> log)
+ToolGate::ToolGate(const LaunchPlan& plan, UniqueFd tree, RecordSink& records)
     : plan_(plan),
       tree_(std::move(tree)),
       tiers_(tool_tiers(plan)),
-      event_(std::move(event)),
-      log_(std::move(log)),
+      records_(records),
       live_(plan.ctx_root, runtime_viewer(plan)) {}
 
 namespace {
@@ -97,44 +96,35 @@ Event call_event(const std::string& name, EventStatus status, bool direct) {
 // reached a tool (`reached`: the tool below the CTX root) also goes to
 // the tool's own files.
 void ToolGate::record(const Event& ev, const std::string& reached) {
-  event_(ev);
-  log_(ev);
+  records_.event(ev);
+  records_.log(ev);
   if (!reached.empty()) log_tool(reached, ev);
 }
 
-// <tool>.d/log (one line a call) and <tool>.d/status (the last call), the
-// same stamped facts, only when the tool's owner made them: nothing is
-// ever created, renamed or removed in a tool's directory, which may be
-// root's or another user's (docs/abi.md, "Tool logs"). Written with the
-// owner's file-system ids in a root launch, so a root launch writes
-// nothing the owner could not; the .d/ is opened beneath the CTX root
-// without a symlink on the way, and log and status never through one.
+// <tool>.d/log (one line a call: append_dot_log, opt_in) and
+// <tool>.d/status (the last call), the same stamped facts, only when the
+// tool's owner made them: nothing is ever created, renamed or removed in a
+// tool's directory, which may be root's or another user's (docs/abi.md,
+// "Tool logs"). status is written like the log: with the owner's
+// file-system ids, the .d/ opened beneath the CTX root without a symlink
+// on the way, never through one.
 namespace {
 
-// The tool's .d/ log and status written with the owner's ids; an empty
-// list when the tool has no .d/ (or it cannot be opened as the owner).
-std::vector<std::pair<const char*, Result<void>>> write_tool_files(const LaunchPlan& plan, const std::string& rel,
-                                                                   const std::string& line) {
-  std::vector<std::pair<const char*, Result<void>>> out;
-  std::optional<AsOwner> as_owner;
-  if (auto a = AsOwner::enter(plan.ids); a)
-    as_owner.emplace(std::move(*a));
-  else
-    return out;
-  auto root = sys::open_dir(plan.ctx_root);
-  if (!root) return out;
-  auto d = sys::open_dir_beneath(root->get(), rel + ".d");
-  if (!d) return out;  // no .d/: the tool keeps no files
-  out.emplace_back("log", sys::append_existing(d->get(), "log", line, kMaxLogBytes));
-  out.emplace_back("status", sys::overwrite_existing(d->get(), "status", line));
-  return out;
+Result<void> write_tool_status(const LaunchPlan& plan, const std::string& rel, const std::string& line) {
+  CTX_TRY_ASSIGN(AsOwner as_owner, AsOwner::enter(plan.ids));
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(plan.ctx_root));
+  auto d = sys::open_dir_beneath(root.get(), rel + ".d");
+  if (!d) return fail(Error{ENOENT, rel + ".d: ENOENT: " + d.error().msg});
+  return sys::overwrite_existing(d->get(), "status", line);
 }
 
 }  // namespace
 
 void ToolGate::log_tool(const std::string& rel, const Event& ev) {
   const std::string line = stamp_event(ev, {timestamp_now(), plan_.name, plan_.session}).dump(-1, ' ', true) + "\n";
-  for (const auto& [file, r] : write_tool_files(plan_, rel, line)) {
+  const std::pair<const char*, Result<void>> written[] = {{"log", append_dot_log(plan_, rel, line, DotLogRule::opt_in)},
+                                                          {"status", write_tool_status(plan_, rel, line)}};
+  for (const auto& [file, r] : written) {
     // Absent: the tool's owner did not ask for it. Anything else is said
     // once per file and errno.
     if (r || r.error().code == ENOENT) continue;
@@ -196,16 +186,13 @@ Result<std::optional<ToolAnswer>> ToolGate::find(const std::vector<ToolTier>& ti
   return std::optional<ToolAnswer>();
 }
 
-ToolAnswer ToolGate::call(const json& req) {
-  for (const auto& [k, v] : req.items())
-    if (k != "op" && k != "name" && k != "dir")
-      return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in tool"), EventStatus::error);
-  if (!req.contains("name") || !req["name"].is_string())
-    return refuse("", refusal(EINVAL, "invalid_request", "tool needs \"name\", a string"), EventStatus::error);
-  const std::string name = req["name"].get<std::string>();
+ToolAnswer ToolGate::refuse_request(const Error& e) { return refuse("", e, EventStatus::error); }
+
+ToolAnswer ToolGate::call(const ToolRequest& req) {
+  const std::string& name = req.name;
   // A direct call of the static view's tool names its tier: an exec, as
   // the FUSE view records one.
-  const bool direct = req.contains("dir");
+  const bool direct = req.direct;
   if (auto issue = tool_name_issue(name))
     return refuse("", refusal(EINVAL, "invalid_name", *issue), EventStatus::error, direct);
   std::vector<ToolTier> tiers = tiers_;
@@ -213,8 +200,7 @@ ToolAnswer ToolGate::call(const json& req) {
     // Any tier the plan shows (a shared space's tool/ too), not only
     // CTX_PATH's: the view shows an allowed tool wherever its tier is.
     std::optional<ToolTier> t;
-    if (req["dir"].is_string() && !abs_path_issue(req["dir"].get<std::string>()))
-      t = tier_at(plan_, req["dir"].get<std::string>());
+    if (!abs_path_issue(req.dir)) t = tier_at(plan_, req.dir);
     if (!t)
       return refuse(name, refusal(ENOENT, "not_found", "the call names no tool tier of " + plan_.name + "'s mounts"),
                     EventStatus::error, direct);

@@ -21,7 +21,6 @@
 //   {"ok":false,"op":"tool","code":"EACCES","reason":"agent_policy","message":...}
 #pragma once
 
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -31,6 +30,7 @@
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
+#include "launcher/control/request.hpp"
 #include "launcher/records/event.hpp"
 #include "launcher/plan/plan.hpp"
 #include "access/fs_tree.hpp"
@@ -63,15 +63,19 @@ struct ToolAnswer {
 
 class ToolGate {
  public:
-  /// tree: the sandbox's read-only clone of the CTX root. event appends
-  /// to the agent's session events.jsonl (in its home, which it can
-  /// write); log to <name>.d/log, which the sandbox sees read-only at most:
-  /// every call goes to both. A call that reached a tool also goes to the
-  /// tool's own .d/log and .d/status when they exist (log_tool).
-  ToolGate(const LaunchPlan& plan, UniqueFd tree, std::function<void(const Event&)> event,
-           std::function<void(const Event&)> log);
+  /// tree: the sandbox's read-only clone of the CTX root. Every call goes
+  /// to both of `records` (the session's events.jsonl, which the agent can
+  /// write, and <name>.d/log, which the sandbox sees read-only at most);
+  /// one that reached a tool also goes to the tool's own .d/log and
+  /// .d/status when they exist (log_tool). plan and records are borrowed.
+  ToolGate(const LaunchPlan& plan, UniqueFd tree, RecordSink& records);
 
-  ToolAnswer call(const nlohmann::json& request);
+  /// Decides a decoded call, records it, and answers it: the tool's
+  /// descriptor when allowed.
+  ToolAnswer call(const ToolRequest& req);
+  /// Records and answers a tool request the decoder refused (e: its
+  /// EINVAL, invalid_request).
+  ToolAnswer refuse_request(const Error& e);
 
  private:
   ToolAnswer refuse(const std::string& name, const Error& e, EventStatus status, bool direct = false,
@@ -84,8 +88,7 @@ class ToolGate {
   const LaunchPlan& plan_;
   UniqueFd tree_;
   std::vector<ToolTier> tiers_;
-  std::function<void(const Event&)> event_;
-  std::function<void(const Event&)> log_;
+  RecordSink& records_;
   std::set<std::pair<std::string, int>> warned_;  ///< (tool .d/ file, errno) already said
   access::LiveViewer live_;
 };

@@ -48,7 +48,7 @@ std::string_view to_string(AgentState s);
 /// The state a status word names (apply_notify's words); nullopt for others.
 std::optional<AgentState> agent_state_of(std::string_view word);
 
-class AgentFiles {
+class AgentFiles : public RecordSink {
  public:
   /// ddir: <ctx>/agent/<name>.d, open for the files' lifetime.
   AgentFiles(const LaunchPlan& plan, int ddir) : plan_(plan), ddir_(ddir) {}
@@ -77,11 +77,11 @@ class AgentFiles {
 
   /// Appends the event, stamped (stamp_event: this agent and session),
   /// to <name>.d/log, capped (append_capped_log).
-  void log(const Event& e);
+  void log(const Event& e) override;
 
   /// Appends the event, stamped, to the session's events.jsonl, making the
   /// session directory when it is missing.
-  void event(const Event& e);
+  void event(const Event& e) override;
 
   /// An event in another agent's session stream (the parent's, for
   /// agent.child.cancel), stamped with that agent and session; never

@@ -46,6 +46,18 @@ struct EventStamp {
 /// facts under one of the six names, which never replace them.
 nlohmann::json stamp_event(const Event& e, const EventStamp& s);
 
+/// Where the supervisor's parts record what they decide (AgentFiles): the
+/// session's events.jsonl, which the agent can write, and <name>.d/log,
+/// which it cannot. Best effort: a write that fails is said, not returned.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  /// Appends the event, stamped, to the session's events.jsonl.
+  virtual void event(const Event& e) = 0;
+  /// Appends the event, stamped, to the agent's <name>.d/log.
+  virtual void log(const Event& e) = 0;
+};
+
 /// The six keys every record has.
 inline constexpr const char* kEventKeys[] = {"ts", "type", "agent", "session", "object", "status"};
 

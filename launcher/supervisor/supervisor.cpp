@@ -182,7 +182,7 @@ namespace {
 // sandbox, read its setup report, supervise, tear down. Every member
 // function is one concern; run() is the sequence.
 
-class Supervisor {
+class Supervisor : private ControlHost {
  public:
   Supervisor(const agentdir::AgentSpec& spec, const LaunchPlan& plan, const SuperviseOptions& opts,
              std::optional<Error>& error)
@@ -202,6 +202,9 @@ class Supervisor {
   std::optional<int> finish_setup();
   void report_started();
   void start_children();
+  bool peer_allowed(int conn) const override;
+  std::optional<std::string> inner_path(const std::string& host) const override;
+  void child_spawned(int pidfd) override;
   void supervise_loop();
   void read_lifeline();
   void view_ended();
@@ -236,11 +239,11 @@ class Supervisor {
   unsigned long sandbox_pidns_ = 0;  ///< only its processes may use the sockets
   json namespaces_ = json::object();
   SetupReport setup_;
-  std::optional<Children> children_;
-  std::optional<PtyRelay> relay_;
-  std::optional<ViewProcess> view_;
   std::optional<ToolGate> tools_;    ///< decides `ctx tool` calls
   std::optional<ModelGate> models_;  ///< decides and starts `ctx model` calls
+  std::optional<ControlServer> children_;  ///< serves the control socket with the two gates above
+  std::optional<PtyRelay> relay_;
+  std::optional<ViewProcess> view_;
 
   AgentState state_ = AgentState::start;
   int exit_code_ = kExitLaunchFailed;
@@ -492,9 +495,10 @@ void Supervisor::report_started() {
   if (spec_.parent && !opts_.handoff_dir.empty()) files_->context_status(opts_.handoff_dir, "running");
 }
 
-// The control socket's requests: owned children (launcher/control/server.hpp).
+// The control socket's requests: owned children, tools and models
+// (launcher/control/server.hpp).
 void Supervisor::start_children() {
-  ChildrenConfig cc;
+  ControlServerConfig cc;
   cc.parent = &spec_;
   cc.session = plan_.session;
   cc.run = new_run_id();
@@ -504,25 +508,25 @@ void Supervisor::start_children() {
   cc.spawn.cancel_grace_ms = opts_.cancel_grace_ms;
   cc.spawn.env = opts_.child_env;
   cc.spawn.owner = owner_rights(plan_.ids);
-  cc.event = [this](const Event& e) { files_->event(e); };
-  cc.log = [this](const Event& e) { files_->log(e); };
-  cc.spawn.spawned = [this](int pidfd) {
-    if (watchdog_) (void)sys::send_message(watchdog_->first.get(), "p", {pidfd});
-  };
-  cc.peer_allowed = [this](int conn) { return in_sandbox(sandbox_pidns_, sys::peer_pid(conn)); };
-  cc.inner_path = [this](const std::string& host) { return mountspec::inner_path_of(plan_.mounts, plan_.ctx_root, host); };
+  cc.host = this;
+  cc.records = &*files_;
   if (setup_.tools.valid()) {
-    models_.emplace(
-        plan_, setup_.tools.get(), [this](const Event& e) { files_->event(e); },
-        [this](const Event& e) { files_->log(e); });
-    cc.model = [this](const json& req, std::vector<UniqueFd> stdio) { return models_->call(req, std::move(stdio)); };
-    cc.model_exit = [this](const ModelRun& run, int exit_status) { models_->finished(run, exit_status); };
-    tools_.emplace(
-        plan_, std::move(setup_.tools), [this](const Event& e) { files_->event(e); },
-        [this](const Event& e) { files_->log(e); });
-    cc.tool = [this](const json& req) { return tools_->call(req); };
+    models_.emplace(plan_, setup_.tools.get(), *files_);
+    tools_.emplace(plan_, std::move(setup_.tools), *files_);
+    cc.models = &*models_;
+    cc.tools = &*tools_;
   }
   children_.emplace(std::move(cc), std::move(setup_.control));
+}
+
+bool Supervisor::peer_allowed(int conn) const { return in_sandbox(sandbox_pidns_, sys::peer_pid(conn)); }
+
+std::optional<std::string> Supervisor::inner_path(const std::string& host) const {
+  return mountspec::inner_path_of(plan_.mounts, plan_.ctx_root, host);
+}
+
+void Supervisor::child_spawned(int pidfd) {
+  if (watchdog_) (void)sys::send_message(watchdog_->first.get(), "p", {pidfd});
 }
 
 void Supervisor::set_state(AgentState s) {

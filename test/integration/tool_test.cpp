@@ -431,6 +431,45 @@ TEST_CASE("tool calls are rate-limited and recorded where the agent cannot write
   CHECK(log.find("\"type\":\"tool.call\"") != std::string::npos);
 }
 
+// The control server decodes every request once; a tool or model request
+// it refuses is still its gate's to answer and record, as before the
+// decoder was one (launcher/control/server.hpp).
+TEST_CASE("malformed tool and model requests are answered and recorded by their gates", "[root][userns]") {
+  ToolTree tt = make_tree();
+  tt.t.write("ctx/home/" + std::to_string(tt.t.owner().uid) + "/agent/coder/req.py", R"(import socket
+s = socket.socket(socket.AF_UNIX); s.connect("/run/ctx/supervisor"); f = s.makefile()
+for line in [r'{"op":"tool","name":"echo.args","x":1}', r'{"op":"tool"}', r'{"op":"model","nam":"x"}',
+             r'{"op":"model","name":"debug/echo"}', r'{"op":"fly"}']:
+    s.sendall(line.encode() + b"\n")
+    print(f.readline(), end="")
+)");
+  RunResult r = tt.sh("exec python3 " + tt.home + "/agent/coder/req.py");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto refusal = [](const std::string& op, const std::string& message, bool named) {
+    json j{{"agent", "coder"}, {"code", "EINVAL"}, {"message", message},
+           {"ok", false},      {"op", op},         {"reason", "invalid_request"}};
+    if (named) j["name"] = "";
+    return j.dump() + "\n";
+  };
+  CHECK(r.out ==
+        refusal("tool", "unknown key 'x' in tool", true) + refusal("tool", "tool needs \"name\", a string", true) +
+            refusal("model", "unknown key 'nam' in model", true) +
+            refusal("model", "model needs the caller's stdin, stdout and stderr", true) +
+            refusal("fly", "EINVAL: unknown op 'fly' (create, start, stop, wait, delete, model, tool)", false));
+  std::string calls;
+  std::istringstream in(tt.events());
+  for (std::string line; std::getline(in, line);) {
+    json e = json::parse(line);
+    if (e["type"] == "tool.call" || e["type"] == "model.call")
+      calls += e["type"].get<std::string>() + " " + e["object"].get<std::string>() + " " +
+               e["status"].get<std::string>() + " " + e["reason"].get<std::string>() + "\n";
+  }
+  CHECK(calls ==
+        "tool.call tool error invalid_request\ntool.call tool error invalid_request\n"
+        "model.call model error invalid_request\nmodel.call model error invalid_request\n");
+}
+
 // In a root launch the supervisor is root; it reads the tree as the owner,
 // as the view does: a tool whose .d/ the owner may not read is not decided
 // on what the owner cannot see (it is refused, as the view hides it).

@@ -1,5 +1,6 @@
-// The control socket's request decoder (launcher/control/request.hpp),
-// without a supervisor: every refusal with its exact answer.
+// The control socket's one request decoder (launcher/control/request.hpp),
+// without a supervisor: every op's typed request, every refusal with its
+// exact answer.
 #include <catch2/catch.hpp>
 
 #include "launcher/control/request.hpp"
@@ -7,7 +8,13 @@
 using ctx::Error;
 using ctx::Result;
 using ctx::launcher::ControlDecode;
-using ctx::launcher::ControlOp;
+using ctx::launcher::CreateRequest;
+using ctx::launcher::DeleteRequest;
+using ctx::launcher::ModelRequest;
+using ctx::launcher::StartRequest;
+using ctx::launcher::StopRequest;
+using ctx::launcher::ToolRequest;
+using ctx::launcher::WaitRequest;
 
 namespace {
 
@@ -44,47 +51,81 @@ TEST_CASE("control request: each op decodes to its typed request", "[unit]") {
       ctx::launcher::decode_control_request(R"({"op":"start","name":"rev-1","command":["/probe","sleep:5"]})", p.fn());
   REQUIRE(d.request);
   CHECK(d.op == "start");
-  CHECK(d.request->op == ControlOp::start);
-  CHECK(d.request->name == "rev-1");
-  CHECK(d.request->command == std::vector<std::string>{"/probe", "sleep:5"});
+  CHECK(ctx::launcher::op_of(*d.request) == "start");
+  auto* start = std::get_if<StartRequest>(&*d.request);
+  REQUIRE(start != nullptr);
+  CHECK(start->name == "rev-1");
+  CHECK(start->command == std::vector<std::string>{"/probe", "sleep:5"});
   CHECK(p.asked == std::vector<std::string>{"start rev-1"});
 
   d = decode(R"({"op":"start","name":"rev-1","command":"/bin/true"})");
   REQUIRE(d.request);
-  CHECK(d.request->command == std::vector<std::string>{"/bin/true"});
+  CHECK(std::get<StartRequest>(*d.request).command == std::vector<std::string>{"/bin/true"});
+  d = decode(R"({"op":"start","name":"rev-1"})");
+  REQUIRE(d.request);
+  CHECK(std::get<StartRequest>(*d.request).command.empty());
 
   Policy stop;
   d = ctx::launcher::decode_control_request(R"({"op":"stop","name":"rev-1","extra":1})", stop.fn());
   REQUIRE(d.request);  // stop and wait ignore other keys, as before
-  CHECK(d.request->op == ControlOp::stop);
+  CHECK(std::get<StopRequest>(*d.request).name == "rev-1");
+  CHECK(ctx::launcher::op_of(*d.request) == "stop");
   CHECK(stop.asked == std::vector<std::string>{"stop rev-1"});
 
   Policy wait;
   d = ctx::launcher::decode_control_request(R"({"op":"wait","name":"no-policy-needed"})", wait.fn());
   REQUIRE(d.request);
-  CHECK(d.request->op == ControlOp::wait);
-  CHECK(d.request->name == "no-policy-needed");
+  CHECK(std::get<WaitRequest>(*d.request).name == "no-policy-needed");
+  CHECK(ctx::launcher::op_of(*d.request) == "wait");
   CHECK(wait.asked.empty());
+
+  Policy del;
+  d = ctx::launcher::decode_control_request(R"({"op":"delete","name":"rev-1"})", del.fn());
+  REQUIRE(d.request);
+  CHECK(std::get<DeleteRequest>(*d.request).name == "rev-1");
+  CHECK(ctx::launcher::op_of(*d.request) == "delete");
+  CHECK(del.asked == std::vector<std::string>{"create rev-1"});  // what made a child may unmake it
 
   d = decode(R"({"op":"create","request":{"name":"rev","tools":"fs.read"}})");
   REQUIRE(d.request);
-  CHECK(d.request->op == ControlOp::create);
-  CHECK(d.request->child.name == "rev");
-  CHECK(d.request->child.tools == std::vector<std::string>{"fs.read"});
+  CHECK(ctx::launcher::op_of(*d.request) == "create");
+  CHECK(std::get<CreateRequest>(*d.request).child.name == "rev");
+  CHECK(std::get<CreateRequest>(*d.request).child.tools == std::vector<std::string>{"fs.read"});
+  CHECK_FALSE(std::get<CreateRequest>(*d.request).replace);
+  d = decode(R"({"op":"create","replace":true,"request":{"name":"rev"}})");
+  REQUIRE(d.request);
+  CHECK(std::get<CreateRequest>(*d.request).replace);
 
-  d = decode(R"({"op":"model","model":"debug/echo"})");
+  d = decode(R"({"op":"model","name":"debug/echo"})");
   REQUIRE(d.request);
-  CHECK(d.request->op == ControlOp::model);
-  CHECK(d.request->body == nlohmann::json{{"op", "model"}, {"model", "debug/echo"}});
-  d = decode(R"({"op":"tool","tool":"fs.read"})");
+  CHECK(ctx::launcher::op_of(*d.request) == "model");
+  CHECK(std::get<ModelRequest>(*d.request).name == "debug/echo");
+  d = decode(R"({"op":"model","name":"../x"})");  // the name is the gate's to judge (and record)
   REQUIRE(d.request);
-  CHECK(d.request->op == ControlOp::tool);
-  CHECK(ctx::launcher::to_string(d.request->op) == "tool");
+  CHECK(std::get<ModelRequest>(*d.request).name == "../x");
+
+  d = decode(R"({"op":"tool","name":"fs.read"})");
+  REQUIRE(d.request);
+  CHECK(ctx::launcher::op_of(*d.request) == "tool");
+  auto* tool = std::get_if<ToolRequest>(&*d.request);
+  REQUIRE(tool != nullptr);
+  CHECK(tool->name == "fs.read");
+  CHECK_FALSE(tool->direct);
+  CHECK(tool->dir.empty());
+  d = decode(R"({"op":"tool","name":"fs.read","dir":"/ctx/tool"})");
+  REQUIRE(d.request);
+  CHECK(std::get<ToolRequest>(*d.request).direct);
+  CHECK(std::get<ToolRequest>(*d.request).dir == "/ctx/tool");
+  d = decode(R"({"op":"tool","name":"fs.read","dir":7})");  // a direct call naming no tier: the gate's ENOENT
+  REQUIRE(d.request);
+  CHECK(std::get<ToolRequest>(*d.request).direct);
+  CHECK(std::get<ToolRequest>(*d.request).dir.empty());
 }
 
 TEST_CASE("control request: every refusal says why", "[unit]") {
   const std::string no_op =
-      "|EINVAL|invalid_request|EINVAL: a request is one JSON object with \"op\" (create, start, stop, wait, delete)";
+      "|EINVAL|invalid_request|EINVAL: a request is one JSON object with \"op\" (create, start, stop, wait, delete, "
+      "model, tool)";
   CHECK(refusal("") == no_op);
   CHECK(refusal("{") == no_op);
   CHECK(refusal("[1]") == no_op);
@@ -109,6 +150,25 @@ TEST_CASE("control request: every refusal says why", "[unit]") {
         "start|EINVAL|invalid_request|EINVAL: command must be a string or an array of strings");
   CHECK(refusal(R"({"op":"start","name":"rev","cmd":"x"})") ==
         "start|EINVAL|invalid_request|EINVAL: unknown key 'cmd' in start");
+  CHECK(refusal(R"({"op":"create","replace":1,"request":{"name":"r"}})") ==
+        "create|EINVAL|invalid_request|EINVAL: \"replace\" is true or false");
+  CHECK(refusal(R"({"op":"delete"})") == "delete|EINVAL|invalid_request|EINVAL: \"name\" is required");
+  CHECK(refusal(R"({"op":"delete","name":"a.b"})").rfind("delete|EACCES|invalid_name|a.b: EACCES: ", 0) == 0);
+  CHECK(refusal(R"({"op":"delete","name":"nope"})") == "delete|EACCES|agent_policy|nope: EACCES: refused");
+  // tool and model: worded as their gates, which record and answer them.
+  CHECK(refusal(R"({"op":"tool"})") == "tool|EINVAL|invalid_request|tool needs \"name\", a string");
+  CHECK(refusal(R"({"op":"tool","name":["fs.read"]})") == "tool|EINVAL|invalid_request|tool needs \"name\", a string");
+  CHECK(refusal(R"({"op":"tool","name":"fs.read","args":"x"})") ==
+        "tool|EINVAL|invalid_request|unknown key 'args' in tool");
+  CHECK(refusal(R"({"op":"tool","tool":"fs.read"})") == "tool|EINVAL|invalid_request|unknown key 'tool' in tool");
+  CHECK(refusal(R"({"op":"model"})") == "model|EINVAL|invalid_request|model needs \"name\", a string");
+  CHECK(refusal(R"({"op":"model","name":null})") == "model|EINVAL|invalid_request|model needs \"name\", a string");
+  CHECK(refusal(R"({"op":"model","name":"debug/echo","dir":"/x"})") ==
+        "model|EINVAL|invalid_request|unknown key 'dir' in model");
+  CHECK(refusal(R"({"op":"model","model":"debug/echo"})") ==
+        "model|EINVAL|invalid_request|unknown key 'model' in model");
+  CHECK(refusal(R"({"op":"Tool","name":"fs.read"})") ==
+        "Tool|EINVAL|invalid_request|EINVAL: unknown op 'Tool' (create, start, stop, wait, delete, model, tool)");
 }
 
 TEST_CASE("control request: start asks the policy before reading its other keys", "[unit]") {
