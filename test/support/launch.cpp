@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
 #include "test/support/facility.hpp"
 
 #include <fcntl.h>
@@ -321,6 +322,29 @@ std::string probe_json_line(const std::string& out) {
   if (end == std::string::npos) return "{}";
   auto start = out.rfind('\n', end);
   return out.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+nlohmann::json probe(const RunResult& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(probe_json_line(r.out));
+}
+
+RunResult run_probe(const CtxTree& t, const LaunchMode& m, const std::string& agent, std::vector<std::string> checks) {
+  std::vector<std::string> args{agent, "--", "/probe"};
+  args.insert(args.end(), checks.begin(), checks.end());
+  return t.launch(args, m.as);
+}
+
+int init_pid_of(Spawned& sp) {
+  std::string first;
+  char c;
+  while (::read(sp.out_fd, &c, 1) == 1 && c != '\n') first += c;
+  return nlohmann::json::parse(first)["pid"];
+}
+
+std::string home_of(const CtxTree& t, const std::string& agent) {
+  return t.root() + "/home/" + std::to_string(t.owner().uid) + "/agent/" + agent;
 }
 
 }  // namespace ctx::test
