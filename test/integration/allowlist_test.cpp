@@ -19,9 +19,9 @@
 #include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
-using ctx::test::RunResult;
 using ctx::test::probe;
 using ctx::test::run_probe;
+using ctx::test::RunResult;
 
 namespace {
 

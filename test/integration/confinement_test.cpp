@@ -21,11 +21,11 @@
 #include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
-using ctx::test::RunResult;
-using ctx::test::TestUser;
 using ctx::test::init_pid_of;
 using ctx::test::probe;
 using ctx::test::run_probe;
+using ctx::test::RunResult;
+using ctx::test::TestUser;
 using nlohmann::json;
 
 namespace {

@@ -10,8 +10,8 @@
 #include "test/support/launch.hpp"
 
 using ctx::test::CtxTree;
-using ctx::test::RunResult;
 using ctx::test::run_probe;
+using ctx::test::RunResult;
 
 namespace {
 

@@ -17,10 +17,10 @@
 #include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
-using ctx::test::RunResult;
 using ctx::test::enter_own_userns;
-using ctx::test::write_file;
 using ctx::test::probe;
+using ctx::test::RunResult;
+using ctx::test::write_file;
 using nlohmann::json;
 
 namespace {
@@ -41,12 +41,13 @@ TEST_CASE("without user namespaces an unprivileged launch fails with the remedy"
       {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "ids"}, m.as, 60,
       {}, no_userns);
   CHECK(r.exit_code == 125);
-  CHECK(r.err ==
-        "ctx-agent-run: creating namespaces: clone3: ENOSPC (unprivileged user namespaces are unavailable to uid " +
-            std::to_string(m.owner.uid) +
-            ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
-            "its profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run) or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as "
-            "root from a systemd unit)\n");
+  CHECK(
+      r.err ==
+      "ctx-agent-run: creating namespaces: clone3: ENOSPC (unprivileged user namespaces are unavailable to uid " +
+          std::to_string(m.owner.uid) +
+          ": raise user.max_user_namespaces, set kernel.unprivileged_userns_clone=1, on Ubuntu load "
+          "its profile (apparmor_parser -r /etc/apparmor.d/ctx-agent-run) or set kernel.apparmor_restrict_unprivileged_userns=0, or launch as "
+          "root from a systemd unit)\n");
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
   // A failed clone3 leaves no agent socket behind.
   CHECK_FALSE(std::filesystem::exists(t.root() + "/agent/coder.sock"));

@@ -19,16 +19,17 @@
 #include "test/support/launch.hpp"
 
 using ctx::test::CtxTree;
-using ctx::test::RunResult;
 using ctx::test::home_of;
 using ctx::test::probe;
 using ctx::test::processes_mentioning;
 using ctx::test::run_probe;
+using ctx::test::RunResult;
 using nlohmann::json;
 
 namespace {
 
 using Mode = ctx::test::LaunchMode;
+using ctx::test::wait_gone;
 constexpr auto mode = ctx::test::launch_mode;
 
 }  // namespace
@@ -194,12 +195,7 @@ TEST_CASE("nothing keeps running after a failed launch or a killed supervisor", 
   REQUIRE(::kill(sp.pid, SIGKILL) == 0);
   RunResult r = ctx::test::wait_command(sp, 30);
   CHECK(r.exit_code == 128 + SIGKILL);
-  bool gone = false;
-  for (int i = 0; i < 100 && !gone; ++i) {
-    gone = processes_mentioning(token).empty();
-    if (!gone) ::usleep(20000);
-  }
-  CHECK(gone);
+  CHECK(wait_gone(token, 2000));
   // The watchdog left nothing stale: the agent is dead, with the reason,
   // its socket is gone (it used to stay `ready` until the next launch).
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");

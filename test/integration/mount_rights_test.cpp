@@ -13,9 +13,9 @@
 #include "test/support/launch.hpp"
 
 using ctx::test::CtxTree;
-using ctx::test::RunResult;
 using ctx::test::probe;
 using ctx::test::run_probe;
+using ctx::test::RunResult;
 using nlohmann::json;
 
 namespace {

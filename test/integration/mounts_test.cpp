@@ -19,11 +19,11 @@
 #include "test/support/namespaces.hpp"
 
 using ctx::test::CtxTree;
-using ctx::test::RunResult;
 using ctx::test::enter_own_userns;
-using ctx::test::write_file;
 using ctx::test::probe;
 using ctx::test::run_probe;
+using ctx::test::RunResult;
+using ctx::test::write_file;
 using nlohmann::json;
 
 namespace {

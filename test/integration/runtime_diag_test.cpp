@@ -51,8 +51,7 @@ TEST_CASE("ctx check refuses a runtime whose #!/usr/bin/env names a program that
   CtxTree t(m.owner);
   t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n"}});
   t.write("ctx/agent/coder", "#!/usr/bin/env nosuchinterp\n", 0755);
-  RunResult chk =
-      ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t.root(), "coder"}, m.as);
+  RunResult chk = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", t.root(), "coder"}, m.as);
   INFO(chk.out << chk.err);
   CHECK(chk.exit_code == 1);
   CHECK(chk.out.find("runtime /ctx/agent/coder: #!/usr/bin/env nosuchinterp: nosuchinterp is in none of the sandbox's "

@@ -22,10 +22,10 @@
 #include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
-using ctx::test::RunResult;
-using ctx::test::TestUser;
 using ctx::test::init_pid_of;
 using ctx::test::probe;
+using ctx::test::RunResult;
+using ctx::test::TestUser;
 using nlohmann::json;
 
 namespace {

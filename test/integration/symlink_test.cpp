@@ -10,10 +10,10 @@
 #include "test/support/launch.hpp"
 
 using ctx::test::CtxTree;
-using ctx::test::RunResult;
 using ctx::test::home_of;
 using ctx::test::probe;
 using ctx::test::run_probe;
+using ctx::test::RunResult;
 
 namespace {
 
