@@ -13,13 +13,20 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
+using ctx::test::probe;
+using ctx::test::run_probe;
 using ctx::test::RunResult;
 
 namespace {
+
+using Mode = ctx::test::LaunchMode;
+constexpr auto mode = ctx::test::launch_mode;
 
 const std::string kWhy =
     ", which is not a file system of plain files: a root launch takes mount sources only from those "
@@ -147,4 +154,31 @@ TEST_CASE("ctx check names each mount source's file system and what a root launc
     CHECK((c.out.find("coder.d/mount:3: " + dir + "/mq -> /mq: source " + dir + "/mq: EACCES: lies on mqueue" + kWhy) !=
            std::string::npos) == as_root);
   }
+}
+
+// Through a bound /proc an agent reaches the owner's processes' files
+// (/proc/<pid>/root) and writes into them as the owner: a root launch
+// takes sources only from file systems of plain files, and refuses an
+// rbind that holds another (the cases above have the rest).
+TEST_CASE("a root launch refuses pseudo file systems as mount sources", "[root]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"mount", t.base_mounts() + "/proc\t/hostproc\tro\tbind\n"}});
+  RunResult p = run_probe(t, m, "coder", {"ids"});
+  CHECK(p.exit_code == 125);
+  CHECK(p.err ==
+        "ctx-agent-run: coder.d/mount:3: /proc -> /hostproc: source /proc: EACCES: lies on proc, which is not a file "
+        "system of plain files: a root launch takes mount sources only from those (docs/security.md, \"Mount sources "
+        "of a root launch\"); bind a directory of a disk, memory or network file system instead, or remove the "
+        "line\n");
+  t.agent("coder", {{"mount", t.base_mounts() + "/sys/kernel\t/k\tro\tbind\n"}});
+  CHECK(run_probe(t, m, "coder", {"ids"}).err.find("source /sys/kernel: EACCES: lies on sysfs,") != std::string::npos);
+  t.agent("coder", {{"mount", t.base_mounts() + "/\t/host\tro\trbind\n"}});
+  RunResult all = run_probe(t, m, "coder", {"ids"});
+  CHECK(all.exit_code == 125);
+  CHECK(all.err.find("source /: EACCES: holds ") != std::string::npos);
+  CHECK(all.err.find("use bind instead of rbind") != std::string::npos);
+  // A plain bind of / brings no submount: allowed.
+  t.agent("coder", {{"mount", t.base_mounts() + "/\t/host\tro\tbind\n"}});
+  probe(run_probe(t, m, "coder", {"ids"}));
 }

@@ -18,30 +18,18 @@
 #include "test/support/launch.hpp"
 
 using ctx::test::CtxTree;
+using ctx::test::lexists;
 using ctx::test::RunResult;
+using ctx::test::slurp;
 using ctx::test::TestUser;
 using nlohmann::json;
 
 namespace {
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string cgroup2() {
-  auto mounts = ctx::sys::read_mountinfo();
-  REQUIRE(mounts);
-  auto m = ctx::cgroup::find_cgroup2(*mounts);
+  auto m = ctx::test::cgroup2_mount();
   REQUIRE(m);
-  return m->mount_point;
-}
-
-bool exists(const std::string& p) {
-  struct stat st {};
-  return ::lstat(p.c_str(), &st) == 0;
+  return *m;
 }
 
 }  // namespace
@@ -52,8 +40,7 @@ TEST_CASE("a root launch runs in <cgroup2>/cortexfs/user-<owner>/agent-<name>[-<
   REQUIRE(owner);
   CtxTree t(*owner);
   t.agent("cgcoder");
-  std::string agent_dir = cgroup2() + "/cortexfs/user-" + std::to_string(owner->uid) + "/" +
-                          ctx::cgroup::agent_cgroup_name("cgcoder", t.root());
+  std::string agent_dir = ctx::test::agent_cgroup(t, "cgcoder").value();
   auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(),
                                       "--json-status-fd", "1", "cgcoder", "--", "/probe", "notify:READY=1", "sleep:30"},
                                      TestUser{0, 0, "root"});
@@ -70,7 +57,7 @@ TEST_CASE("a root launch runs in <cgroup2>/cortexfs/user-<owner>/agent-<name>[-<
   auto nl = r.out.find('\n');
   json started = json::parse(r.out.substr(0, nl));
   CHECK(started["cgroup"] == agent_dir + "/runtime");
-  CHECK_FALSE(exists(agent_dir));
+  CHECK_FALSE(lexists(agent_dir));
 }
 
 TEST_CASE("leftovers of a dead instance are killed and removed at the next launch", "[cgroup]") {
@@ -102,7 +89,7 @@ TEST_CASE("leftovers of a dead instance are killed and removed at the next launc
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGKILL);
   CHECK(t.dir().read("ctx/agent/cgleft.d/log").find("\"type\":\"agent.reap\"") != std::string::npos);
-  CHECK_FALSE(exists(agent_dir));
+  CHECK_FALSE(lexists(agent_dir));
 }
 
 TEST_CASE("a limit whose controller is not delegated is an error, not a silent skip", "[cgroup]") {
@@ -135,7 +122,7 @@ TEST_CASE("a limit whose controller is not delegated is an error, not a silent s
                        cgroup2() + "/cortexfs" +
                        " (cgroup.controllers: " + (avail.empty() ? std::string("none") : avail) +
                        "); delegate it (systemd: Delegate=yes) or remove the line\n");
-    CHECK_FALSE(exists(base + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root())));
+    CHECK_FALSE(lexists(base + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root())));
   }
 }
 
@@ -184,7 +171,7 @@ TEST_CASE("limits are applied to the agent's subtree and hold for its runtime an
                     {"policy", "allow cglim_t agent:kid create\nallow cglim_t agent:kid start\n"},
                     {"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + t.root() + "/home/" +
                                   uid + "/agent/cglim\t/ctx/home/" + uid + "/agent/cglim\trw\tbind,nosuid,nodev\n"}});
-  std::string dir = cgroup2() + "/cortexfs/user-" + uid + "/" + ctx::cgroup::agent_cgroup_name("cglim", t.root());
+  std::string dir = ctx::test::agent_cgroup(t, "cglim").value();
   // 30 sleepers under pids.max=20: the forks fail part of the way. They are
   // started by a subshell because a POSIX shell exits when a fork fails
   // ("sh: Cannot fork"); the runtime itself then execs the probe, which
@@ -205,7 +192,7 @@ TEST_CASE("limits are applied to the agent's subtree and hold for its runtime an
   CHECK_FALSE(slurp(dir + "/child/kid/runtime/cgroup.procs").empty());  // the child counts against the parent's limits
   ::kill(sp.pid, SIGTERM);
   ctx::test::wait_command(sp, 30);
-  CHECK_FALSE(exists(dir));
+  CHECK_FALSE(lexists(dir));
 }
 
 // The agent view's server is in the agent's subtree (its limits cover what
@@ -216,8 +203,7 @@ TEST_CASE("the agent view's server runs in <agent>/view, under the agent's limit
   REQUIRE(owner);
   CtxTree t(*owner);
   t.agent("cgview", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n"}});
-  std::string agent_dir = cgroup2() + "/cortexfs/user-" + std::to_string(owner->uid) + "/" +
-                          ctx::cgroup::agent_cgroup_name("cgview", t.root());
+  std::string agent_dir = ctx::test::agent_cgroup(t, "cgview").value();
   auto sp = ctx::test::spawn_command({ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "cgview",
                                       "--", "/probe", "notify:READY=1", "sleep:30"},
                                      TestUser{0, 0, "root"});
@@ -233,5 +219,5 @@ TEST_CASE("the agent view's server runs in <agent>/view, under the agent's limit
   INFO(r.err);
   CHECK(r.exit_code == 143);
   CHECK(r.err.find("view") == std::string::npos);  // the view ended with its mount, not as a death
-  CHECK_FALSE(exists(agent_dir));
+  CHECK_FALSE(lexists(agent_dir));
 }

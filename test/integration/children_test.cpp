@@ -16,15 +16,14 @@
 #include <sstream>
 
 #include "agentdir/child.hpp"
-#include "cgroup/discover.hpp"
-#include "cgroup/placement.hpp"
-#include "sys/mountinfo.hpp"
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
 
+using ctx::test::agent_cgroup;
 using ctx::test::CtxTree;
 using ctx::test::RunResult;
 using ctx::test::TestUser;
+using ctx::test::wait_gone;
 using nlohmann::json;
 
 namespace {
@@ -99,28 +98,12 @@ bool has_event(const std::vector<json>& ev, const json& want) {
   return false;
 }
 
-bool wait_gone(const std::string& token, int ms = 10000) {
-  for (int waited = 0; waited < ms; waited += 20) {
-    if (ctx::test::processes_mentioning(token).empty()) return true;
-    ::usleep(20000);
-  }
-  return false;
-}
-
 std::vector<std::string> json_lines(const std::string& out) {
   std::vector<std::string> v;
   std::istringstream in(out);
   for (std::string line; std::getline(in, line);)
     if (!line.empty() && line[0] == '{') v.push_back(line);
   return v;
-}
-
-std::string agent_cgroup(const Family& f, const std::string& agent) {
-  auto mounts = ctx::sys::read_mountinfo();
-  REQUIRE(mounts);
-  auto m = ctx::cgroup::find_cgroup2(*mounts);
-  REQUIRE(m);
-  return m->mount_point + "/cortexfs/user-" + f.uid + "/" + ctx::cgroup::agent_cgroup_name(agent, f.t.root());
 }
 
 }  // namespace
@@ -490,7 +473,7 @@ TEST_CASE("SIGKILL of the parent's runtime or supervisor leaves no descendant an
       CHECK(has_event(events(f, "rev"), {{"type", "agent.child.cancel"}, {"child", "sub"}, {"reason", "parent_dead"}}));
       CHECK(has_event(events(f, "rev"), {{"type", "agent.stop"}, {"status", "cancelled"}}));
       CHECK(has_event(events(f, "sub"), {{"type", "agent.stop"}, {"status", "cancelled"}}));
-      if (f.m.privileged) CHECK_FALSE(std::filesystem::exists(agent_cgroup(f, "coder")));
+      if (f.m.privileged) CHECK_FALSE(std::filesystem::exists(agent_cgroup(f.t, "coder").value()));
     }
   }
 }
@@ -505,7 +488,7 @@ TEST_CASE("a child's cgroup lies below its parent's: <agent>/child/<name>/runtim
                        " >/dev/null; exec /probe notify:READY=1 " + token);
   REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/rev.d/status", "ready\n", 20000));
   REQUIRE(ctx::test::wait_for_file(f.t.root() + "/agent/coder.d/status", "ready\n", 20000));
-  std::string cg = agent_cgroup(f, "coder");
+  std::string cg = agent_cgroup(f.t, "coder").value();
   CHECK(ctx::test::read_file(cg + "/cgroup.procs").empty());
   CHECK(ctx::test::read_file(cg + "/child/cgroup.procs").empty());
   CHECK(ctx::test::read_file(cg + "/child/rev/cgroup.procs").empty());  // no internal process

@@ -18,6 +18,7 @@
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
 
+using ctx::test::count_of;
 using ctx::test::CtxTree;
 using ctx::test::RunResult;
 using ctx::test::TestUser;
@@ -94,12 +95,6 @@ struct MarkTree {
   RunResult sh(const std::string& cmd) { return t.launch({"coder", "--", "/bin/sh", "-c", cmd}, as); }
   std::vector<std::string> left() const { return ctx::test::names_in(marks); }
 };
-
-std::size_t count(const std::string& hay, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
-  return n;
-}
 
 }  // namespace
 
@@ -232,7 +227,7 @@ TEST_CASE("conformance: AGENTS.rc, a tool's origin and MCP or skill config files
   CHECK(denied.exit_code == 0);
   CHECK(denied.out.find("config-visible\n") != std::string::npos);  // an ordinary file in the view
   CHECK(denied.out.find("hello") == std::string::npos);
-  CHECK(count(denied.out, "rc=13\n") == 2);
+  CHECK(count_of(denied.out, "rc=13\n") == 2);
   CHECK(denied.out.find("/ctx/evil") == std::string::npos);
   // With the grant, the tool runs; origin still does not.
   m.coder(project + "\t/work\tro\tbind,nosuid,nodev,noexec\n", "allow coder_t tool:greet execute\n");
@@ -272,7 +267,7 @@ TEST_CASE("conformance: CTX_PATH finds tools only: a model or agent name in a to
   CHECK(r.out.find("path=/ctx/tool:/ctx/home/" + m.uid + "/tool\n") != std::string::npos);
   CHECK(r.out.find("model-ran\nrc=0\n") != std::string::npos);
   CHECK(r.out.find("rc=2\n") != std::string::npos);  // ctx model: ENOENT, not the tool
-  CHECK(count(r.out, "tool-ran\n") == 1);            // only ctx tool ran it
+  CHECK(count_of(r.out, "tool-ran\n") == 1);         // only ctx tool ran it
   CHECK(r.out.find("tool-ran\nrc=0\n") != std::string::npos);
   CHECK(m.left().empty());
   CHECK(r.out.find("MARK-") == std::string::npos);

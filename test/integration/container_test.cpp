@@ -16,6 +16,7 @@
 #include <string>
 
 #include "test/support/launch.hpp"
+#include "test/support/namespaces.hpp"
 
 using ctx::test::CtxTree;
 using ctx::test::RunResult;
@@ -23,23 +24,11 @@ using ctx::test::TestUser;
 
 namespace {
 
-bool write_file(const char* path, const std::string& v) {
-  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size());
-  ::close(fd);
-  return ok;
-}
-
 // In the child about to exec: a user and mount namespace of its own (the
 // owner's ids mapped to themselves) with /dev/null bound over
 // /proc/version, as an engine masks /proc/kcore.
 bool enter_masked_proc(const TestUser& u) {
-  if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || ::unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) return false;
-  std::string uid = std::to_string(u.uid), gid = std::to_string(u.gid);
-  if (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", uid + " " + uid + " 1") ||
-      !write_file("/proc/self/gid_map", gid + " " + gid + " 1"))
-    return false;
+  if (!ctx::test::enter_own_userns(u, CLONE_NEWNS)) return false;
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return false;
   return ::mount("/dev/null", "/proc/version", nullptr, MS_BIND, nullptr) == 0;
 }
@@ -66,8 +55,8 @@ bool refuse_new_userns() {
   // The argument test spelled out: SCMP_A0 is a compound literal, which
   // C++ does not have (clang refuses it).
   const scmp_arg_cmp newuser{0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER};
-  bool ok = seccomp_rule_add_array(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1, &newuser) == 0 &&
-            seccomp_load(f) == 0;
+  bool ok =
+      seccomp_rule_add_array(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1, &newuser) == 0 && seccomp_load(f) == 0;
   seccomp_release(f);
   return ok;
 }

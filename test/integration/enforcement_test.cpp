@@ -20,17 +20,11 @@
 
 using ctx::test::CtxTree;
 using ctx::test::RunResult;
+using ctx::test::count_of;
+using ctx::test::lexists;
 using nlohmann::json;
 
 namespace {
-
-bool exists(const std::string& p) { return std::filesystem::exists(std::filesystem::symlink_status(p)); }
-
-std::size_t count(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
 
 // Waits until a file exists and is not empty.
 bool wait_nonempty(const std::string& path, int timeout_ms = 20000) {
@@ -98,8 +92,8 @@ TEST_CASE("enforcement: --owned-by naming the caller's own shell is refused by t
                      "(ctx agent start rev), so that it is cancelled with its parent; --owned-by " +
                      shell + " is not the supervisor coder.d/pid names; or remove rev.d/parent to run it as an agent "
                              "of its own\n");
-  CHECK_FALSE(exists(p.rev_output()));
-  CHECK_FALSE(exists(p.t.root() + "/agent/rev.d/status"));
+  CHECK_FALSE(lexists(p.rev_output()));
+  CHECK_FALSE(lexists(p.t.root() + "/agent/rev.d/status"));
 }
 
 // A child's files are the owner's to edit after create. One that gains a
@@ -124,7 +118,7 @@ TEST_CASE("enforcement: a child's mount file widened after create is refused at 
   CHECK(a["message"] == "rev: " + p.t.root() + "/agent/rev.d/mount:" + std::to_string(line) +
                             ": /etc -> /hostetc: EACCES: not visible to the parent (no parent mount shows /etc); "
                             "remove the line or create the child again from coder");
-  CHECK_FALSE(exists(p.rev_output()));
+  CHECK_FALSE(lexists(p.rev_output()));
 }
 
 // docs/security.md, "Links an agent plants for its next launch": any
@@ -193,8 +187,8 @@ TEST_CASE("enforcement: ctx check run as root reports a uid and a gid the owner 
   RunResult c = check();
   INFO(c.out << c.err);
   CHECK(c.exit_code != 0);
-  CHECK(count(c.out, uid0 + "\n") == 1);
-  CHECK(count(c.out, group0 + "\n") == 1);
+  CHECK(count_of(c.out, uid0 + "\n") == 1);
+  CHECK(count_of(c.out, group0 + "\n") == 1);
   CHECK(c.out.find("\n2 errors, ") != std::string::npos);
   RunResult l = t.launch({"coder", "--", "/probe", "ids"}, m.as);
   CHECK(l.exit_code == 125);

@@ -19,18 +19,17 @@
 #include <string>
 #include <vector>
 
-#include "cgroup/discover.hpp"
-#include "cgroup/placement.hpp"
 #include "sys/fault.hpp"
-#include "sys/mountinfo.hpp"
 #include "test/support/launch.hpp"
 #include "test/support/pty.hpp"
 #include "test/support/tempdir.hpp"
 
+using ctx::test::agent_cgroup;
 using ctx::test::CtxTree;
 using ctx::test::LaunchMode;
 using ctx::test::RunResult;
 using ctx::test::TestUser;
+using ctx::test::wait_gone;
 
 namespace {
 
@@ -40,29 +39,7 @@ std::vector<LaunchMode> modes() {
   return {LaunchMode{true, TestUser{0, 0, "root"}, *u}, LaunchMode{false, *u, *u}};
 }
 
-bool wait_gone(const std::string& token, int ms = 15000) {
-  for (int waited = 0; waited < ms; waited += 20) {
-    if (ctx::test::processes_mentioning(token).empty()) return true;
-    ::usleep(20000);
-  }
-  return false;
-}
-
-// The agent's cgroup when cgroup2 is mounted (a root launch places it
-// there; the test user has no writable cgroup on this machine kind).
-std::string agent_cgroup(const CtxTree& t, const std::string& agent) {
-  auto mounts = ctx::sys::read_mountinfo();
-  if (!mounts) return {};
-  auto m = ctx::cgroup::find_cgroup2(*mounts);
-  if (!m) return {};
-  return m->mount_point + "/cortexfs/user-" + std::to_string(t.owner().uid) + "/" +
-         ctx::cgroup::agent_cgroup_name(agent, t.root());
-}
-
-std::string file(const CtxTree& t, const std::string& rel) {
-  std::ifstream in(t.root() + "/" + rel);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+std::string file(const CtxTree& t, const std::string& rel) { return ctx::test::slurp(t.root() + "/" + rel); }
 
 // Everything of the tree's launches that is still there once they ended:
 // processes, mounts, sockets, cgroups, temporary files, a status other
@@ -79,7 +56,7 @@ std::vector<std::string> leftovers(const CtxTree& t, const std::vector<std::stri
     if (std::filesystem::exists(t.root() + "/agent/" + a + ".sock")) out.push_back(a + ".sock");
     if (std::string s = file(t, "agent/" + a + ".d/status"); !s.empty() && s != "dead\n")
       out.push_back(a + ".d/status is " + s);
-    if (std::string cg = agent_cgroup(t, a); !cg.empty() && std::filesystem::exists(cg)) out.push_back("cgroup " + cg);
+    if (auto cg = agent_cgroup(t, a); cg && std::filesystem::exists(*cg)) out.push_back("cgroup " + *cg);
   }
   for (const auto& e : std::filesystem::recursive_directory_iterator(t.root() + "/agent"))
     if (temporary && e.path().filename().string().find(".tmp") != std::string::npos)

@@ -29,23 +29,17 @@
 #include <vector>
 
 #include "test/support/launch.hpp"
+#include "test/support/namespaces.hpp"
 #include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
 using ctx::test::RunResult;
+using ctx::test::write_file;
 using nlohmann::json;
 
 namespace {
 
 constexpr std::size_t kPage = 4096;
-
-bool write_file(const char* path, const std::string& v) {
-  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size());
-  ::close(fd);
-  return ok;
-}
 
 // A tmpfs of `size` over the tree's CTX root (its content copied in), in
 // the mount namespace of a helper that lives as long as this object; for

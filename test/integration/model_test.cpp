@@ -14,6 +14,7 @@
 #include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
+using ctx::test::first_json_line;
 using ctx::test::RunResult;
 using ctx::test::TestUser;
 
@@ -76,8 +77,6 @@ ModelTree make_tree() {
   TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
   return ModelTree(*u, as);
 }
-
-nlohmann::json first_json_line(const std::string& err) { return nlohmann::json::parse(err.substr(0, err.find('\n'))); }
 
 }  // namespace
 

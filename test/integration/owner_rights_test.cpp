@@ -18,6 +18,7 @@
 #include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
+using ctx::test::lexists;
 using ctx::test::RunResult;
 
 namespace {
@@ -50,11 +51,6 @@ std::vector<std::string> listing(const std::string& dir) {
 void own(const std::string& path, uid_t uid, gid_t gid, mode_t mode) {
   REQUIRE(::lchown(path.c_str(), uid, gid) == 0);
   REQUIRE(::chmod(path.c_str(), mode) == 0);
-}
-
-bool exists(const std::string& p) {
-  struct stat st {};
-  return ::lstat(p.c_str(), &st) == 0;
 }
 
 // Every entry below dir (and dir) belongs to uid:gid.
@@ -109,9 +105,9 @@ TEST_CASE("a launch into a shared space its owner may not write is refused and c
   CHECK(r.out.empty());
   CHECK(r.err == o.refusal());
   CHECK(listing(o.space) == before);
-  CHECK_FALSE(exists(o.space + "/agent"));
-  CHECK_FALSE(exists(o.t.root() + "/agent/coder.d/status"));
-  CHECK_FALSE(exists(o.t.root() + "/home/" + std::to_string(o.m.owner.uid) + "/agent/coder/session"));
+  CHECK_FALSE(lexists(o.space + "/agent"));
+  CHECK_FALSE(lexists(o.t.root() + "/agent/coder.d/status"));
+  CHECK_FALSE(lexists(o.t.root() + "/home/" + std::to_string(o.m.owner.uid) + "/agent/coder/session"));
 }
 
 // Attack: the other user's session in its space; the root supervisor
@@ -150,7 +146,7 @@ TEST_CASE("another user's session in a shared space stays untouched by a launch 
                      "rights of the agent's owner, uid " +
                      std::to_string(o.m.owner.uid) + ", who may not write there; the agent was not started)\n");
   CHECK(listing(o.space) == open_before);
-  CHECK_FALSE(exists(o.t.root() + "/agent/coder.d/status"));
+  CHECK_FALSE(lexists(o.t.root() + "/agent/coder.d/status"));
 }
 
 // The decision (docs/launcher.md, "Files a root supervisor makes for the
@@ -198,8 +194,8 @@ TEST_CASE("the home's directories and session files a root launch makes belong t
     all_owned_by(home + "/" + d, m.owner.uid, m.owner.gid);
   }
   for (const char* f : {"created_at", "updated_at", "state", "cwd", "meta.json", "events.jsonl"})
-    CHECK(exists(home + "/session/default/" + f));
-  CHECK(exists(home + "/session/index/by-cwd/%2Fusr"));
+    CHECK(lexists(home + "/session/default/" + f));
+  CHECK(lexists(home + "/session/index/by-cwd/%2Fusr"));
   // The supervisor's own records in <name>.d stay root's (docs/launcher.md).
   struct stat st {};
   REQUIRE(::lstat((t.root() + "/agent/coder.d/status").c_str(), &st) == 0);
@@ -231,7 +227,7 @@ TEST_CASE("a child's files that a root supervisor makes belong to the owner", "[
   all_owned_by(home + "/coder/session/default/context", m.owner.uid, m.owner.gid);
   all_owned_by(home + "/rev", m.owner.uid, m.owner.gid);
   CHECK(ctx::test::read_file(home + "/coder/session/default/context/child/rev/status") == "done\n");
-  CHECK(exists(home + "/rev/session/default/output.log"));
+  CHECK(lexists(home + "/rev/session/default/output.log"));
   struct stat st {};
   REQUIRE(::lstat((t.root() + "/agent/rev.d/policy").c_str(), &st) == 0);
   CHECK(st.st_uid == 0);

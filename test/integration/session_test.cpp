@@ -12,6 +12,7 @@
 #include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
+using ctx::test::lexists;
 using ctx::test::RunResult;
 using nlohmann::json;
 
@@ -20,11 +21,6 @@ namespace {
 bool is_dir(const std::string& p) {
   struct stat st {};
   return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool exists(const std::string& p) {
-  struct stat st {};
-  return ::lstat(p.c_str(), &st) == 0;
 }
 
 uid_t owner_of(const std::string& p) {
@@ -64,8 +60,8 @@ TEST_CASE("session: a launch keeps created_at, updated_at, cwd, meta.json, conte
   CHECK(ctx::test::read_file(home + "/session/index/by-cwd/%2Fusr") == "default\n");
   CHECK(ctx::test::read_file(s + "/events.jsonl").find("\"type\":\"agent.start\"") != std::string::npos);
   // messages.jsonl and latest.md are the runtime's: the launcher makes neither.
-  CHECK_FALSE(exists(s + "/messages.jsonl"));
-  CHECK_FALSE(exists(s + "/latest.md"));
+  CHECK_FALSE(lexists(s + "/messages.jsonl"));
+  CHECK_FALSE(lexists(s + "/latest.md"));
 
   // Another session in the same cwd takes the index entry; a failed run
   // ends "failed"; created_at of a resumed session stays.
@@ -87,8 +83,8 @@ TEST_CASE("session: the name 'index' is refused before anything is made", "[root
   RunResult r = t.launch({"--session", "index", "coder", "--", "/probe", "ids"}, m.as);
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--session index: 'index' is reserved") != std::string::npos);
-  CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
-  CHECK_FALSE(exists(t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder/session"));
+  CHECK_FALSE(lexists(t.root() + "/agent/coder.d/status"));
+  CHECK_FALSE(lexists(t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder/session"));
 }
 
 TEST_CASE("session: a launch that cannot make its session directory is refused and writes no record",
@@ -107,10 +103,10 @@ TEST_CASE("session: a launch that cannot make its session directory is refused a
   CHECK(r.err.find(t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/default") !=
         std::string::npos);
   CHECK(r.err.find("the agent was not started") != std::string::npos);
-  CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
-  CHECK_FALSE(exists(t.root() + "/agent/coder.d/pid"));
-  CHECK_FALSE(exists(t.root() + "/agent/coder.d/log"));
-  CHECK_FALSE(exists("/tmp/created_at"));
+  CHECK_FALSE(lexists(t.root() + "/agent/coder.d/status"));
+  CHECK_FALSE(lexists(t.root() + "/agent/coder.d/pid"));
+  CHECK_FALSE(lexists(t.root() + "/agent/coder.d/log"));
+  CHECK_FALSE(lexists("/tmp/created_at"));
 }
 
 TEST_CASE("session policy: a launch into a session its policy does not grant is refused and runs nothing",
@@ -127,8 +123,8 @@ TEST_CASE("session policy: a launch into a session its policy does not grant is 
   CHECK(none.err == "ctx-agent-run: " + policy +
                         ": EACCES: creating session default needs 'allow coder_t session:default write'; add that "
                         "line to the policy (the agent was not started)\n");
-  CHECK_FALSE(exists(sessions + "/default"));
-  CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
+  CHECK_FALSE(lexists(sessions + "/default"));
+  CHECK_FALSE(lexists(t.root() + "/agent/coder.d/status"));
   // write makes it; resuming it needs resume.
   t.agent("coder", {{"policy", "allow coder_t session:default write\n"}}, true, false);
   RunResult made = t.launch({"coder", "--", "/bin/sh", "-c", "echo ran"}, m.as);
@@ -144,7 +140,7 @@ TEST_CASE("session policy: a launch into a session its policy does not grant is 
   RunResult other = t.launch({"--session", "review", "coder", "--", "/bin/sh", "-c", "echo ran"}, m.as);
   CHECK(other.exit_code == 125);
   CHECK(other.err.find("'allow coder_t session:review write'") != std::string::npos);
-  CHECK_FALSE(exists(sessions + "/review"));
+  CHECK_FALSE(lexists(sessions + "/review"));
 }
 
 // docs/abi-policy.md, "session": the agent's other sessions are masked
@@ -247,9 +243,9 @@ TEST_CASE("shared session: --session-space keeps the session files, events.jsonl
   CHECK(ctx::test::read_file(space + "/agent/coder/session/index/by-cwd/%2Fusr") == "review\n");
   CHECK(ctx::test::read_file(s + "/events.jsonl").find("\"type\":\"agent.start\"") != std::string::npos);
   // None of it in the home, nor the space's home tree (data/, cache/, log/).
-  CHECK_FALSE(exists(home + "/session/review"));
-  CHECK_FALSE(exists(home + "/session/index/by-cwd/%2Fusr"));
-  CHECK_FALSE(exists(space + "/agent/coder/data"));
+  CHECK_FALSE(lexists(home + "/session/review"));
+  CHECK_FALSE(lexists(home + "/session/index/by-cwd/%2Fusr"));
+  CHECK_FALSE(lexists(space + "/agent/coder/data"));
   // Resuming it is the usual session:review resume; where no bind shows the
   // space, CTX_SESSION_DIR is not set.
   t.agent("coder", {{"cwd", "/usr\n"}, {"policy", "allow coder_t shared:proj write\n"}});
@@ -260,7 +256,7 @@ TEST_CASE("shared session: --session-space keeps the session files, events.jsonl
   CHECK(again.exit_code == 0);
   CHECK(again.out == "proj unset\n");
   CHECK(ctx::test::read_file(s + "/created_at") == created);
-  CHECK_FALSE(exists(home + "/session/review"));
+  CHECK_FALSE(lexists(home + "/session/review"));
 }
 
 TEST_CASE("shared session: --session-space is refused without shared:<space> write or a space, before anything is made",
@@ -276,12 +272,12 @@ TEST_CASE("shared session: --session-space is refused without shared:<space> wri
   CHECK(r.err == "ctx-agent-run: " + policy +
                      ": EACCES: a session in shared space proj needs 'allow coder_t shared:proj write'; add that "
                      "line to the policy (the agent was not started)\n");
-  CHECK_FALSE(exists(t.root() + "/shared/proj/agent"));
-  CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
+  CHECK_FALSE(lexists(t.root() + "/shared/proj/agent"));
+  CHECK_FALSE(lexists(t.root() + "/agent/coder.d/status"));
   // shared:proj read is not enough.
   t.set_policy("coder", "allow coder_t shared:proj read\n");
   CHECK(t.launch({"--session-space", "proj", "coder", "--", "/bin/true"}, m.as).exit_code == 125);
-  CHECK_FALSE(exists(t.root() + "/shared/proj/agent"));
+  CHECK_FALSE(lexists(t.root() + "/shared/proj/agent"));
   // A space that does not exist: ENOENT with the fix.
   t.set_policy("coder", "allow coder_t shared:nosuch write\n");
   RunResult missing = t.launch({"--session-space", "nosuch", "coder", "--", "/bin/true"}, m.as);
@@ -289,7 +285,7 @@ TEST_CASE("shared session: --session-space is refused without shared:<space> wri
   CHECK(missing.err == "ctx-agent-run: --session-space nosuch: " + t.root() +
                            "/shared/nosuch: ENOENT: no such shared space; make it with 'ctx init --shared nosuch' "
                            "(the agent was not started)\n");
-  CHECK_FALSE(exists(t.root() + "/shared/nosuch"));
+  CHECK_FALSE(lexists(t.root() + "/shared/nosuch"));
   // Not a space name; not for an owned child.
   RunResult bad = t.launch({"--session-space", "../proj", "coder", "--", "/bin/true"}, m.as);
   CHECK(bad.exit_code == 2);
@@ -297,8 +293,8 @@ TEST_CASE("shared session: --session-space is refused without shared:<space> wri
   RunResult owned = t.launch({"--session-space", "proj", "--owned-by", "1", "coder", "--", "/bin/true"}, m.as);
   CHECK(owned.exit_code == 2);
   CHECK(owned.err.find("ENOTSUP") != std::string::npos);
-  CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
-  CHECK_FALSE(exists(t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder/session"));
+  CHECK_FALSE(lexists(t.root() + "/agent/coder.d/status"));
+  CHECK_FALSE(lexists(t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder/session"));
 }
 
 // Attack: whoever can write the space plants a symlink where the agent's
@@ -325,9 +321,9 @@ TEST_CASE("shared session: a symlink planted at shared/<space>/agent/<name> or i
     CHECK(r.out.empty());
     CHECK(r.err.find("the agent was not started") != std::string::npos);
     CHECK(r.err.find(agent) != std::string::npos);
-    CHECK_FALSE(exists(decoy + "/session"));
-    CHECK_FALSE(exists(decoy + "/default"));
-    CHECK_FALSE(exists(decoy + "/index"));
-    CHECK_FALSE(exists(t.root() + "/agent/coder.d/status"));
+    CHECK_FALSE(lexists(decoy + "/session"));
+    CHECK_FALSE(lexists(decoy + "/default"));
+    CHECK_FALSE(lexists(decoy + "/index"));
+    CHECK_FALSE(lexists(t.root() + "/agent/coder.d/status"));
   }
 }

@@ -21,6 +21,7 @@
 #include "test/support/tempdir.hpp"
 
 using ctx::test::CtxTree;
+using ctx::test::first_json_line;
 using ctx::test::RunResult;
 using ctx::test::TestUser;
 using nlohmann::json;
@@ -60,8 +61,6 @@ ToolTree make_tree() {
   TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
   return ToolTree(*u, as);
 }
-
-json first_json_line(const std::string& err) { return json::parse(err.substr(0, err.find('\n'))); }
 
 // Sets an access ACL on a directory that gives `uid` no access and keeps
 // the mode 0755 for everyone else (the xattr's format: a little-endian

@@ -24,6 +24,7 @@ using nlohmann::json;
 namespace {
 
 using Mode = ctx::test::LaunchMode;
+using ctx::test::probe;
 
 // Writes the user agent `name` of uid `u` (owner u, like CtxTree::agent
 // otherwise): home/<u>/agent/<name>.d and its home's root.
@@ -52,12 +53,6 @@ void user_agent(CtxTree& t, std::uint32_t u, std::uint32_t gid, const std::strin
     if (v) t.write(home + ".d/" + k, *v);
 }
 
-json probe_of(const RunResult& r) {
-  INFO("stdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE(r.exit_code == 0);
-  return json::parse(ctx::test::probe_json_line(r.out));
-}
-
 std::set<std::string> env_of(const json& j) { return std::set<std::string>(j["env"].begin(), j["env"].end()); }
 
 }  // namespace
@@ -70,7 +65,7 @@ TEST_CASE("a user agent launches from home/<U>/agent with its owner's identity a
   // Only the user tier has it: no --user needed by its owner; root names it.
   std::vector<std::string> args{"ucoder", "--", "/probe", "ids", "env", "hostname"};
   if (m.privileged) args.insert(args.begin(), {"--user", uid});
-  json j = probe_of(t.launch(args, m.as));
+  json j = probe(t.launch(args, m.as));
   CHECK(j["hostname"] == "ucoder");
   auto env = env_of(j);
   CHECK(env.count("CTX_HOME=/ctx/home/" + uid) == 1);
@@ -196,7 +191,7 @@ TEST_CASE("CTX_HOME is the owner's home even when the runtime uid is not the own
     INFO(agent);
     std::vector<std::string> args{agent, "--", "/probe", "ids", "env"};
     if (agent == "isouser") args.insert(args.begin(), {"--user", uid});
-    json j = probe_of(t.launch(args, m.as));
+    json j = probe(t.launch(args, m.as));
     CHECK(j["ids"]["uid"] == json{2000001, 2000001, 2000001});
     // Not home/2000001: that uid has no home tree; the sessions and state
     // are the owner's (docs/launcher.md "Environment").

@@ -19,6 +19,7 @@
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
 
+using ctx::test::count_of;
 using ctx::test::CtxTree;
 using ctx::test::RunResult;
 using ctx::test::TestUser;
@@ -82,12 +83,6 @@ ViewTree make_tree(const std::string& backend = "fuse") {
   REQUIRE(u);
   TestUser as = ctx::test::current_facility() == "root" ? TestUser{0, 0, "root"} : *u;
   return ViewTree(*u, as, backend);
-}
-
-std::size_t count(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
 }
 
 }  // namespace
@@ -167,12 +162,12 @@ TEST_CASE("a tool run through the view is recorded once, as through ctx tool", "
   INFO(d.out << d.err);
   CHECK(d.out == "read-ran\nread-ran\n");
   std::string added = v.events().substr(before.size());
-  CHECK(count(added, "\"type\":\"tool.call\"") == 2);  // two runs; reading it is not a call
-  CHECK(count(added, "\"object\":\"tool/fs.read\"") == 2);
+  CHECK(count_of(added, "\"type\":\"tool.call\"") == 2);  // two runs; reading it is not a call
+  CHECK(count_of(added, "\"object\":\"tool/fs.read\"") == 2);
   // Both recorded by the supervisor: the exec runs the helper shown at the
   // tool's name, which asks it (a direct call); ctx tool asks it itself.
-  CHECK(count(added, "\"via\":\"exec\"") == 1);
-  CHECK(count(added, "\"via\":\"ctx tool\"") == 1);
+  CHECK(count_of(added, "\"via\":\"exec\"") == 1);
+  CHECK(count_of(added, "\"via\":\"ctx tool\"") == 1);
 }
 
 TEST_CASE("a revoked grant leaves the running agent's view", "[root][userns]") {

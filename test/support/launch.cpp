@@ -6,6 +6,10 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "cgroup/discover.hpp"
+#include "cgroup/placement.hpp"
+#include "sys/mountinfo.hpp"
 #include "test/support/facility.hpp"
 
 #include <fcntl.h>
@@ -257,7 +261,8 @@ void CtxTree::agent(const std::string& name, const std::map<std::string, std::op
   }
   // The session class (docs/abi-policy.md): the sessions tests launch
   // into, for the label's type, unless the test is about that class.
-  if (session_rules && all["label"]) all["policy"] = session_policy(label_type(*all["label"])) + all["policy"].value_or("");
+  if (session_rules && all["label"])
+    all["policy"] = session_policy(label_type(*all["label"])) + all["policy"].value_or("");
   for (auto it = all.begin(); it != all.end();) it = it->second ? std::next(it) : all.erase(it);
   mkdir("ctx/agent/" + name + ".d");
   for (const auto& [k, v] : all)
@@ -321,6 +326,61 @@ std::string probe_json_line(const std::string& out) {
   if (end == std::string::npos) return "{}";
   auto start = out.rfind('\n', end);
   return out.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+nlohmann::json probe(const RunResult& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(probe_json_line(r.out));
+}
+
+RunResult run_probe(const CtxTree& t, const LaunchMode& m, const std::string& agent, std::vector<std::string> checks) {
+  std::vector<std::string> args{agent, "--", "/probe"};
+  args.insert(args.end(), checks.begin(), checks.end());
+  return t.launch(args, m.as);
+}
+
+int init_pid_of(Spawned& sp) {
+  std::string first;
+  char c;
+  while (::read(sp.out_fd, &c, 1) == 1 && c != '\n') first += c;
+  return nlohmann::json::parse(first)["pid"];
+}
+
+std::string home_of(const CtxTree& t, const std::string& agent) {
+  return t.root() + "/home/" + std::to_string(t.owner().uid) + "/agent/" + agent;
+}
+
+nlohmann::json first_json_line(const std::string& text) {
+  return nlohmann::json::parse(text.substr(0, text.find('\n')));
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+bool wait_gone(const std::string& token, int timeout_ms) {
+  for (int waited = 0; waited < timeout_ms; waited += 20) {
+    if (processes_mentioning(token).empty()) return true;
+    ::usleep(20000);
+  }
+  return false;
+}
+
+std::optional<std::string> cgroup2_mount() {
+  auto mounts = sys::read_mountinfo();
+  if (!mounts) return std::nullopt;
+  auto m = cgroup::find_cgroup2(*mounts);
+  if (!m) return std::nullopt;
+  return m->mount_point;
+}
+
+std::optional<std::string> agent_cgroup(const CtxTree& t, const std::string& agent) {
+  auto mount = cgroup2_mount();
+  if (!mount) return std::nullopt;
+  return *mount + "/cortexfs/user-" + std::to_string(t.owner().uid) + "/" + cgroup::agent_cgroup_name(agent, t.root());
 }
 
 }  // namespace ctx::test

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "test/support/tempdir.hpp"
 
 namespace ctx::test {
@@ -141,5 +143,38 @@ LaunchMode launch_mode();
 
 /// Parses the JSON line ctx-probe printed (the last line of out).
 std::string probe_json_line(const std::string& out);
+
+/// The report of a run of ctx-probe that must have succeeded (a failed
+/// REQUIRE naming its output otherwise).
+nlohmann::json probe(const RunResult& r);
+
+/// Launches `agent` as m.as with /probe and `checks` as its command.
+RunResult run_probe(const CtxTree& t, const LaunchMode& m, const std::string& agent, std::vector<std::string> checks);
+
+/// The sandbox init's host pid: the first line ("started") that a launch
+/// with --json-status-fd 1 prints, read from sp.out_fd.
+int init_pid_of(Spawned& sp);
+
+/// The agent's home on the host: <ctx>/home/<owner uid>/agent/<agent>.
+std::string home_of(const CtxTree& t, const std::string& agent);
+
+/// The first line of text parsed as JSON (ctx tool's and ctx model's
+/// error record on stderr); throws when it is none.
+nlohmann::json first_json_line(const std::string& text);
+
+/// How many times `what` occurs in text, overlaps included.
+std::size_t count_of(const std::string& text, const std::string& what);
+
+/// Polls until no process (but the caller) mentions token in its command
+/// line (true) or timeout_ms passed (false).
+bool wait_gone(const std::string& token, int timeout_ms = 15000);
+
+/// Where cgroup2 is mounted; nullopt when it is not.
+std::optional<std::string> cgroup2_mount();
+
+/// The cgroup a root launch gives `agent` of t:
+/// <cgroup2>/cortexfs/user-<owner uid>/<agent_cgroup_name>; nullopt when
+/// cgroup2 is not mounted.
+std::optional<std::string> agent_cgroup(const CtxTree& t, const std::string& agent);
 
 }  // namespace ctx::test

@@ -81,6 +81,18 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool lexists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
 std::vector<std::string> names_in(const std::string& dir, const std::string& suffix) {
   std::vector<std::string> out;
   DIR* d = ::opendir(dir.c_str());

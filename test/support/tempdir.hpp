@@ -36,6 +36,13 @@ class TempDir {
 /// Reads a whole file by path; throws std::runtime_error if it cannot.
 std::string read_file(const std::string& path);
 
+/// Reads a whole file by path; "" when it cannot (absent, unreadable), for
+/// files that may not be there yet.
+std::string slurp(const std::string& path);
+
+/// Whether path names an entry, a symbolic link itself included (lstat).
+bool lexists(const std::string& path);
+
 /// Sorted names in a directory (without "." and ".."); with a suffix, only
 /// the names ending in it, with the suffix removed.
 std::vector<std::string> names_in(const std::string& dir, const std::string& suffix = "");

@@ -16,16 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "test/support/tempdir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The names of the TEST_CASEs defined in C++ text (the first string
 // literal after the macro's parenthesis, escapes undone).
@@ -43,7 +38,7 @@ std::set<std::string> test_case_names(const std::string& text) {
 std::set<std::string> all_test_cases(const fs::path& test_dir) {
   std::set<std::string> out;
   for (const auto& e : fs::recursive_directory_iterator(test_dir))
-    if (e.is_regular_file() && e.path().extension() == ".cpp") out.merge(test_case_names(slurp(e.path())));
+    if (e.is_regular_file() && e.path().extension() == ".cpp") out.merge(test_case_names(ctx::test::slurp(e.path())));
   return out;
 }
 
@@ -200,11 +195,11 @@ TEST_CASE(
     "[unit]") {
   const fs::path root = source_root();
   Inputs in;
-  in.page = slurp(root / "docs/conformance.md");
+  in.page = ctx::test::slurp(root / "docs/conformance.md");
   REQUIRE(!in.page.empty());
   in.tests = all_test_cases(root / "test");
   for (const auto& e : fs::directory_iterator(root / "docs"))
-    if (e.path().extension() == ".md") in.docs[e.path().filename().string()] = slurp(e.path());
+    if (e.path().extension() == ".md") in.docs[e.path().filename().string()] = ctx::test::slurp(e.path());
   const char* allow = std::getenv("CTX_CONFORMANCE_ALLOW_OPEN");
   in.allow_open = allow != nullptr && std::string(allow) == "1";
   auto bad = problems(in);

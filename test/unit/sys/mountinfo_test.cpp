@@ -14,17 +14,12 @@
 #include <vector>
 
 #include "sys/mountinfo.hpp"
+#include "test/support/namespaces.hpp"
 #include "test/support/tempdir.hpp"
 
 namespace {
 
-bool write_file(const char* path, const std::string& s) {
-  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, s.data(), s.size()) == static_cast<ssize_t>(s.size());
-  ::close(fd);
-  return ok;
-}
+using ctx::test::write_file;
 
 // listmount(2), Linux 6.8, the same number on every architecture.
 constexpr int kListmount = 458;

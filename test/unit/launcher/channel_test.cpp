@@ -1,0 +1,131 @@
+// The sandbox-to-supervisor channel's codec (launcher/sandbox/channel.hpp):
+// every record kind survives encode and decode whole, and bytes no
+// sandbox sends (short, an unknown kind or step) decode to nothing.
+#include "launcher/sandbox/channel.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+
+using ctx::launcher::decode;
+using ctx::launcher::decode_timings;
+using ctx::launcher::encode;
+using ctx::launcher::encode_timings;
+using ctx::launcher::kMaxRecordSize;
+using ctx::launcher::Record;
+using ctx::launcher::Step;
+using ctx::launcher::StepTiming;
+
+namespace {
+
+// kind, step, code (int32), usec (uint32): the header every message has.
+constexpr std::size_t kHeader = 10;
+
+void check_same(const Record& got, const Record& want) {
+  CHECK(got.kind == want.kind);
+  CHECK(got.step == want.step);
+  CHECK(got.code == want.code);
+  CHECK(got.usec == want.usec);
+  CHECK(got.detail == want.detail);
+}
+
+}  // namespace
+
+TEST_CASE("channel: every record kind decodes to what was encoded", "[unit]") {
+  for (auto kind : {Record::Kind::timings, Record::Kind::sockets, Record::Kind::pty, Record::Kind::view,
+                    Record::Kind::tools, Record::Kind::error}) {
+    INFO(static_cast<int>(kind));
+    Record r;
+    r.kind = kind;
+    r.step = Step::binds;
+    r.code = kind == Record::Kind::error ? 13 : 0;
+    r.usec = 4000000000u;  // above INT32_MAX: unsigned on the wire
+    r.detail = kind == Record::Kind::error ? "open /data: EACCES" : "";
+    std::string bytes = encode(r);
+    CHECK(bytes.size() == kHeader + r.detail.size());
+    auto back = decode(bytes);
+    REQUIRE(back);
+    check_same(*back, r);
+  }
+}
+
+TEST_CASE("channel: every step and a negative code survive the round trip", "[unit]") {
+  for (auto s = static_cast<int>(Step::start); s <= static_cast<int>(Step::exec); ++s) {
+    Record r;
+    r.kind = Record::Kind::error;
+    r.step = static_cast<Step>(s);
+    r.code = -s - 1;
+    r.detail = std::string(1, '\0') + "bytes, NUL included";
+    auto back = decode(encode(r));
+    INFO(ctx::launcher::to_string(r.step));
+    REQUIRE(back);
+    check_same(*back, r);
+  }
+}
+
+TEST_CASE("channel: a detail past the largest message is cut, never sent whole", "[unit]") {
+  Record r;
+  r.kind = Record::Kind::error;
+  r.step = Step::exec;
+  r.detail = std::string(kMaxRecordSize, 'x') + "tail";
+  std::string bytes = encode(r);
+  CHECK(bytes.size() == kMaxRecordSize);
+  auto back = decode(bytes);
+  REQUIRE(back);
+  CHECK(back->detail == std::string(kMaxRecordSize - kHeader, 'x'));
+  // A detail that fits exactly is kept whole.
+  r.detail = std::string(kMaxRecordSize - kHeader, 'y');
+  CHECK(decode(encode(r))->detail == r.detail);
+}
+
+TEST_CASE("channel: short messages and unknown kinds or steps decode to nothing", "[unit]") {
+  Record r;
+  r.kind = Record::Kind::sockets;
+  r.step = Step::run_ctx;
+  const std::string whole = encode(r);
+  REQUIRE(whole.size() == kHeader);
+  for (std::size_t n = 0; n < kHeader; ++n) {
+    INFO(n << " bytes");
+    CHECK_FALSE(decode(whole.substr(0, n)));
+  }
+  CHECK(decode(whole));
+  std::string bad_kind = whole;
+  bad_kind[0] = static_cast<char>(static_cast<std::uint8_t>(Record::Kind::error) + 1);
+  CHECK_FALSE(decode(bad_kind));
+  std::string bad_step = whole;
+  bad_step[1] = static_cast<char>(static_cast<std::uint8_t>(Step::exec) + 1);
+  CHECK_FALSE(decode(bad_step));
+  bad_step[1] = static_cast<char>(0xff);
+  CHECK_FALSE(decode(bad_step));
+}
+
+TEST_CASE("channel: timings round-trip; a partial entry and an unknown step are skipped", "[unit]") {
+  const StepTiming t[] = {{Step::id_maps, 12}, {Step::binds, 4000000000u}, {Step::exec, 0}};
+  std::string d = encode_timings(t, 3);
+  CHECK(d.size() == 15);
+  auto back = decode_timings(d);
+  REQUIRE(back.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(back[i].step == t[i].step);
+    CHECK(back[i].usec == t[i].usec);
+  }
+  CHECK(decode_timings("").empty());
+  CHECK(encode_timings(t, 0).empty());
+  // The last entry cut short: the whole ones stay.
+  CHECK(decode_timings(d.substr(0, 14)).size() == 2);
+  // An unknown step between two known ones is passed over.
+  std::string mid = d;
+  mid[5] = static_cast<char>(static_cast<std::uint8_t>(Step::exec) + 1);
+  auto skipped = decode_timings(mid);
+  REQUIRE(skipped.size() == 2);
+  CHECK(skipped[0].step == Step::id_maps);
+  CHECK(skipped[1].step == Step::exec);
+  // Through a timings record, as the supervisor reads them.
+  Record r;
+  r.detail = d;
+  auto rec = decode(encode(r));
+  REQUIRE(rec);
+  CHECK(rec->kind == Record::Kind::timings);
+  CHECK(decode_timings(rec->detail).size() == 3);
+}
