@@ -10,6 +10,7 @@
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "base/timestamp.hpp"
+#include "launcher/control/http_meta.hpp"
 #include "launcher/records/agent_files.hpp"
 #include "launcher/records/as_owner.hpp"
 #include "launcher/plan/model_plan.hpp"
@@ -65,6 +66,20 @@ bool names_network(std::string_view cap) {
 }
 
 }  // namespace
+
+// An HTTP call names its model in its path: one segment for an alias (a
+// symbolic link in a model tier, the user's or the system's), else two
+// (provider/model); the endpoint sends the first as the name.
+void ModelGate::take_model_segment(std::string& name, HttpMeta& h) const {
+  if (name.find('/') != std::string::npos) return;
+  access::FsTree tree(tree_);
+  for (const std::string& tier : {"home/" + std::to_string(plan_.owner) + "/model/", std::string("model/")})
+    if (auto e = tree.stat(tier + name); e && e->type == access::HostEntry::Type::symlink) return;
+  const std::size_t end = h.path.find('/', 1);
+  if (h.path.size() < 2) return;
+  name += h.path.substr(0, end);
+  h.path = end == std::string::npos ? "" : h.path.substr(end);
+}
 
 ModelGate::ModelGate(const LaunchPlan& plan, int tree, std::function<void(const Event&)> event,
                      std::function<void(const Event&)> log)
@@ -174,14 +189,25 @@ std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string
 
 std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<UniqueFd> stdio) {
   for (const auto& [k, v] : req.items())
-    if (k != "op" && k != "name")
+    if (k != "op" && k != "name" && k != "http")
       return refuse("", refusal(EINVAL, "invalid_request", "unknown key '" + k + "' in model"), EventStatus::error);
   if (!req.contains("name") || !req["name"].is_string())
     return refuse("", refusal(EINVAL, "invalid_request", "model needs \"name\", a string"), EventStatus::error);
   if (stdio.size() != 3)
     return refuse("", refusal(EINVAL, "invalid_request", "model needs the caller's stdin, stdout and stderr"),
                   EventStatus::error);
-  const std::string name = req["name"].get<std::string>();
+  std::string name = req["name"].get<std::string>();
+  // A call through the HTTP endpoint: its request, checked here (the
+  // endpoint has the agent's authority only), becomes the CGI environment.
+  std::optional<HttpMeta> http;
+  if (req.contains("http")) {
+    auto h = decode_http_meta(req["http"]);
+    if (!h) return refuse(name, h.error(), EventStatus::error);
+    http = std::move(*h);
+    auto as_owner = AsOwner::enter(plan_.ids);
+    if (!as_owner) return refuse(name, refusal(as_owner.error().code, "error", as_owner.error().msg), EventStatus::error);
+    take_model_segment(name, *http);
+  }
   auto decided = decide(name);
   if (auto* r = std::get_if<Refusal>(&decided)) {
     json answer = refuse(name, r->error, r->status, r->model, r->alias);
@@ -189,7 +215,8 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
       log_model(r->rel, {"model.call", "model/" + r->model, r->status, {{"reason", r->error.reason}}});
     return answer;
   }
-  const ModelEntry& m = std::get<ModelEntry>(decided);
+  ModelEntry& m = std::get<ModelEntry>(decided);
+  if (http) m.request_env = cgi_env(*http);
   const auto started = std::chrono::steady_clock::now();
   // An empty directory for the model's root to be mounted over; what it
   // holds is never seen (the sandbox mounts a fresh tmpfs over it).

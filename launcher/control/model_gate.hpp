@@ -3,7 +3,10 @@
 // sandbox's read-only clone, read as the owner), then the model started
 // in a sandbox of its own (launcher/plan/model_plan.hpp, model_run.hpp) with
 // the caller's stdin, stdout and stderr. Protocol (control socket, with 3
-// descriptors): {"op":"model","name":"debug/echo"}; answers
+// descriptors): {"op":"model","name":"debug/echo"} (from the HTTP model
+// endpoint also "http", launcher/control/http_meta.hpp: the model's name
+// is completed from its path, and the request becomes the model's CGI
+// environment); answers
 // {"ok":true,"op":"model","exit_status":N} when the model exits, or
 // {"ok":false,"op":"model","code":"EACCES","reason":"agent_policy",...}.
 // Records: one `model.call` event (the session's events.jsonl) and agent
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "base/unique_fd.hpp"
+#include "launcher/control/http_meta.hpp"
 #include "launcher/records/event.hpp"
 #include "launcher/plan/model_plan.hpp"
 #include "launcher/sandbox/model_run.hpp"
@@ -48,6 +52,8 @@ class ModelGate {
     std::string alias;   ///< the alias followed ("" none)
   };
   std::variant<ModelEntry, Refusal> decide(const std::string& name);
+  /// An HTTP call's model name, completed from its path (as the owner).
+  void take_model_segment(std::string& name, HttpMeta& h) const;
   /// The answer of a refused call, recorded with the model named (after
   /// an alias) when known, else the name asked for.
   nlohmann::json refuse(const std::string& name, const Error& e, EventStatus status, const std::string& model = "",

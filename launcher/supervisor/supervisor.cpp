@@ -26,6 +26,7 @@
 #include "launcher/supervisor/notify.hpp"
 #include "launcher/sandbox/preflight.hpp"
 #include "launcher/supervisor/pty_relay.hpp"
+#include "launcher/sandbox/endpoint_start.hpp"
 #include "launcher/sandbox/sandbox.hpp"
 #include "launcher/control/tool_gate.hpp"
 #include "launcher/supervisor/view_process.hpp"
@@ -432,13 +433,16 @@ std::optional<int> Supervisor::start_sandbox() {
   if (!sync) return fail_launch(sync.error());
   auto chan = sys::make_seqpacket_pair();
   if (!chan) return fail_launch(chan.error());
+  UniqueFd endpoint;
+  if (plan_.endpoint) endpoint = open_endpoint_program();
   t_clone_ = sys::now_us();
   auto child = sys::clone_child({plan_.clone_flags, placement_ ? placement_->runtime_fd() : -1});
   if (!child) {
     Error e = child.error().with_context("creating namespaces");
     return fail_launch((plan_.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan_, e) : e);
   }
-  if (child->pid == 0) run_sandbox(plan_, SandboxIo{sync->first.get(), chan->second.get(), listen->get()});
+  if (child->pid == 0)
+    run_sandbox(plan_, SandboxIo{sync->first.get(), chan->second.get(), listen->get(), endpoint.get()});
   child_ = std::move(*child);
   lifeline_ = std::move(sync->second);  // open until we exit: the sandbox's lifeline
   channel_ = std::move(chan->first);
