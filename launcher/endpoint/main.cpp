@@ -35,6 +35,7 @@ constexpr std::size_t kThreadStack = 256 * 1024;
 // The state of one request, from its first call to its completion.
 struct Request {
   bool answered = false;  ///< a response was queued at the first call
+  bool root = false;      ///< GET or HEAD of /: answered once read
   std::optional<Call> call;
   std::string model;
 };
@@ -65,8 +66,9 @@ MHD_Result send(MHD_Connection* c, unsigned status, const std::string& body, con
 }
 
 // An error the client's SDK can read: the shape Anthropic's and OpenAI's
-// APIs share (error.type, error.message), and the gate's facts beside it.
-MHD_Result error(MHD_Connection* c, unsigned status, const std::string& model, const json& facts) {
+// APIs share (error.type, error.message), and the gate's facts beside it
+// (the model as the gate named it, when it answered).
+MHD_Result error(MHD_Connection* c, unsigned status, const json& facts) {
   const char* type = status == 400   ? "invalid_request_error"
                      : status == 401 ? "authentication_error"
                      : status == 403 ? "permission_error"
@@ -77,8 +79,8 @@ MHD_Result error(MHD_Connection* c, unsigned status, const std::string& model, c
          {"error", {{"type", type}, {"message", facts.value("message", "")}}},
          {"code", facts.value("code", "")},
          {"reason", facts.value("reason", "")},
-         {"model", model},
          {"agent", facts.value("agent", "")}};
+  if (facts.contains("name")) j["model"] = facts["name"];
   return send(c, status, j.dump() + "\n", "application/json");
 }
 
@@ -142,12 +144,12 @@ ssize_t read_body(void* cls, uint64_t, char* buf, size_t max) {
 // (/, 401, 400) or starts the call.
 MHD_Result begin(MHD_Connection* c, Request& req, std::string_view url, const char* method, const char* version) {
   if (url == "/" || url.empty()) {
-    req.answered = true;
-    return send(c, 200, "", nullptr);
+    req.root = true;
+    return MHD_YES;
   }
   if (!authorized(c)) {
     req.answered = true;
-    return error(c, 401, "",
+    return error(c, 401,
                  {{"code", "EACCES"},
                   {"reason", "token"},
                   {"message", "EACCES: this endpoint needs the launch's token (CTX_MODEL_TOKEN) as x-api-key or "
@@ -167,14 +169,14 @@ MHD_Result begin(MHD_Connection* c, Request& req, std::string_view url, const ch
   if (req.model.empty()) issue = "the path names no model: /<provider>/<model>/... or /<alias>/...";
   if (issue) {
     req.answered = true;
-    return error(c, 400, req.model,
+    return error(c, 400,
                  {{"code", "EINVAL"}, {"reason", "invalid_request"}, {"message", "EINVAL: http: " + *issue}});
   }
   const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   auto call = Call::start(req.model, col.meta, info != nullptr ? info->connect_fd : -1);
   if (!call) {
     req.answered = true;
-    return error(c, 502, req.model, {{"code", ctx::errno_name(call.error().code)}, {"message", call.error().msg}});
+    return error(c, 502, {{"code", ctx::errno_name(call.error().code)}, {"message", call.error().msg}});
   }
   req.call.emplace(std::move(*call));
   return MHD_YES;
@@ -185,10 +187,10 @@ MHD_Result begin(MHD_Connection* c, Request& req, std::string_view url, const ch
 MHD_Result respond(MHD_Connection* c, Request& req) {
   auto h = req.call->head();
   if (!h && h.error().code == ECONNRESET) return MHD_NO;
-  if (!h) return error(c, 502, req.model, {{"code", "EPROTO"}, {"reason", "cgi"}, {"message", h.error().msg}});
+  if (!h) return error(c, 502, {{"code", "EPROTO"}, {"reason", "cgi"}, {"message", h.error().msg}});
   if (auto* refused = std::get_if<ctx::endpoint::Refused>(&*h)) {
     const std::string code = refused->answer.value("code", "EIO");
-    return error(c, status_of(code), req.model, refused->answer);
+    return error(c, status_of(code), refused->answer);
   }
   const auto& head = std::get<ctx::endpoint::CgiHead>(*h);
   MHD_Response* r = MHD_create_response_from_callback(head.content_length.value_or(MHD_SIZE_UNKNOWN), 64 * 1024,
@@ -209,9 +211,13 @@ MHD_Result handle(void*, MHD_Connection* c, const char* url, const char* method,
     return r;
   }
   auto& req = *static_cast<Request*>(*state);
-  if (req.answered) {
+  if (req.answered || (req.root && *upload_size != 0)) {
     *upload_size = 0;
     return MHD_YES;
+  }
+  if (req.root) {
+    req.answered = true;
+    return send(c, 200, "", nullptr);
   }
   if (*upload_size != 0) {
     const bool client_here = req.call->feed(std::string_view(upload, *upload_size));

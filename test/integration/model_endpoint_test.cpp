@@ -113,3 +113,133 @@ TEST_CASE("the model endpoint: a model call over HTTP from inside the sandbox ru
   CHECK(calls[0]["status"] == "ok");
   CHECK(calls[0]["exit_status"] == 0);
 }
+
+TEST_CASE("the model endpoint streams: the first line reaches the client before the model exits", "[root][userns]") {
+  EndpointTree m = make_tree();
+  // Each line's arrival timed as the client reads it (ms); the model
+  // sleeps 1 s between its two lines.
+  RunResult r = m.sh(kCurl +
+                     "-N \"$CTX_MODEL_URL/debug/slow\" | { read -r l1; a=$(date +%s%3N); read -r l2; "
+                     "b=$(date +%s%3N); echo $l1; echo $l2; [ $((b - a)) -ge 700 ] && echo first-line-early; }");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "first\nsecond\nfirst-line-early\n");
+}
+
+TEST_CASE("the model endpoint keeps a connection alive across calls and answers HEAD / without a model",
+          "[root][userns]") {
+  EndpointTree m = make_tree();
+  RunResult r = m.sh("curl -sS -I \"$CTX_MODEL_URL/\" | tr -d '\\r' | grep -v -i '^date:'; " + kCurl +
+                     "-w 'connects=%{num_connects}\\n' \"$CTX_MODEL_URL/main/a\" \"$CTX_MODEL_URL/debug/cgi/b\"");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  const std::string answer =
+      "gw=CGI/1.1 proto=HTTP/1.1 method=GET path=/%s query= type=none length=none test=none auth=none key=none "
+      "secret=from-model-env body=0\n";
+  auto with = [&](const char* p) { return answer.substr(0, answer.find("%s")) + p + answer.substr(answer.find("%s") + 2); };
+  // HEAD / answers 200 with no body; the second call reuses the first's
+  // connection (no new connect); the alias `main` is one path segment.
+  CHECK(r.out == "HTTP/1.1 200 OK\nContent-Length: 0\n\n" + with("a") + "connects=1\n" + with("b") + "connects=0\n");
+  auto calls = m.calls();
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0]["object"] == "model/debug/cgi");
+  CHECK(calls[0]["alias"] == "model/main");
+  CHECK(calls[1]["object"] == "model/debug/cgi");
+}
+
+TEST_CASE("the model endpoint streams a 5 MB request body into the model's stdin", "[root][userns]") {
+  EndpointTree m = make_tree();
+  RunResult r = m.sh("head -c 5000000 /dev/zero | " + kCurl +
+                     "-H 'Content-Type: application/octet-stream' --data-binary @- \"$CTX_MODEL_URL/debug/cgi/up\"");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out ==
+        "gw=CGI/1.1 proto=HTTP/1.1 method=POST path=/up query= type=application/octet-stream length=5000000 "
+        "test=none auth=none key=none secret=from-model-env body=5000000\n");
+}
+
+TEST_CASE("the model endpoint ends the model when its client goes away mid-answer", "[root][userns]") {
+  EndpointTree m = make_tree();
+  RunResult r = m.sh(kCurl + "-N --max-time 1 \"$CTX_MODEL_URL/debug/endless\" | head -n 1; sleep 3");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "endless-model-tick\n");
+  auto calls = m.calls();
+  REQUIRE(calls.size() == 1);
+  INFO(calls[0].dump());
+  CHECK(calls[0]["object"] == "model/debug/endless");
+  CHECK(calls[0]["status"] == "failed");
+  CHECK(calls[0]["exit_status"] == 137);
+  // Ended by the client's disconnect (at 1 s), not by the agent's exit (4 s).
+  CHECK(calls[0]["ms"].get<int>() < 3000);
+  CHECK(ctx::test::processes_mentioning("debug/endless").empty());
+  CHECK(ctx::test::processes_mentioning("ctx-model-endpoint").empty());
+}
+
+TEST_CASE("the model endpoint refuses: no token is 401, a model not granted is 403 and recorded, no CGI header 502",
+          "[root][userns]") {
+  EndpointTree m = make_tree();
+  RunResult r = m.sh(
+      "curl -sS -w ' %{http_code}\\n' \"$CTX_MODEL_URL/debug/cgi\"; "
+      "curl -sS -w ' %{http_code}\\n' -H 'x-api-key: wrong' \"$CTX_MODEL_URL/debug/cgi\"; " +
+      kCurl + "-w ' %{http_code}\\n' \"$CTX_MODEL_URL/openai/gpt-4o/v1/responses\"; " + kCurl +
+      "-w ' %{http_code}\\n' \"$CTX_MODEL_URL/debug/plain\"; " + kCurl +
+      "-w ' %{http_code}\\n' -H 'X-Bad_Name: 1' \"$CTX_MODEL_URL/debug/cgi\"");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  const std::string no_token =
+      "{\"agent\":\"\",\"code\":\"EACCES\",\"error\":{\"message\":\"EACCES: this endpoint needs the launch's token "
+      "(CTX_MODEL_TOKEN) as x-api-key or Authorization: Bearer\",\"type\":\"authentication_error\"},"
+      "\"reason\":\"token\",\"type\":\"error\"}\n 401\n";
+  CHECK(r.out == no_token + no_token +
+                     "{\"agent\":\"coder\",\"code\":\"EACCES\",\"error\":{\"message\":\"the policy of coder has no 'allow "
+                     "coder_t model:openai/gpt-4o use'\",\"type\":\"permission_error\"},\"model\":\"openai/gpt-4o\","
+                     "\"reason\":\"agent_policy\",\"type\":\"error\"}\n 403\n"
+                     "{\"agent\":\"\",\"code\":\"EPROTO\",\"error\":{\"message\":\"the model wrote no CGI header "
+                     "block before it exited\",\"type\":\"api_error\"},\"reason\":\"cgi\",\"type\":\"error\"}\n 502\n"
+                     "{\"agent\":\"\",\"code\":\"EINVAL\",\"error\":{\"message\":\"EINVAL: http: header name 'X-Bad_Name' "
+                     "is not 1 to 256 of A-Z a-z 0-9 -\",\"type\":\"invalid_request_error\"},"
+                     "\"reason\":\"invalid_request\",\"type\":\"error\"}\n 400\n");
+  auto calls = m.calls();
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0]["object"] == "model/openai/gpt-4o");
+  CHECK(calls[0]["status"] == "denied");
+  CHECK(calls[0]["reason"] == "agent_policy");
+  CHECK(calls[1]["object"] == "model/debug/plain");
+  CHECK(calls[1]["status"] == "ok");  // the model ran and exited 0; its answer was no CGI response
+  bool logged = false;
+  for (const auto& l : m.lines("ctx/agent/coder.d/log"))
+    logged = logged || (l["type"] == "model.call" && l["object"] == "model/openai/gpt-4o" && l["status"] == "denied");
+  CHECK(logged);
+}
+
+TEST_CASE("the model endpoint with the host's network: an ephemeral port, and a host process without the token is "
+          "refused",
+          "[root][userns]") {
+  EndpointTree m = make_tree("allow coder_t network:default connect\n");
+  auto sp = m.t.spawn({"coder", "--", "/bin/sh", "-c",
+                       "echo $CTX_MODEL_URL; " + kCurl + "\"$CTX_MODEL_URL/debug/cgi\" >/dev/null && echo agent-ok; "
+                                                         "sleep 4"},
+                      m.as);
+  std::string url;
+  for (int i = 0; i < 100 && url.find('\n') == std::string::npos; ++i) {
+    char buf[256];
+    ssize_t n = ::read(sp.out_fd, buf, sizeof buf);
+    if (n > 0) url.append(buf, static_cast<std::size_t>(n));
+    if (n <= 0) ::usleep(50000);
+  }
+  std::string line = url.substr(0, url.find('\n'));
+  INFO(url);
+  CHECK(line.rfind("http://127.0.0.1:", 0) == 0);
+  CHECK(line != "http://127.0.0.1:7180");
+  RunResult host = ctx::test::run_command({"/usr/bin/curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                                           line + "/debug/cgi"});
+  RunResult guess = ctx::test::run_command({"/usr/bin/curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+                                            "Authorization: Bearer " + std::string(64, '0'), line + "/debug/cgi"});
+  RunResult r = ctx::test::wait_command(sp);
+  INFO(r.out << r.err);
+  CHECK(host.out == "401");
+  CHECK(guess.out == "401");
+  CHECK(r.out.find("agent-ok\n") != std::string::npos);
+  CHECK(m.calls().size() == 1);
+}
