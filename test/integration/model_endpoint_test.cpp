@@ -34,11 +34,13 @@ constexpr const char* kSlowModel =
     "sleep 1\n"
     "echo second\n";
 
-// Streams for ever (until its caller goes away): a process to look for.
+// Answers one line, then holds the call open without writing (so no
+// SIGPIPE ends it): a process to look for.
 constexpr const char* kEndlessModel =
     "#!/bin/sh\n"
     "printf 'Content-Type: text/plain\\n\\n'\n"
-    "while :; do echo endless-model-tick; sleep 0.2; done\n";
+    "echo endless-model-tick\n"
+    "sleep 30\n";
 
 struct EndpointTree {
   TestUser as;
