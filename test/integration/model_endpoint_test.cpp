@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <ctime>
+#include <unistd.h>
+
 #include "test/support/facility.hpp"
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
@@ -35,17 +38,29 @@ constexpr const char* kSlowModel =
     "echo second\n";
 
 // Answers one line, then holds the call open without writing (so no
-// SIGPIPE ends it): a process to look for.
-constexpr const char* kEndlessModel =
-    "#!/bin/sh\n"
-    "printf 'Content-Type: text/plain\\n\\n'\n"
-    "echo endless-model-tick\n"
-    "sleep 30\n";
+// SIGPIPE ends it); its sleep is a process to look for, told apart from
+// another run's by its length (the [root] and [userns] runs overlap).
+std::string endless_model(const std::string& seconds) {
+  return "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\necho endless-model-tick\nsleep " + seconds + "\n";
+}
+
+// Processes in the pid namespace `ns` (readlink of /proc/<pid>/ns/pid)
+// whose command line holds `token`.
+std::vector<int> in_namespace(const std::string& token, const std::string& ns) {
+  std::vector<int> out;
+  for (int pid : ctx::test::processes_mentioning(token)) {
+    char buf[64] = {};
+    const std::string link = "/proc/" + std::to_string(pid) + "/ns/pid";
+    if (::readlink(link.c_str(), buf, sizeof buf - 1) > 0 && ns == buf) out.push_back(pid);
+  }
+  return out;
+}
 
 struct EndpointTree {
   TestUser as;
   CtxTree t;
   std::string uid;
+  std::string sleep_for = "30." + std::to_string(::getpid() % 100000) + std::to_string(::time(nullptr) % 1000);
 
   EndpointTree(const TestUser& owner, const TestUser& launcher, const std::string& extra_policy = "")
       : as(launcher), t(owner), uid(std::to_string(owner.uid)) {
@@ -53,7 +68,7 @@ struct EndpointTree {
     t.write("ctx/model/debug/cgi", kCgiModel, 0755);
     t.write("ctx/model/debug/cgi.d/env", "SECRET=from-model-env\n");
     t.write("ctx/model/debug/slow", kSlowModel, 0755);
-    t.write("ctx/model/debug/endless", kEndlessModel, 0755);
+    t.write("ctx/model/debug/endless", endless_model(sleep_for), 0755);
     t.write("ctx/model/debug/plain", "#!/bin/sh\necho no header block\n", 0755);
     t.write("ctx/model/openai/gpt-4o", kCgiModel, 0755);
     t.dir().symlink("/ctx/model/debug/cgi", "ctx/model/main");
@@ -162,10 +177,13 @@ TEST_CASE("the model endpoint streams a 5 MB request body into the model's stdin
 
 TEST_CASE("the model endpoint ends the model when its client goes away mid-answer", "[root][userns]") {
   EndpointTree m = make_tree();
-  RunResult r = m.sh(kCurl + "-N --max-time 1 \"$CTX_MODEL_URL/debug/endless\" | head -n 1; sleep 3");
+  RunResult r = m.sh("readlink /proc/self/ns/pid; cat /proc/[0-9]*/cmdline | tr '\\0' '\\n' | grep -c "
+                     "'^ctx-model-endpoint$'; " + kCurl +
+                     "-N --max-time 1 \"$CTX_MODEL_URL/debug/endless\" | head -n 1; sleep 3");
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
-  CHECK(r.out == "endless-model-tick\n");
+  const std::string ns = r.out.substr(0, r.out.find('\n'));
+  CHECK(r.out == ns + "\n1\nendless-model-tick\n");  // one endpoint, in the sandbox
   auto calls = m.calls();
   REQUIRE(calls.size() == 1);
   INFO(calls[0].dump());
@@ -174,8 +192,10 @@ TEST_CASE("the model endpoint ends the model when its client goes away mid-answe
   CHECK(calls[0]["exit_status"] == 137);
   // Ended by the client's disconnect (at 1 s), not by the agent's exit (4 s).
   CHECK(calls[0]["ms"].get<int>() < 3000);
-  CHECK(ctx::test::processes_mentioning("debug/endless").empty());
-  CHECK(ctx::test::processes_mentioning("ctx-model-endpoint").empty());
+  CHECK(ctx::test::processes_mentioning(m.sleep_for).empty());
+  // The endpoint died with the sandbox.
+  CHECK(ns.rfind("pid:[", 0) == 0);
+  CHECK(in_namespace("ctx-model-endpoint", ns).empty());
 }
 
 TEST_CASE("the model endpoint refuses: no token is 401, a model not granted is 403 and recorded, no CGI header 502",
@@ -244,4 +264,18 @@ TEST_CASE("the model endpoint with the host's network: an ephemeral port, and a 
   CHECK(guess.out == "401");
   CHECK(r.out.find("agent-ok\n") != std::string::npos);
   CHECK(m.calls().size() == 1);
+}
+
+TEST_CASE("an agent's own ANTHROPIC_API_KEY stays its own, and ctx check warns that the agent can read it",
+          "[root][userns]") {
+  EndpointTree m = make_tree();
+  m.t.write("ctx/agent/coder.d/env", "ANTHROPIC_API_KEY=sk-ant-real\n");
+  RunResult r = m.sh("echo $ANTHROPIC_API_KEY; [ \"$OPENAI_API_KEY\" = \"$CTX_MODEL_TOKEN\" ] && echo openai=token");
+  INFO(r.out << r.err);
+  CHECK(r.out == "sk-ant-real\nopenai=token\n");
+  RunResult c = ctx::test::run_command({ctx::test::built("ctx/ctx"), "check", "--ctx-root", m.t.root(), "coder"}, m.as);
+  INFO(c.out << c.err);
+  CHECK(c.out.find("warning: coder.d/env: ANTHROPIC_API_KEY: a key here is readable by the agent (its environment, "
+                   "/proc); remove it and give the key to the model's own <m>.d/env: the launch sets "
+                   "ANTHROPIC_API_KEY to the model endpoint's token\n") != std::string::npos);
 }
