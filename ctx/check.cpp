@@ -144,8 +144,10 @@ void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const st
 void lint_env(const agentdir::AgentSpec& s, const std::function<void(const std::string&)>& warn) {
   for (const auto& [k, v] : s.env)
     if (k == "ANTHROPIC_API_KEY" || k == "OPENAI_API_KEY")
-      warn(s.name + ".d/env: " + k + ": a key here is readable by the agent (its environment, /proc); remove it and "
-           "give the key to the model's own <m>.d/env: the launch sets " + k + " to the model endpoint's token");
+      warn(s.name + ".d/env: " + k +
+           ": a key here is readable by the agent (its environment, /proc); remove it and "
+           "give the key to the model's own <m>.d/env: the launch sets " +
+           k + " to the model endpoint's token");
 }
 
 // The file system each mount line's source lies on in this mount

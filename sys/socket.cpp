@@ -1,8 +1,8 @@
 #include "sys/socket.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>

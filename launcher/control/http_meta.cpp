@@ -14,7 +14,8 @@ constexpr std::size_t kMaxTarget = 8 * 1024;
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -66,8 +67,8 @@ Result<std::vector<std::pair<std::string, std::string>>> headers_field(const jso
   if (!j.contains("headers")) return out;
   const json& h = j["headers"];
   if (!h.is_array() || h.size() > kHttpMaxHeaders)
-    return fail(invalid("\"headers\" must be an array of at most " + std::to_string(kHttpMaxHeaders) +
-                        " [name, value] pairs"));
+    return fail(
+        invalid("\"headers\" must be an array of at most " + std::to_string(kHttpMaxHeaders) + " [name, value] pairs"));
   for (const json& p : h) {
     if (!p.is_array() || p.size() != 2 || !p[0].is_string() || !p[1].is_string())
       return fail(invalid("each header must be a [name, value] pair of strings"));

@@ -21,11 +21,11 @@ namespace ctx::launcher {
 
 /// One HTTP request, as the model's CGI environment needs it.
 struct HttpMeta {
-  std::string protocol;  ///< "HTTP/1.0" or "HTTP/1.1"
-  std::string method;    ///< "POST"
-  std::string path;      ///< the path after the model's name: "" or "/v1/messages"
-  std::string query;     ///< without its '?'
-  std::string content_type;                    ///< "" when the request has none
+  std::string protocol;                         ///< "HTTP/1.0" or "HTTP/1.1"
+  std::string method;                           ///< "POST"
+  std::string path;                             ///< the path after the model's name: "" or "/v1/messages"
+  std::string query;                            ///< without its '?'
+  std::string content_type;                     ///< "" when the request has none
   std::optional<std::uint64_t> content_length;  ///< when the request has one
   /// The other headers, names as sent; never one of kHttpWithheld.
   std::vector<std::pair<std::string, std::string>> headers;
@@ -34,8 +34,9 @@ struct HttpMeta {
 /// Headers never passed to a model: credentials (the agent's token among
 /// them), hop-by-hop headers, and the two the CGI names carry.
 inline constexpr std::string_view kHttpWithheld[] = {
-    "authorization", "x-api-key", "proxy-authorization", "cookie",  "host",           "connection",  "keep-alive",
-    "transfer-encoding", "te",    "trailer",             "upgrade", "content-length", "content-type"};
+    "authorization", "x-api-key",      "proxy-authorization", "cookie", "host",
+    "connection",    "keep-alive",     "transfer-encoding",   "te",     "trailer",
+    "upgrade",       "content-length", "content-type"};
 
 /// At most this many headers, and this many bytes of names and values.
 inline constexpr std::size_t kHttpMaxHeaders = 64;

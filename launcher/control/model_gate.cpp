@@ -205,7 +205,8 @@ std::variant<json, ModelRun> ModelGate::call(const json& req, std::vector<Unique
     if (!h) return refuse(name, h.error(), EventStatus::error);
     http = std::move(*h);
     auto as_owner = AsOwner::enter(plan_.ids);
-    if (!as_owner) return refuse(name, refusal(as_owner.error().code, "error", as_owner.error().msg), EventStatus::error);
+    if (!as_owner)
+      return refuse(name, refusal(as_owner.error().code, "error", as_owner.error().msg), EventStatus::error);
     take_model_segment(name, *http);
   }
   auto decided = decide(name);

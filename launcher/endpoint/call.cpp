@@ -53,7 +53,8 @@ Call::Ready Call::wait(bool want_in, bool want_out, int timeout_ms) {
   if (fds[1].revents != 0) read_answer();
   if (fds[2].revents != 0) {
     auto got = sys::read_available(err_.get(), 4096);
-    if (!got || (*got && (*got)->empty())) err_.reset();
+    if (!got || (*got && (*got)->empty()))
+      err_.reset();
     else if (*got && err_text_.size() < kMaxStderr)
       err_text_ += (*got)->substr(0, kMaxStderr - err_text_.size());
   }

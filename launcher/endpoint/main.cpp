@@ -56,8 +56,7 @@ bool authorized(MHD_Connection* c) {
 }
 
 MHD_Result send(MHD_Connection* c, unsigned status, const std::string& body, const char* type) {
-  MHD_Response* r =
-      MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  MHD_Response* r = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
   if (r == nullptr) return MHD_NO;
   if (type != nullptr) MHD_add_response_header(r, "Content-Type", type);
   MHD_Result ok = MHD_queue_response(c, status, r);
@@ -152,8 +151,9 @@ MHD_Result begin(MHD_Connection* c, Request& req, std::string_view url, const ch
     return error(c, 401,
                  {{"code", "EACCES"},
                   {"reason", "token"},
-                  {"message", "EACCES: this endpoint needs the launch's token (CTX_MODEL_TOKEN) as x-api-key or "
-                              "Authorization: Bearer"}});
+                  {"message",
+                   "EACCES: this endpoint needs the launch's token (CTX_MODEL_TOKEN) as x-api-key or "
+                   "Authorization: Bearer"}});
   }
   const std::size_t slash = url.find('/', 1);
   req.model = std::string(url.substr(1, slash == std::string_view::npos ? std::string_view::npos : slash - 1));
@@ -169,8 +169,7 @@ MHD_Result begin(MHD_Connection* c, Request& req, std::string_view url, const ch
   if (req.model.empty()) issue = "the path names no model: /<provider>/<model>/... or /<alias>/...";
   if (issue) {
     req.answered = true;
-    return error(c, 400,
-                 {{"code", "EINVAL"}, {"reason", "invalid_request"}, {"message", "EINVAL: http: " + *issue}});
+    return error(c, 400, {{"code", "EINVAL"}, {"reason", "invalid_request"}, {"message", "EINVAL: http: " + *issue}});
   }
   const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   auto call = Call::start(req.model, col.meta, info != nullptr ? info->connect_fd : -1);
@@ -244,9 +243,10 @@ int main() {
   const char* token = std::getenv("CTX_MODEL_TOKEN");
   const char* fds = std::getenv("LISTEN_FDS");
   const char* pid = std::getenv("LISTEN_PID");
-  if (token == nullptr || std::strlen(token) != 64 || fds == nullptr || std::strcmp(fds, "1") != 0 ||
-      pid == nullptr || std::to_string(::getpid()) != pid) {
-    std::fprintf(stderr, "ctx-model-endpoint: EINVAL: started by the sandbox's init only (CTX_MODEL_TOKEN, LISTEN_FDS)\n");
+  if (token == nullptr || std::strlen(token) != 64 || fds == nullptr || std::strcmp(fds, "1") != 0 || pid == nullptr ||
+      std::to_string(::getpid()) != pid) {
+    std::fprintf(stderr,
+                 "ctx-model-endpoint: EINVAL: started by the sandbox's init only (CTX_MODEL_TOKEN, LISTEN_FDS)\n");
     return 2;
   }
   g_token = token;
@@ -258,11 +258,11 @@ int main() {
     std::fprintf(stderr, "ctx-model-endpoint: %s\n", ctx::printable(sigs.error().msg).c_str());
     return 1;
   }
-  MHD_Daemon* d = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD, 0, nullptr, nullptr, handle, nullptr,
-      MHD_OPTION_LISTEN_SOCKET, 3, MHD_OPTION_CONNECTION_LIMIT, kMaxConnections, MHD_OPTION_CONNECTION_TIMEOUT,
-      kIdleSeconds, MHD_OPTION_NOTIFY_COMPLETED, completed, nullptr, MHD_OPTION_UNESCAPE_CALLBACK, unescape_none,
-      nullptr, MHD_OPTION_THREAD_STACK_SIZE, kThreadStack, MHD_OPTION_END);
+  MHD_Daemon* d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD, 0, nullptr, nullptr,
+                                   handle, nullptr, MHD_OPTION_LISTEN_SOCKET, 3, MHD_OPTION_CONNECTION_LIMIT,
+                                   kMaxConnections, MHD_OPTION_CONNECTION_TIMEOUT, kIdleSeconds,
+                                   MHD_OPTION_NOTIFY_COMPLETED, completed, nullptr, MHD_OPTION_UNESCAPE_CALLBACK,
+                                   unescape_none, nullptr, MHD_OPTION_THREAD_STACK_SIZE, kThreadStack, MHD_OPTION_END);
   if (d == nullptr) {
     std::fprintf(stderr, "ctx-model-endpoint: libmicrohttpd did not start on fd 3\n");
     return 1;

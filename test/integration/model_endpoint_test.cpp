@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <ctime>
 #include <unistd.h>
+#include <ctime>
 
 #include "test/support/facility.hpp"
 #include "test/support/launch.hpp"
@@ -106,13 +106,14 @@ const std::string kCurl = "curl -sS -H \"x-api-key: $CTX_MODEL_TOKEN\" ";
 
 }  // namespace
 
-TEST_CASE("the model endpoint: a model call over HTTP from inside the sandbox runs the model as a CGI program", "[root][userns]") {
+TEST_CASE("the model endpoint: a model call over HTTP from inside the sandbox runs the model as a CGI program",
+          "[root][userns]") {
   EndpointTree m = make_tree();
-  RunResult r = m.sh("echo url=$CTX_MODEL_URL; [ \"$ANTHROPIC_API_KEY\" = \"$CTX_MODEL_TOKEN\" ] && echo sdk-key=token; " +
-                     kCurl +
-                     "-i -H 'X-Test: yes' -H \"Authorization: Bearer $CTX_MODEL_TOKEN\" -H 'Content-Type: "
-                     "application/json' --data-binary '{\"q\":1}' \"$CTX_MODEL_URL/debug/cgi/v1/messages?beta=true\" "
-                     "| tr -d '\\r' | grep -v -i '^date:'");
+  RunResult r = m.sh(
+      "echo url=$CTX_MODEL_URL; [ \"$ANTHROPIC_API_KEY\" = \"$CTX_MODEL_TOKEN\" ] && echo sdk-key=token; " + kCurl +
+      "-i -H 'X-Test: yes' -H \"Authorization: Bearer $CTX_MODEL_TOKEN\" -H 'Content-Type: "
+      "application/json' --data-binary '{\"q\":1}' \"$CTX_MODEL_URL/debug/cgi/v1/messages?beta=true\" "
+      "| tr -d '\\r' | grep -v -i '^date:'");
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out ==
@@ -153,7 +154,9 @@ TEST_CASE("the model endpoint keeps a connection alive across calls and answers 
   const std::string answer =
       "gw=CGI/1.1 proto=HTTP/1.1 method=GET path=/%s query= type=none length=none test=none auth=none key=none "
       "secret=from-model-env body=0\n";
-  auto with = [&](const char* p) { return answer.substr(0, answer.find("%s")) + p + answer.substr(answer.find("%s") + 2); };
+  auto with = [&](const char* p) {
+    return answer.substr(0, answer.find("%s")) + p + answer.substr(answer.find("%s") + 2);
+  };
   // HEAD / answers 200 with no body; the second call reuses the first's
   // connection (no new connect); the alias `main` is one path segment.
   CHECK(r.out == "HTTP/1.1 200 OK\nContent-Length: 0\n\n" + with("a") + "connects=1\n" + with("b") + "connects=0\n");
@@ -177,9 +180,11 @@ TEST_CASE("the model endpoint streams a 5 MB request body into the model's stdin
 
 TEST_CASE("the model endpoint ends the model when its client goes away mid-answer", "[root][userns]") {
   EndpointTree m = make_tree();
-  RunResult r = m.sh("readlink /proc/self/ns/pid; cat /proc/[0-9]*/cmdline | tr '\\0' '\\n' | grep -c "
-                     "'^ctx-model-endpoint$'; " + kCurl +
-                     "-N --max-time 1 \"$CTX_MODEL_URL/debug/endless\" | head -n 1; sleep 3");
+  RunResult r = m.sh(
+      // The endpoint's exec may come after the runtime's first command.
+      "readlink /proc/self/ns/pid; for i in $(seq 50); do n=$(cat /proc/[0-9]*/cmdline 2>/dev/null | "
+      "tr '\\0' '\\n' | grep -c '^ctx-model-endpoint$'); [ $n = 1 ] && break; sleep 0.1; done; echo $n; " +
+      kCurl + "-N --max-time 1 \"$CTX_MODEL_URL/debug/endless\" | head -n 1; sleep 3");
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   const std::string ns = r.out.substr(0, r.out.find('\n'));
@@ -213,15 +218,16 @@ TEST_CASE("the model endpoint refuses: no token is 401, a model not granted is 4
       "{\"agent\":\"\",\"code\":\"EACCES\",\"error\":{\"message\":\"EACCES: this endpoint needs the launch's token "
       "(CTX_MODEL_TOKEN) as x-api-key or Authorization: Bearer\",\"type\":\"authentication_error\"},"
       "\"reason\":\"token\",\"type\":\"error\"}\n 401\n";
-  CHECK(r.out == no_token + no_token +
-                     "{\"agent\":\"coder\",\"code\":\"EACCES\",\"error\":{\"message\":\"the policy of coder has no 'allow "
-                     "coder_t model:openai/gpt-4o use'\",\"type\":\"permission_error\"},\"model\":\"openai/gpt-4o\","
-                     "\"reason\":\"agent_policy\",\"type\":\"error\"}\n 403\n"
-                     "{\"agent\":\"\",\"code\":\"EPROTO\",\"error\":{\"message\":\"the model wrote no CGI header "
-                     "block before it exited\",\"type\":\"api_error\"},\"reason\":\"cgi\",\"type\":\"error\"}\n 502\n"
-                     "{\"agent\":\"\",\"code\":\"EINVAL\",\"error\":{\"message\":\"EINVAL: http: header name 'X-Bad_Name' "
-                     "is not 1 to 256 of A-Z a-z 0-9 -\",\"type\":\"invalid_request_error\"},"
-                     "\"reason\":\"invalid_request\",\"type\":\"error\"}\n 400\n");
+  CHECK(r.out ==
+        no_token + no_token +
+            "{\"agent\":\"coder\",\"code\":\"EACCES\",\"error\":{\"message\":\"the policy of coder has no 'allow "
+            "coder_t model:openai/gpt-4o use'\",\"type\":\"permission_error\"},\"model\":\"openai/gpt-4o\","
+            "\"reason\":\"agent_policy\",\"type\":\"error\"}\n 403\n"
+            "{\"agent\":\"\",\"code\":\"EPROTO\",\"error\":{\"message\":\"the model wrote no CGI header "
+            "block before it exited\",\"type\":\"api_error\"},\"reason\":\"cgi\",\"type\":\"error\"}\n 502\n"
+            "{\"agent\":\"\",\"code\":\"EINVAL\",\"error\":{\"message\":\"EINVAL: http: header name 'X-Bad_Name' "
+            "is not 1 to 256 of A-Z a-z 0-9 -\",\"type\":\"invalid_request_error\"},"
+            "\"reason\":\"invalid_request\",\"type\":\"error\"}\n 400\n");
   auto calls = m.calls();
   REQUIRE(calls.size() == 2);
   CHECK(calls[0]["object"] == "model/openai/gpt-4o");
@@ -235,13 +241,15 @@ TEST_CASE("the model endpoint refuses: no token is 401, a model not granted is 4
   CHECK(logged);
 }
 
-TEST_CASE("the model endpoint with the host's network: an ephemeral port, and a host process without the token is "
-          "refused",
-          "[root][userns]") {
+TEST_CASE(
+    "the model endpoint with the host's network: an ephemeral port, and a host process without the token is "
+    "refused",
+    "[root][userns]") {
   EndpointTree m = make_tree("allow coder_t network:default connect\n");
   auto sp = m.t.spawn({"coder", "--", "/bin/sh", "-c",
-                       "echo $CTX_MODEL_URL; " + kCurl + "\"$CTX_MODEL_URL/debug/cgi\" >/dev/null && echo agent-ok; "
-                                                         "sleep 4"},
+                       "echo $CTX_MODEL_URL; " + kCurl +
+                           "\"$CTX_MODEL_URL/debug/cgi\" >/dev/null && echo agent-ok; "
+                           "sleep 4"},
                       m.as);
   std::string url;
   for (int i = 0; i < 100 && url.find('\n') == std::string::npos; ++i) {
@@ -254,8 +262,8 @@ TEST_CASE("the model endpoint with the host's network: an ephemeral port, and a 
   INFO(url);
   CHECK(line.rfind("http://127.0.0.1:", 0) == 0);
   CHECK(line != "http://127.0.0.1:7180");
-  RunResult host = ctx::test::run_command({"/usr/bin/curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
-                                           line + "/debug/cgi"});
+  RunResult host =
+      ctx::test::run_command({"/usr/bin/curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", line + "/debug/cgi"});
   RunResult guess = ctx::test::run_command({"/usr/bin/curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H",
                                             "Authorization: Bearer " + std::string(64, '0'), line + "/debug/cgi"});
   RunResult r = ctx::test::wait_command(sp);

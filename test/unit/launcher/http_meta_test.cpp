@@ -51,23 +51,30 @@ TEST_CASE("the gate refuses http metadata the endpoint would never send", "[unit
     CHECK(r.error().reason == "invalid_request");
     return r.error().msg;
   };
-  CHECK(issue([](HttpMeta& m) { m.headers.push_back({"Authorization", "Bearer t"}); }) ==
-        "http: header 'Authorization' is never passed to a model");
-  CHECK(issue([](HttpMeta& m) { m.headers.push_back({"x-API-key", "t"}); }) ==
-        "http: header 'x-API-key' is never passed to a model");
-  CHECK(issue([](HttpMeta& m) { m.headers.push_back({"X_Under", "1"}); }) ==
-        "http: header name 'X_Under' is not 1 to 256 of A-Z a-z 0-9 -");
-  CHECK(issue([](HttpMeta& m) { m.headers.push_back({"X-Ctl", "a\nb"}); }) ==
-        "http: the value of header 'X-Ctl' is not printable ASCII or UTF-8 without control characters");
-  CHECK(issue([](HttpMeta& m) { m.headers.push_back({"X-Bad", "\xc3"}); }) ==
-        "http: the value of header 'X-Bad' is not printable ASCII or UTF-8 without control characters");
-  CHECK(issue([](HttpMeta& m) { m.headers.push_back({"user-agent", "again"}); }) ==
-        "http: header 'user-agent' appears twice");
+  CHECK(issue([](HttpMeta& m) {
+          m.headers.push_back({"Authorization", "Bearer t"});
+        }) == "http: header 'Authorization' is never passed to a model");
+  CHECK(issue([](HttpMeta& m) {
+          m.headers.push_back({"x-API-key", "t"});
+        }) == "http: header 'x-API-key' is never passed to a model");
+  CHECK(issue([](HttpMeta& m) {
+          m.headers.push_back({"X_Under", "1"});
+        }) == "http: header name 'X_Under' is not 1 to 256 of A-Z a-z 0-9 -");
+  CHECK(issue([](HttpMeta& m) {
+          m.headers.push_back({"X-Ctl", "a\nb"});
+        }) == "http: the value of header 'X-Ctl' is not printable ASCII or UTF-8 without control characters");
+  CHECK(issue([](HttpMeta& m) {
+          m.headers.push_back({"X-Bad", "\xc3"});
+        }) == "http: the value of header 'X-Bad' is not printable ASCII or UTF-8 without control characters");
+  CHECK(issue([](HttpMeta& m) {
+          m.headers.push_back({"user-agent", "again"});
+        }) == "http: header 'user-agent' appears twice");
   CHECK(issue([](HttpMeta& m) {
           for (int i = 0; i < 63; ++i) m.headers.push_back({"X-" + std::to_string(i), "v"});
         }) == "http: \"headers\" must be an array of at most 64 [name, value] pairs");
-  CHECK(issue([](HttpMeta& m) { m.headers.push_back({"X-Big", std::string(33000, 'a')}); }) ==
-        "http: headers longer than 32 KiB in all");
+  CHECK(issue([](HttpMeta& m) {
+          m.headers.push_back({"X-Big", std::string(33000, 'a')});
+        }) == "http: headers longer than 32 KiB in all");
   CHECK(issue([](HttpMeta& m) { m.path = "/a b"; }) ==
         "http: path must be empty or start with '/', at most 8 KiB of printable ASCII without space");
   CHECK(issue([](HttpMeta& m) { m.method = "post"; }) == "http: method must be 1 to 32 of A-Z");
@@ -85,8 +92,9 @@ TEST_CASE("a model's CGI header block: Status, headers, the body's start", "[uni
   CHECK(!cgi_head_end("Content-Type: text/plain\r\n"));
   CHECK(cgi_head_end("Content-Type: text/plain\r\n\r\nbody") == 28);
   CHECK(cgi_head_end("A: b\n\nbody") == 6);
-  auto h = parse_cgi_head("Status: 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                          "Content-Length: 12\r\nX-Request-Id: r1\r\n\r\n");
+  auto h = parse_cgi_head(
+      "Status: 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n"
+      "Content-Length: 12\r\nX-Request-Id: r1\r\n\r\n");
   REQUIRE(h);
   CHECK(h->status == 404);
   CHECK(h->content_length == 12u);
@@ -99,7 +107,8 @@ TEST_CASE("a model's CGI header block: Status, headers, the body's start", "[uni
     return r.error().msg;
   };
   CHECK(bad("\n") == "the model's CGI header block: no header line before the body");
-  CHECK(bad("{\"json\" 1}\n\n") == "the model's CGI header block: a line without ':' (the block ends with an empty line)");
+  CHECK(bad("{\"json\" 1}\n\n") ==
+        "the model's CGI header block: a line without ':' (the block ends with an empty line)");
   CHECK(bad("Status: 99\n\n") == "the model's CGI header block: Status must start with a code from 100 to 599");
   CHECK(bad("X_Y: 1\n\n") == "the model's CGI header block: header name 'X_Y' is not 1 to 256 of A-Z a-z 0-9 -");
 }
