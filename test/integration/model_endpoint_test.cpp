@@ -287,3 +287,31 @@ TEST_CASE("an agent's own ANTHROPIC_API_KEY stays its own, and ctx check warns t
                    "/proc); remove it and give the key to the model's own <m>.d/env: the launch sets "
                    "ANTHROPIC_API_KEY to the model endpoint's token\n") != std::string::npos);
 }
+
+TEST_CASE("the model gate refuses HTTP metadata sent past the endpoint: a credential header never reaches a model",
+          "[root][userns]") {
+  EndpointTree m = make_tree();
+  // The agent speaks to its control socket itself, with the endpoint's
+  // op and a header the endpoint would have withheld.
+  const std::string py =
+      "import json, os, socket\n"
+      "s = socket.socket(socket.AF_UNIX); s.connect('/run/ctx/supervisor')\n"
+      "r, w = os.pipe()\n"
+      "req = {'op': 'model', 'name': 'debug', 'http': {'protocol': 'HTTP/1.1', 'method': 'GET', 'path': '/cgi',\n"
+      "       'headers': [['Authorization', 'Bearer stolen']]}}\n"
+      "socket.send_fds(s, [(json.dumps(req) + '\\n').encode()], [r, w, w])\n"
+      "os.close(w)\n"
+      "a = json.loads(s.makefile().readline())\n"
+      "print(a['code'], a['reason'], a['message'])\n"
+      "print('model output:', os.read(r, 100))\n";
+  m.t.write("ctx/home/" + m.uid + "/agent/coder/raw.py", py);
+  RunResult r = m.sh("/usr/bin/python3 /ctx/home/" + m.uid + "/agent/coder/raw.py");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "EINVAL invalid_request http: header 'Authorization' is never passed to a model\nmodel output: b''\n");
+  auto calls = m.calls();
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0]["object"] == "model/debug");
+  CHECK(calls[0]["status"] == "error");
+  CHECK(calls[0]["reason"] == "invalid_request");
+}
