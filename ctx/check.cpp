@@ -157,6 +157,18 @@ void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const st
   }
 }
 
+// The variables the launch sets to the model endpoint's token, where SDKs
+// look for their key (docs/models.md, "The HTTP endpoint"): one in the
+// agent's env is a real key the agent can read.
+void lint_env(const agentdir::AgentSpec& s, const std::function<void(const std::string&)>& warn) {
+  for (const auto& [k, v] : s.env)
+    if (k == "ANTHROPIC_API_KEY" || k == "OPENAI_API_KEY")
+      warn(s.name + ".d/env: " + k +
+           ": a key here is readable by the agent (its environment, /proc); remove it and "
+           "give the key to the model's own <m>.d/env: the launch sets " +
+           k + " to the model endpoint's token");
+}
+
 // The file system each mount line's source lies on in this mount
 // namespace, and whether a root launch refuses it, by the sandbox's own
 // rule (mountspec/source_fs.hpp). The CTX root itself is shown as the
@@ -269,6 +281,7 @@ std::vector<Finding> check_agent(const std::string& given_root, const std::strin
   }
   lint_objects(*spec, warn);
   lint_mounts(*spec, warn);
+  lint_env(*spec, warn);
   // Every mount line the policy does not allow (a launch names the first).
   for (const auto& e : agentdir::mount_policy_errors(name, spec->mounts, spec->policy, subject)) error(e);
   check_launch(*spec, error);

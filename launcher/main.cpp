@@ -242,6 +242,10 @@ int main(int argc, char** argv) {
         !r)
       return report(r.error(), ctx::launcher::kExitLaunchFailed);
   if (auto r = check_sessions(*spec, a, po); !r) return report(r.error(), ctx::launcher::kExitLaunchFailed);
+  // The HTTP model endpoint's token: new at every launch, never stored.
+  auto token = ctx::sys::random_hex(32);
+  if (!token) return report(token.error(), ctx::launcher::kExitLaunchFailed);
+  po.model_token = std::move(*token);
   // An owned child runs only under its parent's supervisor (seed 003 rule
   // 5); a dry run touches nothing and may show its plan.
   if (!a.dry_run)

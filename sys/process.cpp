@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -251,6 +252,34 @@ Error exec_fd(int fd, const std::vector<std::string>& argv, const std::vector<st
   ::execveat(fd, "", a.data(), e.data(), AT_EMPTY_PATH);
   int err = errno;
   return sys_error("execveat " + (argv.empty() ? std::string() : argv[0]), err);
+}
+
+Error exec_program_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  std::vector<char*> a, e;
+  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+  e.push_back(nullptr);
+  ::execveat(fd, "", a.data(), e.data(), AT_EMPTY_PATH);
+  int err = errno;
+  return sys_error("execveat " + (argv.empty() ? std::string() : argv[0]), err);
+}
+
+Result<std::string> random_hex(std::size_t bytes) {
+  std::string raw(bytes, '\0');
+  for (std::size_t got = 0; got < bytes;) {
+    ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return CTX_FAIL_ERRNO("getrandom");
+    got += static_cast<std::size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
 }
 
 Result<std::string> current_dir() {

@@ -138,6 +138,15 @@ std::string exec_path();
 /// interpreter reads it as /dev/fd/N. Returns only on failure.
 Error exec_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
+/// execveat(fd, "", AT_EMPTY_PATH) of an ELF program, fd left
+/// close-on-exec: the program never holds its own file's descriptor (one
+/// opened outside a sandbox's root must not reach inside). Returns only on
+/// failure.
+Error exec_program_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
+/// `bytes` bytes from getrandom(2), as lower-case hex.
+Result<std::string> random_hex(std::size_t bytes);
+
 /// getcwd(3).
 Result<std::string> current_dir();
 

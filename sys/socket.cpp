@@ -1,6 +1,7 @@
 #include "sys/socket.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -181,6 +182,24 @@ Result<UniqueFd> connect_stream(const std::string& path) {
   CTX_TRY_ASSIGN(sockaddr_un a, make_addr(path));
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return CTX_FAIL_ERRNO("connect " + path);
   return s;
+}
+
+Result<std::pair<UniqueFd, std::uint16_t>> listen_tcp_loopback(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return CTX_FAIL_ERRNO("socket");
+  UniqueFd s(fd);
+  int one = 1;
+  if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0) return CTX_FAIL_ERRNO("setsockopt");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const std::string where = "127.0.0.1:" + std::to_string(port);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return CTX_FAIL_ERRNO("bind " + where);
+  if (::listen(fd, 64) < 0) return CTX_FAIL_ERRNO("listen " + where);
+  socklen_t len = sizeof a;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) return CTX_FAIL_ERRNO("getsockname");
+  return std::pair<UniqueFd, std::uint16_t>{std::move(s), ntohs(a.sin_port)};
 }
 
 Result<std::optional<UniqueFd>> accept_nonblock(int listen_fd) {

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,6 +74,10 @@ Result<void> send_datagram(const std::string& path, const std::string& msg);
 /// A connected SOCK_STREAM unix socket to path (a supervisor's control
 /// socket).
 Result<UniqueFd> connect_stream(const std::string& path);
+
+/// A TCP socket listening on 127.0.0.1:port (0: a port the kernel picks),
+/// close-on-exec, and the port it listens on.
+Result<std::pair<UniqueFd, std::uint16_t>> listen_tcp_loopback(std::uint16_t port);
 
 /// accept4(2) on a listening socket, non-blocking and close-on-exec; the
 /// new connection is non-blocking too. nullopt when none is waiting.

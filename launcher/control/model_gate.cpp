@@ -10,6 +10,7 @@
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "base/timestamp.hpp"
+#include "launcher/control/http_meta.hpp"
 #include "launcher/records/agent_files.hpp"
 #include "launcher/records/as_owner.hpp"
 #include "launcher/records/dot_log.hpp"
@@ -71,6 +72,20 @@ std::string model_call_object(const std::string& asked, const std::string& model
   return valid ? "model/" + asked : "model";
 }
 
+// An HTTP call names its model in its path: one segment for an alias (a
+// symbolic link in a model tier, the user's or the system's), else two
+// (provider/model); the endpoint sends the first as the name.
+void ModelGate::take_model_segment(std::string& name, HttpMeta& h) const {
+  if (name.find('/') != std::string::npos) return;
+  access::FsTree tree(tree_);
+  for (const std::string& tier : {"home/" + std::to_string(plan_.owner) + "/model/", std::string("model/")})
+    if (auto e = tree.stat(tier + name); e && e->type == access::HostEntry::Type::symlink) return;
+  const std::size_t end = h.path.find('/', 1);
+  if (h.path.size() < 2) return;
+  name += h.path.substr(0, end);
+  h.path = end == std::string::npos ? "" : h.path.substr(end);
+}
+
 ModelGate::ModelGate(const LaunchPlan& plan, int tree, RecordSink& records)
     : plan_(plan), tree_(tree), records_(records), live_(plan.ctx_root, runtime_viewer(plan)) {}
 
@@ -90,6 +105,10 @@ void ModelGate::log_model(const std::string& rel, const Event& ev) {
 
 void ModelGate::add_poll_fds(std::vector<struct pollfd>& fds) const {
   for (const auto& [conn, run] : runs_) fds.push_back({run.child.pidfd.get(), POLLIN, 0});
+}
+
+void ModelGate::caller_gone(int conn) {
+  if (auto m = runs_.find(conn); m != runs_.end()) m->second.lifeline.reset();
 }
 
 bool ModelGate::waits(int conn) const { return runs_.count(conn) != 0; }
@@ -213,7 +232,19 @@ std::optional<json> ModelGate::call(int conn, const ModelRequest& req, std::vect
   if (stdio.size() != 3)
     return refuse("", refusal(EINVAL, "invalid_request", "model needs the caller's stdin, stdout and stderr"),
                   EventStatus::error);
-  const std::string& name = req.name;
+  std::string name = req.name;
+  // A call through the HTTP endpoint: its request (checked by the decoder;
+  // the endpoint has the agent's authority only) becomes the CGI
+  // environment, and its path completes the model's name.
+  std::optional<HttpMeta> http;
+  if (req.http) {
+    if (!*req.http) return refuse(name, req.http->error(), EventStatus::error);
+    http = **req.http;
+    auto as_owner = AsOwner::enter(plan_.ids);
+    if (!as_owner)
+      return refuse(name, refusal(as_owner.error().code, "error", as_owner.error().msg), EventStatus::error);
+    take_model_segment(name, *http);
+  }
   auto decided = decide(name);
   if (auto* r = std::get_if<Refusal>(&decided)) {
     json answer = refuse(name, r->error, r->status, r->model, r->alias);
@@ -221,7 +252,8 @@ std::optional<json> ModelGate::call(int conn, const ModelRequest& req, std::vect
       log_model(r->rel, {"model.call", "model/" + r->model, r->status, {{"reason", r->error.reason}}});
     return answer;
   }
-  const ModelEntry& m = std::get<ModelEntry>(decided);
+  ModelEntry& m = std::get<ModelEntry>(decided);
+  if (http) m.request_env = cgi_env(*http);
   const auto started = std::chrono::steady_clock::now();
   // An empty directory for the model's root to be mounted over; what it
   // holds is never seen (the sandbox mounts a fresh tmpfs over it).

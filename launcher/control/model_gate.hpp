@@ -5,7 +5,10 @@
 // in a sandbox of its own (launcher/plan/model_plan.hpp,
 // launcher/sandbox/start.hpp) with the caller's stdin, stdout and stderr.
 // Protocol (control socket, with 3 descriptors):
-// {"op":"model","name":"debug/echo"}; answers
+// {"op":"model","name":"debug/echo"} (from the HTTP model endpoint also
+// "http", launcher/control/http_meta.hpp: the model's name is completed
+// from its path, and the request becomes the model's CGI environment);
+// answers
 // {"ok":true,"op":"model","exit_status":N} when the model exits, or
 // {"ok":false,"op":"model","code":"EACCES","reason":"agent_policy",...}.
 // Records: one `model.call` event (the session's events.jsonl) and agent
@@ -28,6 +31,7 @@
 
 #include "base/unique_fd.hpp"
 #include "launcher/control/request.hpp"
+#include "launcher/control/http_meta.hpp"
 #include "launcher/records/event.hpp"
 #include "launcher/plan/model_plan.hpp"
 #include "launcher/sandbox/start.hpp"
@@ -78,6 +82,10 @@ class ModelGate {
   void add_poll_fds(std::vector<struct pollfd>& fds) const;
   /// Whether a model started for the connection `conn` still runs.
   bool waits(int conn) const;
+  /// The caller on conn went away (an HTTP client that hung up): its
+  /// model's lifeline is closed, so the model's init ends the model's
+  /// sandbox, whose exit is then recorded as any other.
+  void caller_gone(int conn);
   /// The running models whose pidfd is ready in `fds` (add_poll_fds),
   /// reaped and no longer running: each for the caller to answer, then to
   /// record with finished().
@@ -98,6 +106,8 @@ class ModelGate {
   /// Starts an allowed model with the caller's stdio, its root mounted
   /// over the empty directory `anchor`, which is removed again.
   Result<ModelRun> start(const ModelEntry& m, const std::string& anchor, std::vector<UniqueFd> stdio);
+  /// An HTTP call's model name, completed from its path (as the owner).
+  void take_model_segment(std::string& name, HttpMeta& h) const;
   /// The answer of a refused call, recorded with the model named (after
   /// an alias) when known, else the name asked for.
   nlohmann::json refuse(const std::string& name, const Error& e, EventStatus status, const std::string& model = "",

@@ -59,10 +59,11 @@ Result<ControlRequest> tool(const json& j) {
 // HTTP endpoint's metadata) is one more branch here and one more field.
 Result<ControlRequest> model(const json& j) {
   for (const auto& [k, v] : j.items())
-    if (k != "op" && k != "name") return fail(bad_call("unknown key '" + k + "' in model"));
+    if (k != "op" && k != "name" && k != "http") return fail(bad_call("unknown key '" + k + "' in model"));
   if (!j.contains("name") || !j["name"].is_string()) return fail(bad_call("model needs \"name\", a string"));
   ModelRequest r;
   r.name = j["name"].get<std::string>();
+  if (j.contains("http")) r.http = decode_http_meta(j["http"]);
   return ControlRequest(std::move(r));
 }
 

@@ -15,6 +15,7 @@
 
 #include "agentdir/child.hpp"
 #include "base/result.hpp"
+#include "launcher/control/http_meta.hpp"
 
 namespace ctx::launcher {
 
@@ -55,6 +56,10 @@ struct ToolRequest {
 /// {"op":"model","name":M}, with the caller's stdin, stdout and stderr.
 struct ModelRequest {
   std::string name;  ///< as sent; ModelGate looks it up
+  /// From the HTTP model endpoint: the request, checked (http_meta.hpp),
+  /// or why it was refused; the gate records a refusal under the model's
+  /// name, as any other of its refusals.
+  std::optional<Result<HttpMeta>> http;
 };
 
 /// A request that passed every check that needs no state.

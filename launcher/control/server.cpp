@@ -126,10 +126,14 @@ void ControlServer::read_conn(int id) {
   // recvmsg, not read: a request may carry descriptors (ctx model's stdio).
   auto msg = sys::recv_message(it->second.fd.get(), 8192, 3);
   if (!msg && msg.error().code == EAGAIN) return;
-  if (!msg) {
+  // A caller gone while its model runs ends the model: with its lifeline
+  // closed the model's init kills the model's sandbox, whose exit is then
+  // recorded as any other (an HTTP client that went away mid-answer).
+  auto gone = [&] {
+    if (cfg_.models != nullptr) cfg_.models->caller_gone(id);
     conns_.erase(it);
-    return;
-  }
+  };
+  if (!msg) return gone();
   std::optional<std::optional<std::string>> data;
   if (!*msg) {
     data = std::optional<std::string>(std::string());
@@ -140,7 +144,7 @@ void ControlServer::read_conn(int id) {
   }
   if (!*data) return;
   if ((*data)->empty()) {  // EOF: a waiter that gave up
-    conns_.erase(it);
+    gone();
     children_.forget_waiter(id);
     return;
   }

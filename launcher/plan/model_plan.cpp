@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+
 #include "base/path.hpp"
 
 namespace ctx::launcher {
@@ -59,6 +61,9 @@ LaunchPlan model_plan(const LaunchPlan& agent, const ModelEntry& m, const std::s
   p.mounts.push_back(SealStep{"/", {.rdonly = true, .nosuid = true, .nodev = true}});
 
   p.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "CTX_MODEL=" + m.name};
+  for (const auto& [k, v] : m.request_env)
+    if (std::none_of(m.env.begin(), m.env.end(), [&](const auto& kv) { return kv.first == k; }))
+      p.env.push_back(k + "=" + v);
   for (const auto& [k, v] : m.env) p.env.push_back(k + "=" + v);
   p.argv = {model_inner_path(m.name)};
   p.nproc = agent.nproc;

@@ -28,6 +28,9 @@ struct ModelEntry {
   std::string meta_dir;                                  ///< its .d/ ("" when it has none)
   std::vector<std::pair<std::string, std::string>> env;  ///< its .d/env, in file order
   bool network = false;                                  ///< its .d/cap names `network`
+  /// A call over HTTP: the request's CGI variables (launcher/control/http_meta.hpp);
+  /// a name its .d/env also sets is the .d/env's.
+  std::vector<std::pair<std::string, std::string>> request_env;
 };
 
 /// Where the model's entry appears inside its sandbox: its ABI path.

@@ -452,6 +452,26 @@ void set_env(std::vector<std::string>& env, const std::string& key, const std::s
 }
 
 // The caller's terminal type and language, where their values are plain.
+// The HTTP model endpoint, for an agent whose policy grants a model:
+// its token where the agent's SDKs look for their key (unless the agent's
+// own env sets one: `ctx check` warns of a real key there), and its URL
+// when the port is fixed.
+void plan_endpoint(const agentdir::AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan,
+                   std::vector<std::string>& env) {
+  const std::string subject = spec.subject();
+  const auto& rules = spec.policy.rules();
+  const bool grants = !subject.empty() && std::any_of(rules.begin(), rules.end(), [&](const policy::Rule& r) {
+    return r.subject == subject && r.cls == policy::Class::model && r.permission == "use";
+  });
+  if (!grants || opts.model_token.empty()) return;
+  plan.endpoint = EndpointPlan{plan.net_ns ? kEndpointPort : std::uint16_t{0}, opts.model_token};
+  if (plan.net_ns) set_env(env, "CTX_MODEL_URL", "http://127.0.0.1:" + std::to_string(kEndpointPort));
+  set_env(env, "CTX_MODEL_TOKEN", opts.model_token);
+  for (const char* key : {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"})
+    if (std::none_of(spec.env.begin(), spec.env.end(), [&](const auto& kv) { return kv.first == key; }))
+      set_env(env, key, opts.model_token);
+}
+
 void pass_terminal_env(const std::vector<std::string>& caller_env, std::vector<std::string>& env) {
   for (std::string_view key : kTerminalEnv)
     for (const std::string& kv : caller_env)
@@ -566,6 +586,7 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   set_env(env, "LISTEN_FDS", "1");
   set_env(env, "LISTEN_FDNAMES", spec.name + ".sock");
   if (!opts.handoff_dir.empty()) set_env(env, "CTX_HANDOFF", kHandoffDir);
+  plan_endpoint(spec, opts, plan, env);
   plan.env = std::move(env);
   plan.notify_target = kNotifyPath;
   plan.terminal = opts.terminal;

@@ -79,6 +79,17 @@ using mountspec::StepKind;
 using mountspec::SymlinkStep;
 using mountspec::ViewStep;
 
+/// The HTTP model endpoint (docs/models.md, "The HTTP endpoint"): a
+/// process the sandbox's init starts beside the runtime when the policy
+/// grants at least one `model:<name> use`.
+struct EndpointPlan {
+  /// 127.0.0.1:kEndpointPort in the sandbox's own network namespace; 0 (a
+  /// port the kernel picks) with the host's.
+  std::uint16_t port = 0;
+  /// The per-launch token every call must carry (CTX_MODEL_TOKEN).
+  std::string token;
+};
+
 /// The whole plan.
 struct LaunchPlan {
   std::string name;
@@ -121,6 +132,9 @@ struct LaunchPlan {
   std::uint64_t nproc = 0;
   /// The agent view's steps are built statically (PlanOptions::static_view).
   bool static_view = false;
+  /// The HTTP model endpoint, when the agent has one. Its CTX_MODEL_URL is
+  /// in `env` for a fixed port; with a picked one the sandbox adds it.
+  std::optional<EndpointPlan> endpoint;
 };
 
 /// Options of a plan that do not come from the control files.
@@ -179,6 +193,9 @@ struct PlanOptions {
   /// (launcher/sandbox/static_view.hpp) instead of served over FUSE: where
   /// /dev/fuse cannot be used, or on request (--static-view).
   bool static_view = false;
+  /// The per-launch token of the HTTP model endpoint (64 hex digits, the
+  /// caller's random); empty: no endpoint.
+  std::string model_token;
 };
 
 /// Fixed paths inside every sandbox.
@@ -190,6 +207,8 @@ inline constexpr const char* kSupervisorPath = "/run/ctx/supervisor";
 /// Where an owned child finds handoff.md (ro) and writes result.md,
 /// refs.jsonl and artifact/.
 inline constexpr const char* kHandoffDir = "/handoff";
+/// The HTTP model endpoint's port in a sandbox's own network namespace.
+inline constexpr std::uint16_t kEndpointPort = 7180;
 inline constexpr const char* kDefaultPath = "/ctx/bin:/usr/local/bin:/usr/bin:/bin";
 /// /dev/shm's size and the process bound unless `limits` sets shm.max and
 /// nproc.max.

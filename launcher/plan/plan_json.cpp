@@ -127,6 +127,11 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
                                  {"cpu.max", p.limits->cpu_max.value_or("")}}
                           : json(nullptr)},
       {"bounds", {{"dev_shm_size", p.shm_size}, {"rlimit_nproc", p.nproc}}},
+      {"model_endpoint",
+       p.endpoint ? json{{"program", "ctx-model-endpoint"},
+                         {"listen", p.endpoint->port != 0 ? "127.0.0.1:" + std::to_string(p.endpoint->port)
+                                                          : std::string("127.0.0.1, a port the kernel picks")}}
+                  : json(nullptr)},
       {"hardening",
        {"capabilities dropped", "no_new_privs", "setsid", "fds 0-2 + LISTEN_FDS only", "pivot_root + detach",
         "seccomp deny-list (docs/seccomp.md)", "Landlock scope: abstract unix sockets and signals"}},

@@ -10,6 +10,7 @@
 
 #include "launcher/sandbox/channel.hpp"
 #include "launcher/sandbox/mounts.hpp"
+#include "launcher/sandbox/endpoint_start.hpp"
 #include "launcher/sandbox/preflight.hpp"
 #include "launcher/sandbox/reporter.hpp"
 #include "mountspec/geometry.hpp"
@@ -105,7 +106,8 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
 
 // The runtime process: fds, signals, LISTEN_PID, exec. PATH lookup uses the
 // sandbox's PATH, never the launcher's.
-[[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io, Reporter rep, Terminal& term) {
+[[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io, Reporter rep, Terminal& term,
+                               const std::string& model_url) {
   rep.enter(Step::exec);
   sys::reset_signals();
   // An interactive launch: the sandbox's pty in place of the caller's
@@ -135,6 +137,8 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
   err.flush();
   std::vector<std::string> env = plan.env;
   env.push_back("LISTEN_PID=" + std::to_string(::getpid()));
+  // A port the kernel picked is known only now.
+  if (!model_url.empty() && env_value(env, "CTX_MODEL_URL").empty()) env.push_back("CTX_MODEL_URL=" + model_url);
   std::vector<std::string> candidates;
   const std::string& cmd = plan.argv.front();
   if (cmd.find('/') != std::string::npos) {
@@ -266,7 +270,8 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // Nothing of the supervisor's but what this half needs: above all not
   // its directory fds (host paths outside the new root).
   Reporter rep(io.channel);
-  if (auto r = sys::close_fds_except({0, 1, 2, io.lifeline, io.channel, io.listen_fd}); !r) die(rep, r.error());
+  if (auto r = sys::close_fds_except({0, 1, 2, io.lifeline, io.channel, io.listen_fd, io.endpoint_exe}); !r)
+    die(rep, r.error());
   // The sandbox dies with its supervisor; a supervisor that died before
   // this line is caught by the read below (EOF).
   if (auto r = sys::set_parent_death_signal(SIGKILL); !r) die(rep, r.error());
@@ -295,10 +300,14 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // channel and the signalfd stay ours. The runtime's execve makes it
   // dumpable again.
   if (auto r = sys::set_not_dumpable(); !r) die(rep, r.error());
+  // Beside the runtime, never waited for: with the runtime's exit the init
+  // exits, and the kernel ends the endpoint with the pid namespace.
+  const std::string model_url = start_endpoint(plan, io.endpoint_exe);
+  sys::close_fd(io.endpoint_exe);
   if (auto f = sys::fault_at("sandbox.fork"); !f) die(rep, f.error());
   auto pid = sys::fork_process();
   if (!pid) die(rep, pid.error());
-  if (*pid == 0) exec_runtime(plan, io, rep, term);
+  if (*pid == 0) exec_runtime(plan, io, rep, term, model_url);
 
   // The init: the runtime's exec closes its copy of the channel; ours is
   // closed now so that the supervisor sees EOF exactly then. The pty's

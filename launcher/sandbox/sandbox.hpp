@@ -24,6 +24,9 @@ struct SandboxIo {
   /// that ended the setup; EOF once the runtime's execve succeeded.
   int channel = -1;
   int listen_fd = -1;  ///< the agent socket, passed as fd 3 (LISTEN_FDS)
+  /// The HTTP model endpoint's program (O_PATH), when the plan has an
+  /// endpoint and the program was found (launcher/sandbox/endpoint_start.hpp).
+  int endpoint_exe = -1;
 };
 
 /// Exit codes of the sandbox's init that are not the runtime's own.

@@ -64,7 +64,7 @@ namespace {
   if (how.stdio)
     for (int i = 0; i < 3; ++i)
       if (!sys::dup_to((*how.stdio)[static_cast<std::size_t>(i)], i)) _exit(kExitLaunchFailed);
-  run_sandbox(plan, SandboxIo{lifeline, channel, how.listen_fd});
+  run_sandbox(plan, SandboxIo{lifeline, channel, how.listen_fd, how.endpoint_exe});
 }
 
 Result<void> write_id_maps(const LaunchPlan& plan, const SandboxStart& how, pid_t pid) {

@@ -49,6 +49,8 @@ struct SandboxStart {
   /// supervisor's own.
   std::optional<std::array<int, 3>> stdio;
   int listen_fd = -1;  ///< the agent socket, the runtime's fd 3 (LISTEN_FDS); -1 none
+  /// The HTTP model endpoint's program (O_PATH; launcher/sandbox/endpoint_start.hpp); -1 none.
+  int endpoint_exe = -1;
   int cgroup_fd = -1;  ///< the cgroup directory the sandbox is cloned into; -1 the supervisor's
   std::string clone_context;    ///< what a failed clone is said with ("" nothing)
   std::string id_maps_context;  ///< what failed id maps are said with

@@ -27,6 +27,7 @@
 #include "launcher/sandbox/preflight.hpp"
 #include "mountspec/geometry.hpp"
 #include "launcher/supervisor/pty_relay.hpp"
+#include "launcher/sandbox/endpoint_start.hpp"
 #include "launcher/sandbox/sandbox.hpp"
 #include "launcher/sandbox/start.hpp"
 #include "launcher/control/tool_gate.hpp"
@@ -362,8 +363,11 @@ std::optional<int> Supervisor::start_sandbox() {
   socket_name_.dir = agents_.get();
   socket_name_.name = plan_.name + ".sock";
   if (auto f = sys::fault_at("supervisor.listen"); !f) return fail_launch(f.error());
+  UniqueFd endpoint;
+  if (plan_.endpoint) endpoint = open_endpoint_program();
   SandboxStart how;
   how.listen_fd = listen->get();
+  how.endpoint_exe = endpoint.get();
   how.cgroup_fd = placement_ ? placement_->runtime_fd() : -1;
   how.clone_context = "creating namespaces";
   how.id_maps_context = "writing id maps";

@@ -304,6 +304,41 @@ TEST_CASE("network namespace unless network:default connect", "[unit]") {
   CHECK(plan_of(s, user(), {})->net_ns);
 }
 
+TEST_CASE("the HTTP model endpoint: planned for a model grant, its token where SDKs look, the agent's env first",
+          "[unit]") {
+  auto env_of = [](const ctx::launcher::LaunchPlan& p, const std::string& key) {
+    for (const auto& kv : p.env)
+      if (kv.rfind(key + "=", 0) == 0) return kv.substr(key.size() + 1);
+    return std::string("unset");
+  };
+  const std::string token(64, 'a');
+  PlanOptions o;
+  o.model_token = token;
+  AgentSpec s = coder();
+  auto none = plan_of(s, user(), o);  // no model grant: no endpoint
+  CHECK_FALSE(none->endpoint);
+  CHECK(env_of(*none, "CTX_MODEL_TOKEN") == "unset");
+  s.policy = *ctx::policy::Policy::parse("p", "allow coder_t model:main use\n");
+  s.env = {{"OPENAI_API_KEY", "sk-own"}};
+  auto p = plan_of(s, user(), o);
+  REQUIRE(p->endpoint);
+  CHECK(p->endpoint->port == 7180);
+  CHECK(p->endpoint->token == token);
+  CHECK(env_of(*p, "CTX_MODEL_URL") == "http://127.0.0.1:7180");
+  CHECK(env_of(*p, "CTX_MODEL_TOKEN") == token);
+  CHECK(env_of(*p, "ANTHROPIC_API_KEY") == token);
+  CHECK(env_of(*p, "OPENAI_API_KEY") == "sk-own");
+  // The host's network: a port the kernel picks, so no URL in the plan.
+  s.policy = *ctx::policy::Policy::parse("p", "allow coder_t model:main use\nallow coder_t network:default connect\n");
+  auto host = plan_of(s, user(), o);
+  REQUIRE(host->endpoint);
+  CHECK(host->endpoint->port == 0);
+  CHECK(env_of(*host, "CTX_MODEL_URL") == "unset");
+  // A grant of another subject's is inert: no endpoint.
+  s.policy = *ctx::policy::Policy::parse("p", "allow other_t model:main use\n");
+  CHECK_FALSE(plan_of(s, user(), o)->endpoint);
+}
+
 TEST_CASE("shared spaces: permission for direct mounts, masks under wider ones", "[unit]") {
   AgentSpec s = coder();
   s.mounts = *ctx::mountspec::parse("coder.d/mount", "/srv/ctx/shared/a/data\t/a\tro\tbind\n");
