@@ -143,7 +143,7 @@ TEST_CASE("Claude Code from ctx new --template claude-code, network granted, wri
                            "echo ANTHROPIC_API_KEY=" +
                            kTestKey +
                            " >> agent/coder.d/env\n"
-                           "";
+                           "echo 'allow coder_t network:default connect' >> agent/coder.d/policy\n";
   for (const TestUser& as : launchers()) {
     INFO("launched by " << as.name);
     Outcome o = run_template(as, "claude-code", script, edit, {"-p", "write the file"});
@@ -173,7 +173,7 @@ TEST_CASE("Codex from ctx new --template codex, network granted, writes /work/ou
                            "echo OPENAI_API_KEY=" +
                            kTestKey +
                            " >> agent/coder.d/env\n"
-                           "";
+                           "echo 'allow coder_t network:default connect' >> agent/coder.d/policy\n";
   for (const TestUser& as : launchers()) {
     INFO("launched by " << as.name);
     Outcome o = run_template(as, "codex", script, edit, {"exec", "--skip-git-repo-check", "write the file"});
