@@ -107,6 +107,9 @@ std::string claude_runtime(const TemplateInput& in) {
          "# off, only because the sandbox holds: /usr, /etc and the CLI are read-only,\n"
          "# it writes only its home, /tmp and the project at /work, it has no\n"
          "# network, and its model is reached through the endpoint, which holds no key.\n"
+         "# ~/.claude.json and ~/.claude/settings.json skip the first run's sign-in\n"
+         "# (it would try api.anthropic.com, which the sandbox cannot reach) and the\n"
+         "# warning about that mode.\n"
          "exec " +
          in.cli.entry + " --dangerously-skip-permissions \"$@\"\n";
 }
@@ -218,6 +221,9 @@ TemplatePlan plan_template(Template t, const TemplateInput& in) {
       p.model_name = "anthropic/api";
       p.env = claude_env();
       p.runtime = claude_runtime(in);
+      p.home_files.push_back({home_rel(in) + "/.claude.json", "{\"hasCompletedOnboarding\": true}\n", 0600});
+      p.home_files.push_back(
+          {home_rel(in) + "/.claude/settings.json", "{\"skipDangerousModePermissionPrompt\": true}\n", 0644});
       p.models = forwarder_model(p.model_name, "https://api.anthropic.com", "x-api-key", "");
       break;
     case Template::codex:

@@ -70,6 +70,9 @@ TEST_CASE("ctx new --template claude-code writes an agent that runs Claude Code 
         "# off, only because the sandbox holds: /usr, /etc and the CLI are read-only,\n"
         "# it writes only its home, /tmp and the project at /work, it has no\n"
         "# network, and its model is reached through the endpoint, which holds no key.\n"
+        "# ~/.claude.json and ~/.claude/settings.json skip the first run's sign-in\n"
+        "# (it would try api.anthropic.com, which the sandbox cannot reach) and the\n"
+        "# warning about that mode.\n"
         "exec " +
             cli + " --dangerously-skip-permissions \"$@\"\n");
   CHECK(f.mode("agent/coder") == 0755);
@@ -107,6 +110,10 @@ TEST_CASE("ctx new --template claude-code writes an agent that runs Claude Code 
                               "allow coder_t model:anthropic/api use\n"));
   CHECK(policy.find("network:") == std::string::npos);  // no network grant
   for (const char* d : {"tmp", "work"}) CHECK(std::filesystem::is_directory(f.home("coder") + "/" + d));
+  CHECK(ctx::test::read_file(f.home("coder") + "/.claude.json") == "{\"hasCompletedOnboarding\": true}\n");
+  CHECK(f.mode("home/" + f.uid + "/agent/coder/.claude.json") == 0600);
+  CHECK(ctx::test::read_file(f.home("coder") + "/.claude/settings.json") ==
+        "{\"skipDangerousModePermissionPrompt\": true}\n");
   CHECK(f.t.read("ctx/model/anthropic/api") ==
         "#!/bin/sh\n# anthropic/api: forwards each call to https://api.anthropic.com with the key of "
         "anthropic/api.d/env.\nexec " +
