@@ -68,8 +68,9 @@ struct TemplatePlan {
   std::string runtime;   ///< the runtime script
   std::vector<std::string> home_dirs;   ///< made in the agent's home (relative to the CTX root)
   std::vector<TemplateFile> home_files; ///< written in the agent's home, replacing nothing
-  std::vector<TemplateFile> models;     ///< model entries and their .d/ files, each written only when
-                                        ///< its model entry is missing (a key already filled in stays)
+  std::vector<TemplateFile> models;     ///< the model's .d/ files, then its entry last (so a model is
+                                        ///< never there half-written); written only when the entry is
+                                        ///< missing (a key already filled in stays)
   std::string model_name;               ///< the model the agent uses (provider/model)
 };
 
