@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
 #include "sys/identity.hpp"
+#include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "sys/socket.hpp"
 
@@ -90,7 +92,8 @@ std::string label_type(const std::string& name) {
 
 // The control files of a first agent (see run_new).
 std::vector<std::pair<std::string, std::string>> control_files(const std::string& ctx_root, const std::string& name,
-                                                               uid_t uid, gid_t gid, const std::string& root) {
+                                                               uid_t uid, gid_t gid, const std::string& root,
+                                                               const TemplatePlan* tp) {
   const std::string home_rel = "home/" + std::to_string(uid) + "/agent/" + name;
   std::string mount = "# source\ttarget\tro|rw\toptions: one mount a line (docs/abi.md)\n";
   mount += "/usr\t/usr\tro\trbind,nodev\n";
@@ -98,6 +101,7 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
     if (auto d = sys::open_path_no_symlinks(etc)) mount += std::string(etc) + "\t" + etc + "\tro\tbind,nosuid,nodev\n";
   mount += ctx_root + "\t/ctx\tro\trbind,nosuid,nodev\n";
   mount += path_join(ctx_root, home_rel) + "\t/ctx/" + home_rel + "\trw\tbind,nosuid,nodev\n";
+  if (tp) mount += tp->mount;
   // Every mount line needs its rule (docs/abi-policy.md, "What each class
   // gates"): read its target, and write it for a rw line.
   const std::string type = label_type(name);
@@ -114,18 +118,23 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
   auto mt = mountspec::parse(name + ".d/mount", mount);
   if (mt)
     for (const auto& r : agentdir::mount_rules(*mt, type)) policy += policy::format_rule(r) + "\n";
+  if (tp) policy += tp->policy;
   std::vector<std::pair<std::string, std::string>> files{
       {"owner", std::to_string(uid) + "\n"},
       {"gid", std::to_string(gid) + "\n"},
       {"label", type + "\n"},
       {"iso", "userns\n"},
       {"root", root + "\n"},
-      {"cwd", "/ctx/" + home_rel + "\n"},
+      {"cwd", tp ? "/work\n" : "/ctx/" + home_rel + "\n"},
       {"path", "/ctx/tool\n/ctx/home/" + std::to_string(uid) + "/tool\n"},
       {"mount", mount},
       {"policy", policy},
   };
   if (auto g = groups_file(uid, gid); !g.empty()) files.emplace_back("groups", g);
+  if (tp) {
+    files.emplace_back("env", tp->env);
+    files.emplace_back("model", tp->model);
+  }
   return files;
 }
 
@@ -136,6 +145,62 @@ std::string runtime_script(const std::string& name) {
          "'s runtime: ctx-agent-run runs it inside the sandbox. Replace it with\n"
          "# your agent; CTX_AGENT, CTX_HOME, CTX_PATH and CTX_SESSION are set.\n"
          "echo \"$CTX_AGENT is running in its sandbox: uid $(id -u), cwd $(pwd)\"\n";
+}
+
+// The template's plan for agent `name`: its CLI found and its project
+// resolved, nothing made yet (bad input changes nothing).
+Result<TemplatePlan> template_plan(const std::string& ctx_root, const std::string& name, uid_t uid,
+                                   const NewOptions& opt) {
+  CTX_TRY_ASSIGN(CliInstall cli, find_cli(*opt.tmpl, opt.agents_dir, opt.path));
+  const std::string home_rel = "home/" + std::to_string(uid) + "/agent/" + name;
+  std::string project = path_join(ctx_root, home_rel + "/work");
+  if (!opt.project.empty()) {
+    // The real path: the launcher opens mount sources without following
+    // a symbolic link.
+    auto real = sys::real_path(opt.project);
+    if (!real)
+      return fail(Error{real.error().code, "--project " + opt.project + ": " + errno_name(real.error().code) +
+                                          ": no such directory; name the project's directory"});
+    if (auto d = sys::open_dir(*real); !d)
+      return fail(Error{d.error().code, "--project " + opt.project + ": " + errno_name(d.error().code) +
+                                       ": not a directory you can open; name the project's directory"});
+    project = *real;
+  }
+  TemplatePlan p = plan_template(*opt.tmpl, TemplateInput{ctx_root, name, label_type(name), uid, cli, project});
+  if (opt.project.empty()) p.home_dirs.push_back(home_rel + "/work");
+  return p;
+}
+
+// Writes f (its path relative to the CTX root) unless it exists: whole
+// under a temporary name, then renamed in without replacing anything.
+Result<void> write_new(int top, const std::string& ctx_root, const TemplateFile& f, std::vector<std::string>& made) {
+  CTX_TRY_ASSIGN(UniqueFd dir, make_below(top, ctx_root, std::string(path_dirname(f.rel)), made));
+  const std::string name(path_basename(f.rel));
+  const std::string tmp = "." + name + ".new";
+  CTX_TRY(sys::atomic_replace(dir.get(), tmp, f.text, f.mode));
+  if (auto r = sys::rename_noreplace_at(dir.get(), tmp, dir.get(), name); !r) {
+    (void)sys::remove_at(dir.get(), tmp);
+    if (r.error().code != EEXIST) return fail(r.error().with_context(path_join(ctx_root, f.rel)));
+    return {};
+  }
+  made.push_back(path_join(ctx_root, f.rel));
+  return {};
+}
+
+// The template's home and model files. A model entry that exists is
+// kept whole, with the key its .d/env may hold.
+Result<void> write_template(int top, const std::string& ctx_root, const TemplatePlan& p,
+                            std::vector<std::string>& made) {
+  for (const auto& d : p.home_dirs) CTX_TRY(make_below(top, ctx_root, d, made));
+  for (const auto& f : p.home_files) CTX_TRY(write_new(top, ctx_root, f, made));
+  const std::string& entry = p.models.back().rel;
+  CTX_TRY_ASSIGN(auto st, sys::stat_at(top, entry));
+  if (st) {
+    std::printf("kept %s (it exists)\n", path_join(ctx_root, entry).c_str());
+    return {};
+  }
+  for (const auto& f : p.models) CTX_TRY(write_new(top, ctx_root, f, made));
+  return {};
 }
 
 }  // namespace
@@ -186,7 +251,7 @@ int run_init(const std::string& ctx_root, const std::vector<std::string>& shared
   return 0;
 }
 
-int run_new(const std::string& ctx_root, const std::string& name) {
+int run_new(const std::string& ctx_root, const std::string& name, const NewOptions& opt) {
   if (auto issue = agent_name_issue(name)) return error(Error{EINVAL, name + ": EINVAL: " + *issue});
   auto agents = sys::open_dir(ctx_root + "/agent");
   if (!agents)
@@ -197,6 +262,12 @@ int run_new(const std::string& ctx_root, const std::string& name) {
       return error(Error{EEXIST, ctx_root + "/agent/" + n + ": EEXIST: the agent exists; choose another name"});
   const uid_t uid = ::getuid();
   const gid_t gid = ::getgid();
+  std::optional<TemplatePlan> tp;
+  if (opt.tmpl) {
+    auto p = template_plan(ctx_root, name, uid, opt);
+    if (!p) return error(p.error());
+    tp = std::move(*p);
+  }
   std::vector<std::string> made;
   // Its home: data, cache, log, session, and a root with the merged-/usr
   // links (the loader and /bin/sh of the /usr mount).
@@ -211,6 +282,8 @@ int run_new(const std::string& ctx_root, const std::string& name) {
     if (sys::open_path_no_symlinks(std::string("/usr/") + l))
       if (auto r = sys::make_symlink_at(std::string("usr/") + l, root->get(), l); !r && r.error().code != EEXIST)
         return error(r.error());
+  if (tp)
+    if (auto r = write_template(top->get(), ctx_root, *tp, made); !r) return error(r.error());
   // The control files, complete under a temporary name, then the runtime
   // and the directory renamed into place without replacing anything.
   const std::string root_path = path_join(ctx_root, home_rel + "/root");
@@ -222,9 +295,9 @@ int run_new(const std::string& ctx_root, const std::string& name) {
   };
   auto dir = sys::open_dir_at(agents->get(), *tmp);
   if (!dir) return undo(dir.error());
-  for (const auto& [file, text] : control_files(ctx_root, name, uid, gid, root_path))
+  for (const auto& [file, text] : control_files(ctx_root, name, uid, gid, root_path, tp ? &*tp : nullptr))
     if (auto r = sys::atomic_replace(dir->get(), file, text, 0644); !r) return undo(r.error());
-  if (auto r = sys::atomic_replace(dir->get(), "runtime.new", runtime_script(name), 0755); !r) return undo(r.error());
+  if (auto r = sys::atomic_replace(dir->get(), "runtime.new", tp ? tp->runtime : runtime_script(name), 0755); !r) return undo(r.error());
   if (auto r = sys::rename_noreplace_at(dir->get(), "runtime.new", agents->get(), name); !r) return undo(r.error());
   if (auto r = sys::rename_noreplace_at(agents->get(), *tmp, agents->get(), name + ".d"); !r) {
     (void)sys::remove_at(agents->get(), name);
@@ -234,6 +307,9 @@ int run_new(const std::string& ctx_root, const std::string& name) {
   made.push_back(ctx_root + "/agent/" + name + ".d");
   for (const auto& m : made) std::printf("created %s\n", m.c_str());
   std::printf("launch it: ctx-agent-run --ctx-root %s %s\n", ctx_root.c_str(), name.c_str());
+  if (tp)
+    std::printf("its model %s: put your API key after CTX_UPSTREAM_KEY= in %s.d/env\n", tp->model_name.c_str(),
+                path_join(ctx_root, tp->models.back().rel).c_str());
   return 0;
 }
 

@@ -258,9 +258,29 @@ void add_setup_commands(CLI::App& app, std::string& ctx_root, std::string& name,
   auto* new_cmd = app.add_subcommand("new", "write a first agent that launches at once, then check it");
   new_cmd->add_option("--ctx-root", ctx_root, "the CTX root (default $CTX_ROOT or /ctx)");
   new_cmd->add_option("NAME", name, "the agent")->required();
+  static std::string tmpl, project;
+  auto* tmpl_opt = new_cmd->add_option("--template", tmpl,
+                                       "an agent that runs a coding-agent CLI, reaching its model only through the "
+                                       "sandbox's endpoint: " +
+                                           ctx::helper::template_names());
+  new_cmd->add_option("--project", project, "with --template: the directory mounted read-write at /work "
+                                            "(default: the agent home's work/)")
+      ->needs(tmpl_opt);
   new_cmd->callback([&] {
     run = [&] {
-      if (int code = ctx::helper::run_new(ctx_root, name); code != 0) return code;
+      ctx::helper::NewOptions opt;
+      if (!tmpl.empty()) {
+        auto t = ctx::helper::parse_template(tmpl);
+        if (!t) {
+          std::fprintf(stderr, "ctx: %s\n", t.error().msg.c_str());
+          return 1;
+        }
+        opt.tmpl = *t;
+        opt.project = project.empty() ? "" : ctx::sys::absolute_path(project);
+        opt.agents_dir = env_or("CTX_AGENTS_DIR", "");
+        opt.path = env_or("PATH", "");
+      }
+      if (int code = ctx::helper::run_new(ctx_root, name, opt); code != 0) return code;
       return run_check(ctx_root, name, false, false, false);
     };
   });

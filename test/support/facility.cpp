@@ -51,6 +51,11 @@ std::string& facility_slot() {
 
 }  // namespace
 
+std::string agents_dir() {
+  const char* d = std::getenv("CTX_AGENTS_DIR");
+  return d != nullptr && *d != '\0' ? d : "/opt/ctx-test-agents";
+}
+
 const std::string& current_facility() { return facility_slot(); }
 void set_current_facility(const std::string& f) { facility_slot() = f; }
 
@@ -114,8 +119,19 @@ std::optional<std::string> facility_missing(const std::string& facility) {
     if (auto no = facility_missing("root")) return no;
     return facility_missing("userns");
   }
+  if (facility == "agents") {
+    if (auto no = facility_missing("root")) return no;
+    if (auto no = facility_missing("userns")) return no;
+    for (const char* cli : {"claude", "codex"})
+      if (::access((agents_dir() + "/node_modules/.bin/" + cli).c_str(), X_OK) != 0)
+        return "the coding-agent CLIs are not installed in " + agents_dir() + " (no node_modules/.bin/" + cli +
+               "): scripts/install-agents installs them with npm ($CTX_AGENTS_DIR names another directory)";
+    if (::access("/usr/bin/python3", X_OK) != 0)
+      return "there is no /usr/bin/python3 for the fake API server (apt-get install python3)";
+    return std::nullopt;
+  }
   return "unknown facility tag [" + facility +
-         "] (this runner knows unit, fs, root, userns, cgroup, limits, fuse, fault)";
+         "] (this runner knows unit, fs, root, userns, cgroup, limits, fuse, fault, agents)";
 }
 
 }  // namespace ctx::test

@@ -7,9 +7,13 @@
 namespace ctx::test {
 
 /// nullopt when the facility named by a test tag ("unit", "fs", "userns",
-/// "root", "cgroup", "fuse", "vm") is usable here; else why not, in words
+/// "root", "cgroup", "fuse", "vm", "agents") is usable here; else why not, in words
 /// that say what to change.
 std::optional<std::string> facility_missing(const std::string& facility);
+
+/// Where scripts/install-agents put the coding-agent CLIs that the
+/// [agents] tests run: $CTX_AGENTS_DIR, else /opt/ctx-test-agents.
+std::string agents_dir();
 
 /// The facility tag this run of the runner was started for ("root",
 /// "userns", ...), so one test body can run in several modes.
