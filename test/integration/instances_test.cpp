@@ -85,9 +85,12 @@ struct Fleet {
   std::string session_dir(const std::string& s) const {
     return t.root() + "/home/" + std::to_string(t.owner().uid) + "/agent/rev/session/" + s;
   }
-  // Session s, ready (READY=1) and then waiting to be stopped.
-  Spawned& start(const std::string& s) {
-    running.push_back(t.spawn({"rev", "--session", s, "--", "/probe", "notify:READY=1", "sleep:60"}, as));
+  // Session s, ready (READY=1, or busy) and then waiting to be stopped.
+  Spawned& start(const std::string& s, bool busy = false) {
+    std::vector<std::string> args{"rev", "--session", s, "--", "/probe", "notify:READY=1"};
+    if (busy) args.push_back("notify:CTX_STATE=busy");
+    args.push_back("sleep:60");
+    running.push_back(t.spawn(args, as));
     return running.back();
   }
 };
@@ -182,8 +185,8 @@ TEST_CASE("an instance killed with SIGKILL is reaped when its session is launche
   make_rev(t, 3);
   Fleet f{t, mode.as, {}};
   f.running.reserve(3);
-  f.start("r1");
-  REQUIRE(ctx::test::wait_for_file(f.instance("r1", "status"), "ready\n", 60000));
+  f.start("r1", true);  // the primary, busy: its status is not r2's
+  REQUIRE(ctx::test::wait_for_file(f.instance("r1", "status"), "busy\n", 60000));
   f.start("r2");
   f.start("r3");
   for (const char* s : {"r2", "r3"}) REQUIRE(ctx::test::wait_for_file(f.instance(s, "status"), "ready\n", 60000));
@@ -198,9 +201,10 @@ TEST_CASE("an instance killed with SIGKILL is reaped when its session is launche
   CHECK(slurp(f.instance("r2", "status")) == "dead\n");
   const auto log = records_of(slurp(f.d() + "log"));
   CHECK(log.count("r2 agent.reap previous_status=ready") == 1);
+  CHECK(log.count("r2 agent.reap previous_status=busy") == 0);
   for (const char* s : {"r1", "r3"}) CHECK(log.count(std::string(s) + " agent.reap previous_status=ready") == 0);
   // The others run on; the primary's files were never touched.
-  CHECK(slurp(f.d() + "status") == "ready\n");
+  CHECK(slurp(f.d() + "status") == "busy\n");
   CHECK(slurp(f.d() + "pid") == std::to_string(f.running[0].pid) + "\n");
   for (int i : {0, 2}) CHECK(::kill(f.running[i].pid, 0) == 0);
   CHECK(slurp(f.instance("r3", "status")) == "ready\n");
@@ -255,4 +259,24 @@ TEST_CASE("each instance has a cgroup leaf of its own, all gone after; a relaunc
   for (int i : {0, 1, 2, 4}) REQUIRE(::kill(f.running[static_cast<std::size_t>(i)].pid, SIGTERM) == 0);
   for (int i : {0, 1, 2, 4}) ctx::test::wait_command(f.running[static_cast<std::size_t>(i)], 60);
   for (int i = 1; i <= 5; ++i) CHECK_FALSE(exists(leaf(i)));
+}
+
+TEST_CASE("ctx ps shows a runtime that never sends READY=1 as running, not start", "[root][userns]") {
+  auto mode = ctx::test::launch_mode();
+  CtxTree t(mode.owner);
+  make_rev(t, 1);
+  Fleet f{t, mode.as, {}};
+  f.running.reserve(1);
+  f.running.push_back(t.spawn({"rev", "--", "/probe", "sleep:60"}, mode.as));
+  for (int i = 0; i < 600 && !exists(f.instance("default", "exec")); ++i) ::usleep(100000);
+  REQUIRE(exists(f.instance("default", "exec")));
+  CHECK(slurp(f.d() + "status") == "start\n");  // the file keeps seed 000's word
+  RunResult ps = ctx::test::run_command({ctx::test::built("ctx/ctx"), "ps", "--ctx-root", t.root()});
+  auto l = lines_of(ps.out);
+  REQUIRE(l.size() == 2);
+  char want[128];
+  std::snprintf(want, sizeof want, "rev                      default      running   %8d ", f.running[0].pid);
+  CHECK(l[1].substr(0, std::string(want).size()) == want);
+  REQUIRE(::kill(f.running[0].pid, SIGTERM) == 0);
+  CHECK(ctx::test::wait_command(f.running[0], 60).exit_code == 128 + SIGTERM);
 }
