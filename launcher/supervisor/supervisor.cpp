@@ -319,7 +319,13 @@ std::optional<int> Supervisor::take_locks() {
     return failed(
         Error{EBUSY, plan_.name + ": EBUSY: already running (supervisor pid " + pid_in(ddir_.get()) + "); stop it first"});
   const std::string rel = "instance/" + plan_.session;
-  auto idir = sys::open_or_make_dirs(ddir_.get(), rel, 0755);
+  // Made with the rights of <name>.d's owner: a root launch of an agent
+  // whose owner keeps its .d must not make directories the owner's own
+  // launches cannot write their status into.
+  sys::MakeAs as;
+  if (plan_.ids.privileged)
+    if (auto st = sys::stat_fd(ddir_.get())) as = sys::Creds{st->uid, st->gid, {}};
+  auto idir = sys::open_or_make_dirs(ddir_.get(), rel, 0755, as);
   if (!idir) return failed(idir.error().with_context(plan_.name + ".d/" + rel));
   idir_ = std::move(*idir);
   auto mine = sys::try_lock(idir_.get());

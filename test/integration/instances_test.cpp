@@ -280,3 +280,25 @@ TEST_CASE("ctx ps shows a runtime that never sends READY=1 as running, not start
   REQUIRE(::kill(f.running[0].pid, SIGTERM) == 0);
   CHECK(ctx::test::wait_command(f.running[0], 60).exit_code == 128 + SIGTERM);
 }
+
+TEST_CASE("a session's instance directory a root launch made is its .d owner's: the owner launches it next", "[root]") {
+  auto owner = ctx::test::test_user();
+  REQUIRE(owner);
+  CtxTree t(*owner);
+  make_rev(t, 1);
+  const std::string d = t.root() + "/agent/rev.d/";
+  struct stat st {};
+  REQUIRE(::stat(d.c_str(), &st) == 0);
+  REQUIRE(st.st_uid == owner->uid);  // the owner keeps its agent's .d
+  RunResult by_root = t.launch({"rev", "--session", "r1", "--", "/probe", "ids"}, TestUser{0, 0, "root"});
+  INFO(by_root.err);
+  CHECK(by_root.exit_code == 0);
+  for (const char* dir : {"instance", "instance/r1"}) {
+    REQUIRE(::stat((d + dir).c_str(), &st) == 0);
+    CHECK(st.st_uid == owner->uid);
+  }
+  RunResult by_owner = t.launch({"rev", "--session", "r1", "--", "/probe", "ids"}, *owner);
+  INFO(by_owner.err);
+  CHECK(by_owner.exit_code == 0);
+  CHECK(slurp(d + "instance/r1/status") == "dead\n");
+}
