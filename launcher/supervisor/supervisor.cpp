@@ -94,14 +94,15 @@ bool in_sandbox(unsigned long sandbox_pidns, const Result<pid_t>& pid) {
 // behind; it closes every fd it does not need, the sandbox's lifeline
 // among them. A supervisor that ends normally sends 'c' and reaps it. It
 // keeps the instance's locks (the shared open files of <name>.d and of
-// its instance directory) while it cleans. Messages: "c" (done), "p" + a child's pidfd, "g" + a cgroup
-// handover (cgroup::Placement::handover), and the caller's terminal while
-// the relay has it raw (TerminalKeeper), put back first of all.
+// its instance directory) while it cleans. Messages: "c" (done), "p" + a
+// child's pidfd, "g" + a cgroup handover (cgroup::Placement::handover),
+// and the caller's terminal while the relay has it raw (TerminalKeeper),
+// put back first of all.
 struct WatchdogJob {
   const LaunchPlan& plan;
   int agents, ddir;
-  int idir;      ///< <name>.d/instance/<session>, whose lock it keeps too
-  bool primary;  ///< the instance owns <name>.d/status and pid
+  int idir;            ///< <name>.d/instance/<session>, whose lock it keeps too
+  bool primary;        ///< the instance owns <name>.d/status and pid
   std::string socket;  ///< the instance's socket name in `agents`
   int grace_ms;
   std::string handoff_dir;  ///< an owned child's coordination directory, or ""
@@ -316,8 +317,8 @@ std::optional<int> Supervisor::take_locks() {
   if (!locked) return failed(locked.error());
   primary_ = *locked;
   if (!primary_ && (opts_.owned_by != 0 || !opts_.handoff_dir.empty()))
-    return failed(
-        Error{EBUSY, plan_.name + ": EBUSY: already running (supervisor pid " + pid_in(ddir_.get()) + "); stop it first"});
+    return failed(Error{
+        EBUSY, plan_.name + ": EBUSY: already running (supervisor pid " + pid_in(ddir_.get()) + "); stop it first"});
   const std::string rel = "instance/" + plan_.session;
   // Made with the rights of <name>.d's owner: a root launch of an agent
   // whose owner keeps its .d must not make directories the owner's own
@@ -331,8 +332,9 @@ std::optional<int> Supervisor::take_locks() {
   auto mine = sys::try_lock(idir_.get());
   if (!mine) return failed(mine.error().with_context(plan_.name + ".d/" + rel));
   if (!*mine)
-    return failed(Error{EBUSY, plan_.name + ": EBUSY: session " + plan_.session + " is already running (supervisor pid " +
-                                   pid_in(idir_.get()) + "); stop it first, or launch with another --session"});
+    return failed(Error{EBUSY, plan_.name + ": EBUSY: session " + plan_.session +
+                                   " is already running (supervisor pid " + pid_in(idir_.get()) +
+                                   "); stop it first, or launch with another --session"});
   return std::nullopt;
 }
 
@@ -402,8 +404,9 @@ std::optional<int> Supervisor::watch() {
 // The agent socket, then the sandbox started (launcher/sandbox/start.hpp)
 // into the namespaces and the cgroup, and its setup read.
 std::optional<int> Supervisor::start_sandbox() {
-  auto listen = sys::listen_unix_at(agents_.get(), socket_name(),
-                                    path_join(plan_.ctx_root, agentdir::agents_rel(plan_.tier_user)) + "/" + socket_name());
+  auto listen =
+      sys::listen_unix_at(agents_.get(), socket_name(),
+                          path_join(plan_.ctx_root, agentdir::agents_rel(plan_.tier_user)) + "/" + socket_name());
   if (!listen) return fail_launch(listen.error());
   socket_name_.dir = agents_.get();
   socket_name_.name = socket_name();

@@ -63,7 +63,8 @@ std::set<std::string> records_of(const std::string& jsonl) {
 std::string sessions_policy(const std::string& type, int n) {
   std::string rules;
   for (int i = 1; i <= n; ++i)
-    for (const char* p : {"write", "resume"}) rules += "allow " + type + " session:r" + std::to_string(i) + " " + p + "\n";
+    for (const char* p : {"write", "resume"})
+      rules += "allow " + type + " session:r" + std::to_string(i) + " " + p + "\n";
   return rules;
 }
 
@@ -145,7 +146,8 @@ TEST_CASE("five instances of one agent run at once, one per session, each with i
     CHECK(records_of(slurp(f.session_dir(s) + "/events.jsonl")) ==
           std::set<std::string>{s + " agent.start", s + " agent.stop"});
     // <name>.d/log holds every instance's records, each with its session.
-    for (const char* ev : {"agent.start", "agent.exec", "agent.signal", "agent.stop"}) CHECK(log.count(s + " " + ev) == 1);
+    for (const char* ev : {"agent.start", "agent.exec", "agent.signal", "agent.stop"})
+      CHECK(log.count(s + " " + ev) == 1);
   }
   CHECK_FALSE(exists(t.root() + "/agent/rev.sock"));
   RunResult after = ctx::test::run_command({ctx::test::built("ctx/ctx"), "ps", "--ctx-root", t.root()});
