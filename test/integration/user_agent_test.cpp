@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
@@ -191,8 +192,8 @@ TEST_CASE("a user agent's extra instance: its records, socket and cgroup leaf in
   const std::string uid = std::to_string(m.owner.uid);
   user_agent(t, m.owner.uid, m.owner.gid, "utwin");
   const std::string d = t.root() + "/home/" + uid + "/agent/utwin.d/";
-  auto primary = t.spawn(
-      {"--json-status-fd", "1", "--user", uid, "utwin", "--", "/probe", "notify:READY=1", "sleep:30"}, m.as);
+  auto primary =
+      t.spawn({"--json-status-fd", "1", "--user", uid, "utwin", "--", "/probe", "notify:READY=1", "sleep:30"}, m.as);
   REQUIRE(ctx::test::wait_for_file(d + "instance/default/status", "ready\n", 60000));
   RunResult r = t.launch(
       {"--json-status-fd", "1", "--user", uid, "--session", "review", "utwin", "--", "/probe", "hostname"}, m.as);
@@ -203,10 +204,18 @@ TEST_CASE("a user agent's extra instance: its records, socket and cgroup leaf in
   struct stat st {};
   CHECK(::lstat((t.root() + "/home/" + uid + "/agent/utwin.sock").c_str(), &st) == 0);
   CHECK(::lstat((t.root() + "/home/" + uid + "/agent/utwin@review.sock").c_str(), &st) != 0);
-  json extra_started = json::parse(r.out.substr(0, r.out.find('\n')));
+  // The launcher's report and the probe's line share stdout, in either order.
+  auto started_of = [](const std::string& out) {
+    std::istringstream in(out);
+    for (std::string l; std::getline(in, l);)
+      if (auto j = json::parse(l, nullptr, false); j.is_object() && j.value("event", "") == "started") return j;
+    return json();
+  };
+  json extra_started = started_of(r.out);
   REQUIRE(::kill(primary.pid, SIGTERM) == 0);
   RunResult p = ctx::test::wait_command(primary, 30);
-  json primary_started = json::parse(p.out.substr(0, p.out.find('\n')));
+  json primary_started = started_of(p.out);
+  REQUIRE(primary_started.is_object());
   CHECK(ctx::test::read_file(d + "status") == "dead\n");
   // With a cgroup: agent-utwin.u<U>...@review beside agent-utwin.u<U>...
   if (primary_started["cgroup"].is_string()) {
