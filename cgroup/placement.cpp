@@ -149,7 +149,8 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
   if (!sys::writable_at(p.base_.get(), ""))
     return fail(EACCES, "cgroup base " + base.dir + ": EACCES: not writable by this user");
 
-  // Leftovers of a dead instance (the one-instance lock is held).
+  // Leftovers of a dead instance (the caller holds the lock of the
+  // instance this subtree is named for).
   if (auto st = sys::stat_at(p.base_.get(), p.agent_name_); st && *st) {
     CTX_TRY_ASSIGN(UniqueFd old, sys::open_dir_at(p.base_.get(), p.agent_name_));
     CTX_TRY(kill_and_wait(old.get(), base.dir + "/" + p.agent_name_));

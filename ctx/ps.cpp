@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "agentdir/load.hpp"
@@ -63,6 +65,35 @@ std::string format_uptime(double s) {
   return buf;
 }
 
+// The instances of one agent (<name>.d/instance/<session>/, docs/abi.md,
+// "Instances") whose status is not dead and whose pid is a live process,
+// by session name.
+std::vector<PsRow> running_instances(const std::string& d) {
+  std::vector<PsRow> out;
+  auto dir = sys::open_dir(d + "/instance");
+  if (!dir) return out;
+  auto sessions = sys::list_dir(dir->get());
+  if (!sessions) return out;
+  std::sort(sessions->begin(), sessions->end());
+  for (const auto& s : *sessions) {
+    const std::string i = d + "/instance/" + s;
+    std::string status = first_line(sys::read_or_empty(i, "status"));
+    int pid = std::atoi(first_line(sys::read_or_empty(i, "pid")).c_str());
+    if (status.empty() || status == "dead" || pid <= 0) continue;
+    if (!sys::open_dir("/proc/" + std::to_string(pid))) continue;  // a stale pid file: not running
+    PsRow r;
+    r.session = s;
+    // Most runtimes never send READY=1: once exec'd, `start` would say the
+    // launch hangs.
+    r.status = status == "start" && !sys::read_or_empty(i, "exec").empty() ? "running" : status;
+    r.pid = pid;
+    r.uptime_s = uptime_of(pid);
+    r.cgroup = cgroup_of(pid);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<PsRow>> running_agents(const std::string& ctx_root) {
@@ -78,21 +109,16 @@ Result<std::vector<PsRow>> running_agents(const std::string& ctx_root) {
   for (const auto& [u, name] : user_agent_names(ctx_root)) all.emplace_back(name, agentdir::Tier(u));
   for (const auto& [name, tier] : all) {
     std::string d = ctx_root + "/" + agentdir::agents_rel(tier) + "/" + name + ".d";
-    std::string status = first_line(sys::read_or_empty(d, "status"));
-    int pid = std::atoi(first_line(sys::read_or_empty(d, "pid")).c_str());
-    if (status.empty() || status == "dead" || pid <= 0) continue;
-    auto alive = sys::open_dir("/proc/" + std::to_string(pid));
-    if (!alive) continue;  // a stale pid file: the agent is not running
-    PsRow r;
-    r.name = agentdir::tier_display(name, tier);
-    r.status = status;
-    r.pid = pid;
     std::string parent = first_line(sys::read_or_empty(d, "parent"));
     if (parent.rfind("agent:", 0) == 0)
-      r.parent = parent.substr(6, parent.find(' ') == std::string::npos ? std::string::npos : parent.find(' ') - 6);
-    r.uptime_s = uptime_of(pid);
-    r.cgroup = cgroup_of(pid);
-    rows.push_back(r);
+      parent = parent.substr(6, parent.find(' ') == std::string::npos ? std::string::npos : parent.find(' ') - 6);
+    else
+      parent.clear();
+    for (PsRow& r : running_instances(d)) {
+      r.name = agentdir::tier_display(name, tier);
+      r.parent = parent;
+      rows.push_back(std::move(r));
+    }
   }
   return rows;
 }
@@ -110,14 +136,18 @@ std::string format_ps(const std::vector<PsRow>& rows) {
     }
   }
   char head[160];
-  std::snprintf(head, sizeof head, "%-24s %-9s %8s %8s  %s\n", "AGENT", "STATUS", "PID", "UPTIME", "CGROUP");
+  std::snprintf(head, sizeof head, "%-24s %-12s %-9s %8s %8s  %s\n", "AGENT", "SESSION", "STATUS", "PID", "UPTIME",
+                "CGROUP");
   std::string out = head;
+  // A parent with several instances shows its children once, under the
+  // first; a parent cycle is drawn once, not forever.
+  std::set<const PsRow*> shown;
   std::function<void(const PsRow*, int)> emit = [&](const PsRow* r, int depth) {
-    if (depth > 16) return;  // a parent cycle cannot recurse forever
+    if (!shown.insert(r).second) return;
     std::string name = std::string(static_cast<std::size_t>(depth) * 2, ' ') + (depth > 0 ? "`-" : "") + r->name;
     char line[512];
-    std::snprintf(line, sizeof line, "%-24s %-9s %8d %8s  %s\n", name.c_str(), r->status.c_str(), r->pid,
-                  format_uptime(r->uptime_s).c_str(), r->cgroup.c_str());
+    std::snprintf(line, sizeof line, "%-24s %-12s %-9s %8d %8s  %s\n", name.c_str(), r->session.c_str(),
+                  r->status.c_str(), r->pid, format_uptime(r->uptime_s).c_str(), r->cgroup.c_str());
     out += line;
     for (const PsRow* c : children[r->name]) emit(c, depth + 1);
   };

@@ -10,18 +10,22 @@
 
 namespace ctx::helper {
 
-/// One running agent as `ctx ps` shows it.
+/// One running instance of an agent as `ctx ps` shows it.
 struct PsRow {
   std::string name;    ///< as shown: "<name>", or "<name>@<U>" for a user agent
   std::string parent;  ///< the parent agent's name, "" for a top-level agent
+  /// The instance's status word, or `running`: `start` once the runtime
+  /// was exec'd (it sent no READY=1 or CTX_STATE yet, as most never do).
   std::string status;
-  int pid = 0;          ///< the supervisor's pid (the `pid` file)
+  int pid = 0;          ///< the instance's supervisor (its `pid` file)
   double uptime_s = 0;  ///< since the supervisor started
   std::string cgroup;   ///< the sandbox's cgroup v2 path, "-" without one
+  std::string session;  ///< the instance's session
 };
 
-/// The agents whose `pid` names a live supervisor and whose status is not
-/// dead: system agents, then the user agents of every home/<U>/agent.
+/// The instances (<name>.d/instance/<session>/) whose `pid` names a live
+/// supervisor and whose status is not dead: system agents, then the user
+/// agents of every home/<U>/agent; an agent's instances by session name.
 /// ENOENT (with what to do) when ctx_root is no CTX root (no agent/).
 Result<std::vector<PsRow>> running_agents(const std::string& ctx_root);
 

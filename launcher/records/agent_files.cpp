@@ -14,6 +14,7 @@
 #include "launcher/records/as_owner.hpp"
 #include "sys/fault.hpp"
 #include "sys/resolve.hpp"
+#include "sys/socket.hpp"
 
 namespace ctx::launcher {
 
@@ -52,7 +53,12 @@ std::string disk_full_words(int code) {
 Result<void> AgentFiles::start(pid_t supervisor) {
   const std::pair<const char*, std::string> records[] = {{"status", std::string(to_string(AgentState::start)) + "\n"},
                                                          {"pid", std::to_string(supervisor) + "\n"}};
+  // The previous run's mark would make this one look exec'd already.
+  if (auto r = sys::remove_at(idir_, "exec"); !r) return fail(refusal(r.error(), instance_path("exec"), ""));
   for (const auto& [file, content] : records) {
+    if (auto r = sys::atomic_replace(idir_, file, content); !r)
+      return fail(refusal(r.error(), instance_path(file), ""));
+    if (!primary_) continue;
     if (auto r = sys::atomic_replace(ddir_, file, content); !r) return fail(refusal(r.error(), ddir_path(file), ""));
   }
   return {};
@@ -161,11 +167,23 @@ void AgentFiles::end_session(const std::string& state) {
 }
 
 void AgentFiles::status(AgentState s) {
-  warn(sys::atomic_replace(ddir_, "status", std::string(to_string(s)) + "\n"), ddir_path("status"), Kind::replaced);
+  const std::string word = std::string(to_string(s)) + "\n";
+  warn(sys::atomic_replace(idir_, "status", word), instance_path("status"), Kind::replaced);
+  if (primary_) warn(sys::atomic_replace(ddir_, "status", word), ddir_path("status"), Kind::replaced);
+}
+
+void AgentFiles::exec() {
+  warn(sys::atomic_replace(idir_, "exec", timestamp_now() + "\n"), instance_path("exec"), Kind::replaced);
 }
 
 Result<void> append_capped_log(int dirfd, const std::string& line, std::uint64_t& size) {
   if (size == kUnknownLogSize) {
+    auto st = sys::stat_at(dirfd, "log");
+    size = st && *st ? (*st)->size : 0;
+  }
+  if (size + line.size() > kMaxLogBytes && size > 0) {
+    // Several instances append to one log: another may have rotated it
+    // since our count, and a second rotation would drop its log.1.
     auto st = sys::stat_at(dirfd, "log");
     size = st && *st ? (*st)->size : 0;
   }
@@ -252,6 +270,10 @@ Error AgentFiles::space_refusal(const std::string& path) const {
 
 std::string AgentFiles::ddir_path(const std::string& file) const {
   return path_join(plan_.ctx_root, agentdir::agents_rel(plan_.tier_user)) + "/" + plan_.name + ".d/" + file;
+}
+
+std::string AgentFiles::instance_path(const std::string& file) const {
+  return ddir_path("instance/" + plan_.session + "/" + file);
 }
 
 std::string AgentFiles::session_path(const std::string& agent, const std::string& session,

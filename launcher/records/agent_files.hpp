@@ -50,11 +50,16 @@ std::optional<AgentState> agent_state_of(std::string_view word);
 
 class AgentFiles : public RecordSink {
  public:
-  /// ddir: <ctx>/agent/<name>.d, open for the files' lifetime.
-  AgentFiles(const LaunchPlan& plan, int ddir) : plan_(plan), ddir_(ddir) {}
+  /// ddir: <ctx>/agent/<name>.d, open for the files' lifetime. idir: the
+  /// instance's directory <name>.d/instance/<session> (docs/abi.md,
+  /// "Instances"), open as long; primary: this instance holds the agent's
+  /// lock and so owns <name>.d/status and pid too.
+  AgentFiles(const LaunchPlan& plan, int ddir, int idir, bool primary)
+      : plan_(plan), ddir_(ddir), idir_(idir), primary_(primary) {}
 
   /// The start records a launch cannot go without: status `start` and
-  /// pid (the supervisor's), each replaced atomically. The first failure,
+  /// pid (the supervisor's) in the instance's directory and, for the
+  /// primary instance, in <name>.d, each replaced atomically. The first failure,
   /// naming the file (with what to do for ENOSPC and EDQUOT), for the
   /// launch to refuse with; the files keep their previous content then.
   Result<void> start(pid_t supervisor);
@@ -72,8 +77,14 @@ class AgentFiles : public RecordSink {
   /// updated_at; best effort like status.
   void end_session(const std::string& state);
 
-  /// Replaces <name>.d/status atomically.
+  /// Replaces the instance's status (and the primary's <name>.d/status)
+  /// atomically.
   void status(AgentState s);
+
+  /// Marks the instance's runtime as exec'd: <name>.d/instance/<s>/exec
+  /// (the UTC time), which tells `ctx ps` that a `start` status is a
+  /// running runtime that has sent no READY=1.
+  void exec();
 
   /// Appends the event, stamped (stamp_event: this agent and session),
   /// to <name>.d/log, capped (append_capped_log).
@@ -108,6 +119,7 @@ class AgentFiles : public RecordSink {
   /// space, its path and what to do.
   Error space_refusal(const std::string& path) const;
   std::string ddir_path(const std::string& file) const;
+  std::string instance_path(const std::string& file) const;
   /// Where this launch's sessions lie: the tree below the CTX root
   /// ("home" or "shared", opened without following a symlink) and the
   /// agent's directory in it (<owner>/agent/<name>, or <space>/agent/<name>
@@ -124,6 +136,8 @@ class AgentFiles : public RecordSink {
 
   const LaunchPlan& plan_;
   int ddir_;
+  int idir_;
+  bool primary_;
   UniqueFd session_;
   std::uint64_t log_size_ = kUnknownLogSize;
   std::set<std::pair<std::string, int>> warned_;  ///< (path, errno) already said

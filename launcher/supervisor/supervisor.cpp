@@ -89,19 +89,23 @@ bool in_sandbox(unsigned long sandbox_pidns, const Result<pid_t>& pid) {
 // have done: waits for the owned children (they got PR_SET_PDEATHSIG and
 // cancel themselves; the supervisor hands it each child's pidfd as the
 // child starts, so it waits for them with or without a cgroup), kills and
-// removes the cgroup subtree, removes <name>.sock and marks the agent
-// dead. Started as soon as the one-instance lock is taken, before the
+// removes the cgroup subtree, removes the instance's socket and marks it
+// dead. Started as soon as the instance's locks are taken, before the
 // cgroup exists (the supervisor hands it the placement's descriptors), so
 // that a supervisor killed at any later step of a launch leaves nothing
 // behind; it closes every fd it does not need, the sandbox's lifeline
 // among them. A supervisor that ends normally sends 'c' and reaps it. It
-// keeps the one-instance lock (the shared open file of <name>.d) while it
-// cleans. Messages: "c" (done), "p" + a child's pidfd, "g" + a cgroup
-// handover (cgroup::Placement::handover), and the caller's terminal while
-// the relay has it raw (TerminalKeeper), put back first of all.
+// keeps the instance's locks (the shared open files of <name>.d and of
+// its instance directory) while it cleans. Messages: "c" (done), "p" + a
+// child's pidfd, "g" + a cgroup handover (cgroup::Placement::handover),
+// and the caller's terminal while the relay has it raw (TerminalKeeper),
+// put back first of all.
 struct WatchdogJob {
   const LaunchPlan& plan;
   int agents, ddir;
+  int idir;            ///< <name>.d/instance/<session>, whose lock it keeps too
+  bool primary;        ///< the instance owns <name>.d/status and pid
+  std::string socket;  ///< the instance's socket name in `agents`
   int grace_ms;
   std::string handoff_dir;  ///< an owned child's coordination directory, or ""
 };
@@ -123,7 +127,7 @@ void wait_pidfds(std::vector<UniqueFd>& pidfds, int timeout_ms) {
 [[noreturn]] void be_watchdog(const WatchdogJob& job, UniqueFd sock) {
   // The supervisor's signal mask is inherited: SIGINT, SIGTERM etc. stay
   // blocked here, so a ^C to the process group does not stop the cleanup.
-  if (!sys::close_fds_except({2, sock.get(), job.agents, job.ddir})) _exit(1);
+  if (!sys::close_fds_except({2, sock.get(), job.agents, job.ddir, job.idir})) _exit(1);
   std::vector<UniqueFd> children;
   std::optional<cgroup::Placement> placement;
   TerminalKeeper terminal;
@@ -139,14 +143,14 @@ void wait_pidfds(std::vector<UniqueFd>& pidfds, int timeout_ms) {
       if (auto p = cgroup::Placement::adopt(bytes.substr(1), std::move((*m)->fds))) placement.emplace(std::move(*p));
   }
   terminal.restore();
-  AgentFiles files(job.plan, job.ddir);
+  AgentFiles files(job.plan, job.ddir, job.idir, job.primary);
   files.status(AgentState::stopping);
   wait_pidfds(children, job.grace_ms + kChildRecordsMs);
   if (placement) {
     (void)placement->wait_children_gone(job.grace_ms + kChildRecordsMs);
     (void)placement->remove();
   }
-  (void)sys::remove_at(job.agents, job.plan.name + ".sock");
+  (void)sys::remove_at(job.agents, job.socket);
   files.status(AgentState::dead);
   const Event stop{"agent.stop", "", EventStatus::error, {{"reason", "supervisor_killed"}}};
   files.log(stop);
@@ -195,6 +199,8 @@ class Supervisor : private ControlHost {
   int failed(Error e);
   int fail_launch(const Error& e);
   std::optional<int> open_agent();
+  std::optional<int> take_locks();
+  std::string socket_name() const;
   std::optional<int> place();
   std::optional<int> watch();
   std::optional<int> start_sandbox();
@@ -222,8 +228,10 @@ class Supervisor : private ControlHost {
 
   std::uint64_t t0_ = sys::now_us(), t_clone_ = 0, t_exec_ = 0;
   UniqueFd sigfd_, agents_, ddir_;
-  // <name>.sock exists from start_sandbox on; its name goes on every way
-  // out (the descriptor is the sandbox's).
+  UniqueFd idir_;         ///< <name>.d/instance/<session>, locked while we run
+  bool primary_ = false;  ///< holds <name>.d's lock (docs/abi.md, "Instances")
+  // The instance's socket (socket_name()) exists from start_sandbox on;
+  // its name goes on every way out (the descriptor is the sandbox's).
   struct SocketName {
     int dir = -1;
     std::string name;
@@ -270,8 +278,8 @@ int Supervisor::fail_launch(const Error& e) {
 
 // Signals first, so that an owned child's PR_SET_PDEATHSIG
 // (parent_dead_signal) waits in the signalfd instead of killing us
-// half-way; then <name>.d and the one-instance lock, which lives as long
-// as this process.
+// half-way; then <name>.d and the instance's locks (take_locks), which
+// live as long as this process.
 std::optional<int> Supervisor::open_agent() {
   std::vector<int> watched{SIGTERM,      SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, parent_dead_signal(),
                            stop_signal()};
@@ -285,23 +293,61 @@ std::optional<int> Supervisor::open_agent() {
   auto ddir = sys::open_dir_at(agents_.get(), plan_.name + ".d");
   if (!ddir) return failed(ddir.error().with_context(plan_.name + ".d"));
   ddir_ = std::move(*ddir);
-  auto locked = sys::try_lock(ddir_.get());
-  if (!locked) return failed(locked.error());
-  if (!*locked) {
-    std::string pid = "?";
-    if (auto f = sys::read_small_file(ddir_.get(), "pid", 64); f && *f)
-      pid = (*f)->data.substr(0, (*f)->data.find('\n'));
-    return failed(Error{EBUSY, plan_.name + ": EBUSY: already running (supervisor pid " + pid + "); stop it first"});
-  }
-  files_.emplace(plan_, ddir_.get());
+  if (auto code = take_locks()) return code;
+  files_.emplace(plan_, ddir_.get(), idir_.get(), primary_);
   // The session's files before any record: a launch that cannot make
   // them is refused and leaves status, pid and log as they were.
   if (auto r = files_->begin_session(); !r) return failed(r.error());
   if (auto f = sys::fault_at("supervisor.open_agent"); !f) return fail_launch(f.error());
-  if (auto prev = sys::read_small_file(ddir_.get(), "status", 64); prev && *prev && (*prev)->data != "dead\n")
+  // What the previous supervisor of this instance left: the primary's is
+  // <name>.d/status, an extra instance's its own.
+  auto prev = sys::read_small_file(primary_ ? ddir_.get() : idir_.get(), "status", 64);
+  if (prev && *prev && (*prev)->data != "dead\n")
     files_->log(
         {"agent.reap", "", EventStatus::ok, {{"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}}});
   return std::nullopt;
+}
+
+// The agent's lock (flock on <name>.d) makes the primary instance, as
+// before instances; held by another, this launch is an extra instance.
+// Each instance then locks <name>.d/instance/<session>: one supervisor per
+// session. An owned child runs once (its parent starts it by name).
+std::optional<int> Supervisor::take_locks() {
+  auto pid_in = [](int dir) {
+    std::string pid = "?";
+    if (auto f = sys::read_small_file(dir, "pid", 64); f && *f) pid = (*f)->data.substr(0, (*f)->data.find('\n'));
+    return pid;
+  };
+  auto locked = sys::try_lock(ddir_.get());
+  if (!locked) return failed(locked.error());
+  primary_ = *locked;
+  if (!primary_ && (opts_.owned_by != 0 || !opts_.handoff_dir.empty()))
+    return failed(Error{
+        EBUSY, plan_.name + ": EBUSY: already running (supervisor pid " + pid_in(ddir_.get()) + "); stop it first"});
+  const std::string rel = "instance/" + plan_.session;
+  // Made with the rights of <name>.d's owner: a root launch of an agent
+  // whose owner keeps its .d must not make directories the owner's own
+  // launches cannot write their status into.
+  sys::MakeAs as;
+  if (plan_.ids.privileged)
+    if (auto st = sys::stat_fd(ddir_.get())) as = sys::Creds{st->uid, st->gid, {}};
+  auto idir = sys::open_or_make_dirs(ddir_.get(), rel, 0755, as);
+  if (!idir) return failed(idir.error().with_context(plan_.name + ".d/" + rel));
+  idir_ = std::move(*idir);
+  auto mine = sys::try_lock(idir_.get());
+  if (!mine) return failed(mine.error().with_context(plan_.name + ".d/" + rel));
+  if (!*mine)
+    return failed(Error{EBUSY, plan_.name + ": EBUSY: session " + plan_.session +
+                                   " is already running (supervisor pid " + pid_in(idir_.get()) +
+                                   "); stop it first, or launch with another --session"});
+  return std::nullopt;
+}
+
+// The primary's socket is <name>.sock (the name before instances); an
+// extra's is <name>@<session>.sock, which no agent's can be (an agent
+// name has no '@').
+std::string Supervisor::socket_name() const {
+  return primary_ ? plan_.name + ".sock" : plan_.name + "@" + plan_.session + ".sock";
 }
 
 // The agent's cgroup subtree; its destructor kills and removes it on every
@@ -310,13 +356,14 @@ std::optional<int> Supervisor::place() {
   std::string why_not;
   bool reaped = false;
   // A user agent's cgroup is agent-<name>.u<U>: never its system namesake's.
-  cgroup::PlacementOptions po{agentdir::tier_instance(plan_.name, plan_.tier_user),
-                              plan_.ctx_root,
-                              plan_.owner,
-                              plan_.ids.privileged,
-                              opts_.cgroup_base,
-                              plan_.limits,
-                              opts_.cgroup_leaf};
+  const std::string agent = agentdir::tier_instance(plan_.name, plan_.tier_user);
+  // An extra instance's is <primary's>@<session>: its own leftovers are
+  // the only ones it reaps (under its session's lock), never another
+  // instance's; no agent's name has an '@'.
+  std::string leaf = opts_.cgroup_leaf;
+  if (!primary_) leaf = cgroup::agent_cgroup_name(agent, plan_.ctx_root) + "@" + plan_.session;
+  cgroup::PlacementOptions po{
+      agent, plan_.ctx_root, plan_.owner, plan_.ids.privileged, opts_.cgroup_base, plan_.limits, leaf};
   auto pl = cgroup::Placement::create(po, why_not, reaped);
   if (!pl) return fail_launch(pl.error());
   if (reaped)
@@ -344,7 +391,13 @@ std::optional<int> Supervisor::place() {
 // The watchdog (start_watchdog), from before anything a launch makes
 // exists.
 std::optional<int> Supervisor::watch() {
-  WatchdogJob job{plan_, agents_.get(), ddir_.get(), opts_.cancel_grace_ms,
+  WatchdogJob job{plan_,
+                  agents_.get(),
+                  ddir_.get(),
+                  idir_.get(),
+                  primary_,
+                  socket_name(),
+                  opts_.cancel_grace_ms,
                   spec_.parent ? opts_.handoff_dir : std::string()};
   auto w = start_watchdog(job);
   if (!w) return fail_launch(w.error().with_context("the watchdog"));
@@ -356,12 +409,12 @@ std::optional<int> Supervisor::watch() {
 // The agent socket, then the sandbox started (launcher/sandbox/start.hpp)
 // into the namespaces and the cgroup, and its setup read.
 std::optional<int> Supervisor::start_sandbox() {
-  auto listen = sys::listen_unix_at(
-      agents_.get(), plan_.name + ".sock",
-      path_join(plan_.ctx_root, agentdir::agents_rel(plan_.tier_user)) + "/" + plan_.name + ".sock");
+  auto listen =
+      sys::listen_unix_at(agents_.get(), socket_name(),
+                          path_join(plan_.ctx_root, agentdir::agents_rel(plan_.tier_user)) + "/" + socket_name());
   if (!listen) return fail_launch(listen.error());
   socket_name_.dir = agents_.get();
-  socket_name_.name = plan_.name + ".sock";
+  socket_name_.name = socket_name();
   if (auto f = sys::fault_at("supervisor.listen"); !f) return fail_launch(f.error());
   UniqueFd endpoint;
   if (plan_.endpoint) endpoint = open_endpoint_program();
@@ -485,6 +538,7 @@ void Supervisor::report_started() {
   timings["prepare"] = t_clone_ - t0_;
   timings["total"] = t_exec_ - t0_;
   files_->log({"agent.exec", "", EventStatus::ok, {{"pid", child_->pid}, {"setup_us", t_exec_ - t0_}}});
+  files_->exec();
   if (opts_.json_status_fd >= 0) {
     json j{{"event", "started"},
            {"agent", plan_.name},

@@ -1,7 +1,9 @@
 // The per-agent supervisor: ctx-agent-run itself, staying outside the
-// sandbox as the runtime's parent. It holds the one-instance lock, owns
-// the agent socket and the NOTIFY_SOCKET, keeps status/pid/log and the
-// session's events.jsonl, forwards signals and returns the exit status.
+// sandbox as the runtime's parent. It holds its instance's locks (one
+// supervisor per session of an agent: docs/abi.md, "Instances"), owns
+// the instance's agent socket and the NOTIFY_SOCKET, keeps status/pid/log
+// and the session's events.jsonl, forwards signals and returns the exit
+// status.
 #pragma once
 
 #include <optional>

@@ -83,11 +83,11 @@ TEST_CASE("status, pid, log and events follow the runtime", "[root][userns]") {
   struct stat st {};
   CHECK(::lstat((t.root() + "/agent/coder.sock").c_str(), &st) == 0);
   CHECK(S_ISSOCK(st.st_mode));
-  // One instance per agent.
+  // One instance per session (instances_test.cpp: several sessions).
   RunResult second = run_probe(t, m, "coder", {"ids"});
   CHECK(second.exit_code == 125);
-  CHECK(second.err == "ctx-agent-run: coder: EBUSY: already running (supervisor pid " + std::to_string(sp.pid) +
-                          "); stop it first\n");
+  CHECK(second.err == "ctx-agent-run: coder: EBUSY: session default is already running (supervisor pid " +
+                          std::to_string(sp.pid) + "); stop it first, or launch with another --session\n");
   // SIGTERM is forwarded; the probe dies of it.
   REQUIRE(::kill(sp.pid, SIGTERM) == 0);
   RunResult r = ctx::test::wait_command(sp, 30);

@@ -281,7 +281,7 @@ TEST_CASE("ctx ps shows running agents as a tree; ctx status the root's status",
   ctx::test::wait_command(coder, 30);
   CHECK(tt.t.dir().read("ctx/agent/rev.d/status") == "dead\n");
   RunResult after = ctx::test::run_command({ctx::test::built("ctx/ctx"), "ps", "--ctx-root", tt.t.root()});
-  CHECK(after.out == "AGENT                    STATUS         PID   UPTIME  CGROUP\n");
+  CHECK(after.out == "AGENT                    SESSION      STATUS         PID   UPTIME  CGROUP\n");
 }
 
 TEST_CASE("the example tree's tools work through the helper inside a sandbox", "[root][userns]") {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
@@ -178,6 +179,46 @@ TEST_CASE("a user agent and its system namesake run at once: own lock, status an
     CHECK(uc.find("/agent-twin.u" + uid) != std::string::npos);
   }
   CHECK(ctx::test::read_file(t.root() + "/agent/twin.d/status") == "dead\n");
+}
+
+TEST_CASE("a user agent's extra instance: its records, socket and cgroup leaf in its own tier", "[root][userns]") {
+  Mode m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const std::string uid = std::to_string(m.owner.uid);
+  user_agent(t, m.owner.uid, m.owner.gid, "utwin");
+  const std::string d = t.root() + "/home/" + uid + "/agent/utwin.d/";
+  auto primary =
+      t.spawn({"--json-status-fd", "1", "--user", uid, "utwin", "--", "/probe", "notify:READY=1", "sleep:30"}, m.as);
+  REQUIRE(ctx::test::wait_for_file(d + "instance/default/status", "ready\n", 60000));
+  RunResult r = t.launch(
+      {"--json-status-fd", "1", "--user", uid, "--session", "review", "utwin", "--", "/probe", "hostname"}, m.as);
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(ctx::test::read_file(d + "instance/review/status") == "dead\n");
+  CHECK(ctx::test::read_file(d + "status") == "ready\n");  // the primary's
+  struct stat st {};
+  CHECK(::lstat((t.root() + "/home/" + uid + "/agent/utwin.sock").c_str(), &st) == 0);
+  CHECK(::lstat((t.root() + "/home/" + uid + "/agent/utwin@review.sock").c_str(), &st) != 0);
+  // The launcher's report and the probe's line share stdout, in either order.
+  auto started_of = [](const std::string& out) {
+    std::istringstream in(out);
+    for (std::string l; std::getline(in, l);)
+      if (auto j = json::parse(l, nullptr, false); j.is_object() && j.value("event", "") == "started") return j;
+    return json();
+  };
+  json extra_started = started_of(r.out);
+  REQUIRE(::kill(primary.pid, SIGTERM) == 0);
+  RunResult p = ctx::test::wait_command(primary, 30);
+  json primary_started = started_of(p.out);
+  REQUIRE(primary_started.is_object());
+  CHECK(ctx::test::read_file(d + "status") == "dead\n");
+  // With a cgroup: agent-utwin.u<U>...@review beside agent-utwin.u<U>...
+  if (primary_started["cgroup"].is_string()) {
+    std::string pc = primary_started["cgroup"];
+    REQUIRE(pc.size() > 8);
+    CHECK(pc.find("/agent-utwin.u" + uid) != std::string::npos);
+    CHECK(extra_started["cgroup"] == pc.substr(0, pc.size() - 8) + "@review/runtime");
+  }
 }
 
 TEST_CASE("CTX_HOME is the owner's home even when the runtime uid is not the owner's (iso uid)", "[root][userns]") {
