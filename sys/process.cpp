@@ -241,20 +241,11 @@ std::string exec_path() {
   return p != nullptr ? std::string(p) : std::string();
 }
 
-Error exec_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  int flags = ::fcntl(fd, F_GETFD);
-  if (flags < 0 || ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) < 0) return sys_error("fcntl F_SETFD", errno);
-  std::vector<char*> a, e;
-  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-  e.push_back(nullptr);
-  ::execveat(fd, "", a.data(), e.data(), AT_EMPTY_PATH);
-  int err = errno;
-  return sys_error("execveat " + (argv.empty() ? std::string() : argv[0]), err);
-}
-
-Error exec_program_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+Error exec_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env, ExecFd keep) {
+  if (keep == ExecFd::inherit) {
+    int flags = ::fcntl(fd, F_GETFD);
+    if (flags < 0 || ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) < 0) return sys_error("fcntl F_SETFD", errno);
+  }
   std::vector<char*> a, e;
   for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
   a.push_back(nullptr);

@@ -133,16 +133,20 @@ Error exec(const std::string& path, const std::vector<std::string>& argv, const 
 /// name given to execve, whatever argv[0] says); "" when unknown.
 std::string exec_path();
 
-/// execveat(fd, "", AT_EMPTY_PATH): runs the program open at fd (an O_PATH
-/// descriptor will do). fd is made inheritable first: a script's
-/// interpreter reads it as /dev/fd/N. Returns only on failure.
-Error exec_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env);
+/// Whether the program exec_fd runs may hold its own file's descriptor.
+enum class ExecFd {
+  /// Made inheritable first: a script's interpreter reads it as /dev/fd/N.
+  inherit,
+  /// Left close-on-exec (an ELF program): the program never holds its own
+  /// file's descriptor (one opened outside a sandbox's root must not reach
+  /// inside).
+  close,
+};
 
-/// execveat(fd, "", AT_EMPTY_PATH) of an ELF program, fd left
-/// close-on-exec: the program never holds its own file's descriptor (one
-/// opened outside a sandbox's root must not reach inside). Returns only on
-/// failure.
-Error exec_program_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env);
+/// execveat(fd, "", AT_EMPTY_PATH): runs the program open at fd (an O_PATH
+/// descriptor will do). Returns only on failure.
+Error exec_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& env,
+              ExecFd keep = ExecFd::inherit);
 
 /// `bytes` bytes from getrandom(2), as lower-case hex.
 Result<std::string> random_hex(std::size_t bytes);

@@ -32,11 +32,15 @@ struct HttpMeta {
 };
 
 /// Headers never passed to a model: credentials (the agent's token among
-/// them), hop-by-hop headers, and the two the CGI names carry.
+/// them), hop-by-hop headers, the two the CGI names carry, and the ones a
+/// program would take for its own settings (`Proxy` becomes HTTP_PROXY,
+/// which many HTTP clients read as their proxy: a model's upstream request,
+/// key and all, would go to the agent's address).
 inline constexpr std::string_view kHttpWithheld[] = {
-    "authorization", "x-api-key",      "proxy-authorization", "cookie", "host",
-    "connection",    "keep-alive",     "transfer-encoding",   "te",     "trailer",
-    "upgrade",       "content-length", "content-type"};
+    "authorization", "x-api-key",      "proxy-authorization", "cookie",           "host",
+    "connection",    "keep-alive",     "transfer-encoding",   "te",               "trailer",
+    "upgrade",       "content-length", "content-type",        "proxy",            "proxy-connection",
+    "forwarded",     "expect"};
 
 /// At most this many headers, and this many bytes of names and values.
 inline constexpr std::size_t kHttpMaxHeaders = 64;

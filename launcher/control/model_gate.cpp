@@ -229,6 +229,13 @@ Result<ModelRun> ModelGate::start(const ModelEntry& m, const std::string& anchor
 }
 
 std::optional<json> ModelGate::call(int conn, const ModelRequest& req, std::vector<UniqueFd> stdio) {
+  // One model at a time per connection: its exit is the answer, and a
+  // second run on the connection would have no answer to give (nor a
+  // record, nor a reaper).
+  if (waits(conn))
+    return refuse(req.name,
+                  refusal(EBUSY, "busy", "this connection's model is still running; wait for its answer or connect again"),
+                  EventStatus::error);
   if (stdio.size() != 3)
     return refuse("", refusal(EINVAL, "invalid_request", "model needs the caller's stdin, stdout and stderr"),
                   EventStatus::error);

@@ -105,9 +105,11 @@ MHD_Result add_header(void* cls, MHD_ValueKind, const char* key, const char* val
   if (strcasecmp(key, "content-type") == 0) {
     c->meta.content_type = v;
   } else if (strcasecmp(key, "content-length") == 0) {
-    char* end = nullptr;
-    c->meta.content_length = std::strtoull(v.c_str(), &end, 10);
-    c->bad_length = v.empty() || *end != '\0';
+    // Digits only, and once: a second length (or "+5", " 5") could make
+    // the body this endpoint reads and the length the model is told differ.
+    const bool digits = !v.empty() && v.size() <= 19 && v.find_first_not_of("0123456789") == std::string::npos;
+    c->bad_length = c->bad_length || c->meta.content_length.has_value() || !digits;
+    if (digits) c->meta.content_length = std::strtoull(v.c_str(), nullptr, 10);
   } else if (!ctx::launcher::http_withheld(key)) {
     for (auto& [n, old] : c->meta.headers)
       if (strcasecmp(n.c_str(), key) == 0) {
@@ -165,7 +167,7 @@ MHD_Result begin(MHD_Connection* c, Request& req, std::string_view url, const ch
   MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_argument, &col);
   col.meta.query = col.query;
   std::optional<std::string> issue = ctx::launcher::http_meta_issue(col.meta);
-  if (col.bad_length) issue = "Content-Length must be a number";
+  if (col.bad_length) issue = "Content-Length must be one number of bytes";
   if (req.model.empty()) issue = "the path names no model: /<provider>/<model>/... or /<alias>/...";
   if (issue) {
     req.answered = true;

@@ -62,7 +62,7 @@ void warn(const std::string& what) {
   if (auto r = sys::load_seccomp_program(sys::builtin_seccomp_program()); !r) fail(r.error());
   std::vector<std::string> env{"CTX_MODEL_TOKEN=" + plan.endpoint->token, "LISTEN_FDS=1",
                                "LISTEN_PID=" + std::to_string(::getpid()), "CTX_AGENT=" + plan.name};
-  Error e = sys::exec_program_fd(4, {kEndpointProgram}, env);
+  Error e = sys::exec_fd(4, {kEndpointProgram}, env, sys::ExecFd::close);
   warn(e.with_context(kEndpointProgram).msg);
   _exit(kExitLaunchFailed);
 }

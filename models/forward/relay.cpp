@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -29,6 +30,10 @@ struct Transfer {
   ResponseHead head;
   bool head_done = false;
   std::optional<Error> io_error;  // stdin or stdout failed: the reason, not libcurl's
+  /// Bytes of the body still to send when CONTENT_LENGTH gave its size:
+  /// never more (what follows on stdin would reach the upstream as a
+  /// second request of the agent's making on the same connection).
+  std::optional<std::uint64_t> remaining;
 };
 
 bool put(Transfer& t, std::string_view data) {
@@ -72,12 +77,18 @@ std::size_t on_body(char* p, std::size_t size, std::size_t n, void* ud) {
 
 std::size_t on_read(char* buf, std::size_t size, std::size_t n, void* ud) {
   auto& t = *static_cast<Transfer*>(ud);
-  auto got = sys::read_available(0, size * n);
+  std::size_t want = size * n;
+  if (t.remaining) {
+    if (*t.remaining == 0) return 0;
+    want = static_cast<std::size_t>(std::min<std::uint64_t>(want, *t.remaining));
+  }
+  auto got = sys::read_available(0, want);
   if (!got || !*got) {
     t.io_error = got ? Error{EAGAIN, "stdin is non-blocking"} : got.error().with_context("reading the request body");
     return CURL_READFUNC_ABORT;
   }
   std::memcpy(buf, (*got)->data(), (*got)->size());
+  if (t.remaining) *t.remaining -= (*got)->size();
   return (*got)->size();
 }
 
@@ -122,7 +133,7 @@ Result<void> relay(const Upstream& up, const ForwardRequest& req, const std::str
   if (!easy) return fail(ENOMEM, "curl_easy_init failed");
   CURL* c = easy.get();
   CTX_TRY_ASSIGN(List headers, header_list(req, credential));
-  Transfer t{out, relayed, {}, false, std::nullopt};
+  Transfer t{out, relayed, {}, false, std::nullopt, req.content_length};
   char errbuf[CURL_ERROR_SIZE] = {};
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(c, CURLOPT_URL, req.url.c_str());

@@ -36,7 +36,7 @@ Result<Url> parse_url(const std::string& text, std::string_view what) {
   Url u(curl_url());
   if (!u) return fail(ENOMEM, "curl_url: out of memory");
   if (CURLUcode rc = curl_url_set(u.get(), CURLUPART_URL, text.c_str(), 0); rc != CURLUE_OK)
-    return fail(EINVAL, std::string(what) + " " + text + " is not a URL (" + curl_url_strerror(rc) + ")");
+    return fail(EINVAL, std::string(what) + " is not a URL (" + curl_url_strerror(rc) + ")");
   return u;
 }
 
@@ -79,16 +79,23 @@ Result<std::string> required(const Env& env, std::string_view name, std::string_
 Result<std::string> checked_url(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();
   CTX_TRY_ASSIGN(Url u, parse_url(url, "CTX_UPSTREAM_URL"));
-  const std::string scheme = url_part(u.get(), CURLUPART_SCHEME);
-  const std::string host = url_part(u.get(), CURLUPART_HOST);
-  if (scheme != "https" && scheme != "http") return fail(EINVAL, "CTX_UPSTREAM_URL " + url + " is not an https:// URL");
-  if (scheme == "http" && !loopback_host(host))
-    return fail(EINVAL, "CTX_UPSTREAM_URL " + url +
-                            ": plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost); use https");
+  // Where a key may hide (user information, a query such as ?key=) is
+  // refused first, and no refusal repeats more of the URL than its
+  // scheme, host and port: the answer goes to the agent.
   if (!url_part(u.get(), CURLUPART_USER).empty() || !url_part(u.get(), CURLUPART_PASSWORD).empty())
     return fail(EINVAL, "CTX_UPSTREAM_URL holds user information: put the credential in CTX_UPSTREAM_KEY");
   if (!url_part(u.get(), CURLUPART_QUERY).empty() || !url_part(u.get(), CURLUPART_FRAGMENT).empty())
-    return fail(EINVAL, "CTX_UPSTREAM_URL " + url + " has a query or a fragment: give the base URL only");
+    return fail(EINVAL,
+                "CTX_UPSTREAM_URL has a query or a fragment: give the base URL only (a key goes in CTX_UPSTREAM_KEY)");
+  const std::string scheme = url_part(u.get(), CURLUPART_SCHEME);
+  const std::string host = url_part(u.get(), CURLUPART_HOST);
+  const std::string port = url_part(u.get(), CURLUPART_PORT);
+  const std::string origin = scheme + "://" + host + (port.empty() ? "" : ":" + port);
+  if (scheme != "https" && scheme != "http")
+    return fail(EINVAL, "CTX_UPSTREAM_URL " + origin + " is not an https:// URL");
+  if (scheme == "http" && !loopback_host(host))
+    return fail(EINVAL, "CTX_UPSTREAM_URL " + origin +
+                            ": plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost); use https");
   return url;
 }
 

@@ -428,3 +428,22 @@ TEST_CASE("ctx model through ctx-model-forward: the model's sandbox with cap net
                                  "ctx/home/" + std::to_string(u->uid) + "/agent/coder/session/default/events.jsonl"})
     CHECK(t.dir().read(rel).find(kKey) == std::string::npos);
 }
+
+TEST_CASE("ctx-model-forward sends no more of the body than CONTENT_LENGTH: nothing of the agent's follows as a second "
+          "request",
+          "[root][userns]") {
+  FakeApi api(R"([{"text": "one"}])");
+  Shared s;
+  // The stated length covers the JSON; what follows on stdin would be an
+  // agent-written request on the upstream connection, without the key.
+  s.d.write("body", "{\"a\":1}GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n", 0644);
+  std::vector<std::string> env = cgi_post(anthropic_env(api.url()));
+  env.push_back("CONTENT_LENGTH=7");
+  RunResult r = forward(env, s.d / "body");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  auto reqs = api.requests();
+  REQUIRE(reqs.size() == 1);
+  CHECK(reqs[0]["body_bytes"] == 7);
+  CHECK(reqs[0]["path"] == "/v1/messages?beta=true");
+}

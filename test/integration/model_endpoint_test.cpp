@@ -315,3 +315,68 @@ TEST_CASE("the model gate refuses HTTP metadata sent past the endpoint: a creden
   CHECK(calls[0]["status"] == "error");
   CHECK(calls[0]["reason"] == "invalid_request");
 }
+
+TEST_CASE("the model gate runs one model per connection: a second model request on it is EBUSY and recorded",
+          "[root][userns]") {
+  EndpointTree m = make_tree();
+  // Two model requests on one control connection while the first model
+  // runs: before the fix the second ran with no record and no reaper.
+  const std::string py =
+      "import json, os, socket\n"
+      "s = socket.socket(socket.AF_UNIX); s.connect('/run/ctx/supervisor')\n"
+      "f = s.makefile()\n"
+      "outs = []\n"
+      "for i in range(2):\n"
+      "    r, w = os.pipe()\n"
+      "    req = {'op': 'model', 'name': 'debug/slow'}\n"
+      "    socket.send_fds(s, [(json.dumps(req) + '\\n').encode()], [r, w, w])\n"
+      "    os.close(w)\n"
+      "    outs.append(r)\n"
+      "a = json.loads(f.readline())\n"
+      "print(a.get('code'), a.get('reason'))\n"
+      "b = json.loads(f.readline())\n"
+      "print(b.get('ok'), b.get('exit_status'))\n"
+      "print('second model output:', os.read(outs[1], 100))\n";
+  m.t.write("ctx/home/" + m.uid + "/agent/coder/two.py", py);
+  RunResult r = m.sh("/usr/bin/python3 /ctx/home/" + m.uid + "/agent/coder/two.py");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "EBUSY busy\nTrue 0\nsecond model output: b''\n");
+  auto calls = m.calls();
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0]["status"] == "error");
+  CHECK(calls[0]["reason"] == "busy");
+  CHECK(calls[1]["status"] == "ok");
+}
+
+TEST_CASE("the model endpoint passes no Proxy header: a model never gets HTTP_PROXY from the agent",
+          "[root][userns]") {
+  EndpointTree m = make_tree();
+  m.t.write("ctx/model/debug/cgi",
+            "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\necho \"proxy=${HTTP_PROXY-none} "
+            "forwarded=${HTTP_FORWARDED-none} test=${HTTP_X_TEST-none}\"\n",
+            0755);
+  RunResult r = m.sh(kCurl + "-H 'Proxy: http://127.0.0.1:9' -H 'Forwarded: for=x' -H 'X-Test: yes' "
+                             "\"$CTX_MODEL_URL/debug/cgi/v1/messages\"");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "proxy=none forwarded=none test=yes\n");
+}
+
+TEST_CASE("the model endpoint refuses a request with two lengths: the model is never told another length than it reads",
+          "[root][userns]") {
+  EndpointTree m = make_tree();
+  const std::string py =
+      "import os, socket\n"
+      "s = socket.create_connection(('127.0.0.1', 7180))\n"
+      "tok = os.environ['CTX_MODEL_TOKEN']\n"
+      "s.sendall(('POST /debug/cgi/v1/messages HTTP/1.1\\r\\nHost: x\\r\\nx-api-key: ' + tok +\n"
+      "           '\\r\\nContent-Length: 4\\r\\nContent-Length: 2\\r\\n\\r\\nabcd').encode())\n"
+      "print(s.recv(200).decode().split('\\r\\n')[0])\n";
+  m.t.write("ctx/home/" + m.uid + "/agent/coder/twolen.py", py);
+  RunResult r = m.sh("/usr/bin/python3 /ctx/home/" + m.uid + "/agent/coder/twolen.py");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "HTTP/1.1 400 Bad Request\n");
+  CHECK(m.calls().empty());
+}

@@ -57,6 +57,10 @@ TEST_CASE("the gate refuses http metadata the endpoint would never send", "[unit
   CHECK(issue([](HttpMeta& m) {
           m.headers.push_back({"x-API-key", "t"});
         }) == "http: header 'x-API-key' is never passed to a model");
+  // Proxy would become HTTP_PROXY, a proxy setting to many clients.
+  CHECK(issue([](HttpMeta& m) {
+          m.headers.push_back({"Proxy", "http://127.0.0.1:1"});
+        }) == "http: header 'Proxy' is never passed to a model");
   CHECK(issue([](HttpMeta& m) {
           m.headers.push_back({"X_Under", "1"});
         }) == "http: header name 'X_Under' is not 1 to 256 of A-Z a-z 0-9 -");

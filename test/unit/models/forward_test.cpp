@@ -41,7 +41,14 @@ TEST_CASE("forward: the upstream's configuration is read and checked, each refus
   CHECK(upstream_error(e) == "CTX_UPSTREAM_URL holds user information: put the credential in CTX_UPSTREAM_KEY");
   e["CTX_UPSTREAM_URL"] = "https://api.example.com/v1?x=1";
   CHECK(upstream_error(e) ==
-        "CTX_UPSTREAM_URL https://api.example.com/v1?x=1 has a query or a fragment: give the base URL only");
+        "CTX_UPSTREAM_URL has a query or a fragment: give the base URL only (a key goes in CTX_UPSTREAM_KEY)");
+  // A key in the URL is never repeated in a refusal (the agent reads it):
+  // not in a query, nor beside another refusal, nor in user information.
+  for (const char* leaky : {"ftp://api.example.com/v1?key=sk-in-url", "http://192.0.2.1/v1?key=sk-in-url",
+                            "http://u:sk-in-url@192.0.2.1/v1"}) {
+    e["CTX_UPSTREAM_URL"] = leaky;
+    CHECK(upstream_error(e).find("sk-in-url") == std::string::npos);
+  }
   e["CTX_UPSTREAM_URL"] = "http://127.attacker.example";
   CHECK(upstream_error(e) ==
         "CTX_UPSTREAM_URL http://127.attacker.example: plain http is allowed only to a loopback host (127.0.0.1, "
