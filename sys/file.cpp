@@ -125,19 +125,6 @@ Result<UniqueFd> open(int dirfd, const std::string& path, Open how) {
   return f;
 }
 
-Result<UniqueFd> open_dir(const std::string& path, bool nofollow) {
-  int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
-  int fd = ::open(path.c_str(), flags);
-  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
-  return UniqueFd(fd);
-}
-
-Result<UniqueFd> open_dir_at(int dirfd, const std::string& name) {
-  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return CTX_FAIL_ERRNO("openat " + name);
-  return UniqueFd(fd);
-}
-
 Result<FileStat> stat_fd(int fd) {
   struct stat s {};
   if (::fstat(fd, &s) < 0) return CTX_FAIL_ERRNO("fstat");
@@ -205,7 +192,7 @@ Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mod
     std::string comp = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (!comp.empty()) {
       if (::mkdirat(cur.get(), comp.c_str(), mode) < 0 && errno != EEXIST) return CTX_FAIL_ERRNO("mkdirat " + comp);
-      CTX_TRY_ASSIGN(UniqueFd next, open_dir_at(cur.get(), comp));
+      CTX_TRY_ASSIGN(UniqueFd next, open(cur.get(), comp, Open::directory | Open::no_follow));
       cur = std::move(next);
     }
     if (slash == std::string::npos) break;
@@ -302,12 +289,6 @@ Result<std::string> read_link_at(int dirfd, const std::string& name) {
   }
 }
 
-Result<UniqueFd> open_o_path(const std::string& path) {
-  int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
-  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
-  return UniqueFd(fd);
-}
-
 Result<void> write_existing_at(int dirfd, const std::string& name, std::string_view data) {
   int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (raw < 0) return CTX_FAIL_ERRNO("openat " + name);
@@ -350,7 +331,7 @@ Result<void> chmod_at(int dirfd, const std::string& name, mode_t mode) {
 }
 
 std::string read_or_empty(const std::string& dir, const std::string& name) {
-  auto d = open_dir(dir);
+  auto d = open(AT_FDCWD, dir, Open::directory);
   if (!d) return {};
   auto f = read_small_file(d->get(), name, 1 << 20);
   if (!f || !*f) return {};

@@ -64,13 +64,6 @@ inline constexpr int at_cwd = -100;
 /// "openat"; a `regular` refusal reads "<path>: EINVAL: not a regular file".
 Result<UniqueFd> open(int dirfd, const std::string& path, Open how);
 
-/// Opens a directory by path (O_DIRECTORY|O_CLOEXEC). A symlink as the
-/// last component is refused when nofollow is set.
-Result<UniqueFd> open_dir(const std::string& path, bool nofollow = false);
-
-/// Opens a directory below dirfd by one name, never following a symlink.
-Result<UniqueFd> open_dir_at(int dirfd, const std::string& name);
-
 /// fstat(2) of an open descriptor.
 Result<FileStat> stat_fd(int fd);
 
@@ -143,9 +136,6 @@ Result<std::string> make_temp_dir(const std::string& prefix);
 
 /// readlinkat(2): the target of the symbolic link dirfd/name.
 Result<std::string> read_link_at(int dirfd, const std::string& name);
-
-/// Opens a path O_PATH (following symlinks), for passing to a child.
-Result<UniqueFd> open_o_path(const std::string& path);
 
 /// Writes data to an existing file below dirfd with one write(2) (cgroup
 /// control files: no O_CREAT, no O_APPEND, no truncation).
