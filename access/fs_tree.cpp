@@ -67,7 +67,7 @@ HostEntry entry_of(const sys::FileStat& s) {
 }
 
 Result<UniqueFd> FsTree::open_dir(const std::string& rel) const {
-  return sys::open_dir_beneath(root_, rel.empty() ? "." : rel);
+  return sys::open(root_, rel, sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
 }
 
 std::optional<HostEntry> FsTree::stat(const std::string& rel) const {

@@ -94,7 +94,7 @@ Result<std::size_t> open_dirs(Made& made, std::size_t base, const std::string& r
     std::string comp = rel.substr(start, last ? std::string::npos : slash - start);
     CTX_TRY_ASSIGN(bool created, sys::make_dir_if_missing_at(made.fd(cur), comp, kDirMode, as));
     if (last && fresh && !created) return fail(Error{EEXIST, comp + ": EEXIST", "exists"});
-    CTX_TRY_ASSIGN(UniqueFd dir, sys::open_dir_at(made.fd(cur), comp));
+    CTX_TRY_ASSIGN(UniqueFd dir, sys::open(made.fd(cur), comp, sys::Open::directory | sys::Open::no_follow));
     std::size_t next = made.hold(std::move(dir));
     if (created) made.directory(cur, comp, next);
     cur = next;
@@ -142,11 +142,12 @@ Result<void> remove_unfinished_create(int ctxfd, int agentsfd, const std::string
   for (const auto& e : entries)
     if (e.rfind(tmp_prefix, 0) == 0) CTX_TRY(sys::remove_tree_at(agentsfd, e));
   auto slash = context_rel.rfind('/');
-  auto parent = sys::open_dir_beneath(ctxfd, context_rel.substr(0, slash));
+  auto parent = sys::open(ctxfd, context_rel.substr(0, slash),
+                          sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
   if (!parent && parent.error().code == ENOENT) return {};
   if (!parent) return fail(parent.error());
   const std::string leaf = context_rel.substr(slash + 1);
-  auto dir = sys::open_dir_beneath(parent->get(), leaf);
+  auto dir = sys::open(parent->get(), leaf, sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
   if (!dir && dir.error().code == ENOENT) return {};
   if (!dir) return fail(dir.error());
   auto status = sys::read_small_file(dir->get(), "status", 64);
@@ -194,10 +195,10 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
   const std::string context = child_context_dir(parent, session, name);
 
   Made made;
-  auto ctxfd = sys::open_dir(ctx);
+  auto ctxfd = sys::open(sys::at_cwd, ctx, sys::Open::directory);
   if (!ctxfd) return fail(ctxfd.error().with_context(name));
   std::size_t top = made.hold(std::move(*ctxfd));
-  auto agentsfd = sys::open_dir_at(made.fd(top), "agent");
+  auto agentsfd = sys::open(made.fd(top), "agent", sys::Open::directory | sys::Open::no_follow);
   if (!agentsfd) return fail(agentsfd.error().with_context(name + ": " + agent_dir));
   std::size_t agents = made.hold(std::move(*agentsfd));
   // What a create of this name that its parent did not finish left; never
@@ -253,7 +254,7 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
   // merged-/usr layout: bin -> usr/bin, lib64 -> usr/lib64), so programs
   // from a /usr the child may see find their loader; nothing else of the
   // parent's root comes along.
-  if (auto proot = sys::open_dir(parent.root, true)) {
+  if (auto proot = sys::open(sys::at_cwd, parent.root, sys::Open::directory | sys::Open::no_follow)) {
     auto names = sys::list_dir(proot->get());
     for (const auto& n : names ? *names : std::vector<std::string>{}) {
       auto st = sys::stat_at(proot->get(), n);
@@ -276,7 +277,7 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
 
   auto tmp_name = sys::make_temp_dir_at(made.fd(agents), "." + name + ".d.tmp.", kDirMode);
   if (!tmp_name) return fail(tmp_name.error().with_context(name + ": " + agent_dir));
-  auto tmpfd = sys::open_dir_at(made.fd(agents), *tmp_name);
+  auto tmpfd = sys::open(made.fd(agents), *tmp_name, sys::Open::directory | sys::Open::no_follow);
   if (!tmpfd) {
     (void)sys::remove_at(made.fd(agents), *tmp_name, true);
     return fail(tmpfd.error().with_context(name + ": " + agent_dir));
@@ -312,10 +313,10 @@ Result<void> write_child(const AgentSpec& parent, const ChildPlan& plan, std::st
 Result<void> remove_child(const AgentSpec& parent, const std::string& name, std::string_view session) {
   const std::string& ctx = parent.ctx_root;
   const std::string agent_dir = path_join(ctx, "agent");
-  CTX_TRY_ASSIGN(UniqueFd top, sys::open_dir(ctx));
-  auto agents = sys::open_dir_beneath(top.get(), "agent");
+  CTX_TRY_ASSIGN(UniqueFd top, sys::open(sys::at_cwd, ctx, sys::Open::directory));
+  auto agents = sys::open(top.get(), "agent", sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
   if (!agents) return fail(agents.error().with_context(name + ": " + agent_dir));
-  auto ddir = sys::open_dir_beneath(agents->get(), name + ".d");
+  auto ddir = sys::open(agents->get(), name + ".d", sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
   if (!ddir) return fail(ddir.error().with_context(name + ": " + path_join(agent_dir, name + ".d")));
   CTX_TRY_ASSIGN(bool locked, sys::try_lock(ddir->get()));
   if (!locked)
@@ -332,7 +333,8 @@ Result<void> remove_child(const AgentSpec& parent, const std::string& name, std:
   for (const std::string& rel : {"home/" + std::to_string(parent.owner) + "/agent/" + name,
                                  std::string(path_suffix(child_context_dir(parent, session, name), ctx))}) {
     const auto slash = rel.rfind('/');
-    auto dir = sys::open_dir_beneath(top.get(), rel.substr(0, slash));
+    auto dir =
+        sys::open(top.get(), rel.substr(0, slash), sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
     if (!dir && dir.error().code == ENOENT) continue;
     if (!dir) return fail(dir.error().with_context(name + ": " + path_join(ctx, rel.substr(0, slash))));
     CTX_TRY_CTX(sys::remove_tree_at(dir->get(), rel.substr(slash + 1), kRemoveDepth), name + ": " + path_join(ctx, rel));

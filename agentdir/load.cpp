@@ -420,18 +420,18 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
   out.user = user;
   Result<UniqueFd> agents = fail(ENOENT, "");
   if (!user) {
-    agents = sys::open_dir(agents_path);
+    agents = sys::open(sys::at_cwd, agents_path, sys::Open::directory);
     if (!agents && agents.error().code == ENOENT)
       return report(Error{ENOENT, agents_path + ": ENOENT: " + std::string(ctx_root) +
                                       " is not a CTX root (it has no agent/ directory); name yours with --ctx-root "
                                       "DIR or CTX_ROOT=DIR"});
   } else {
     // home, <U>, agent: one name at a time, never through a symlink.
-    agents = sys::open_dir(path_join(ctx_root, "home"), true);
+    agents = sys::open(sys::at_cwd, path_join(ctx_root, "home"), sys::Open::directory | sys::Open::no_follow);
     const std::string rel[] = {"home/" + std::to_string(*user), agents_rel(user)};
     for (const std::string& r : rel) {
       if (!agents) break;
-      agents = sys::open_dir_at(agents->get(), std::string(path_basename(r)));
+      agents = sys::open(agents->get(), std::string(path_basename(r)), sys::Open::directory | sys::Open::no_follow);
       if (!agents) break;
       auto st = sys::stat_fd(agents->get());
       if (!st) return report(st.error().with_context(path_join(ctx_root, r)));
@@ -443,7 +443,7 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
                                                    "refused)"});
   }
   if (!agents) return report(agents.error().with_context(agents_path));
-  auto dir = sys::open_dir_at(agents->get(), dname);
+  auto dir = sys::open(agents->get(), dname, sys::Open::directory | sys::Open::no_follow);
   if (!dir) {
     Error e = dir.error();
     if (e.code == ENOENT) return report(Error{ENOENT, dname + ": ENOENT: no such agent in " + agents_path});
@@ -545,14 +545,16 @@ Result<AgentSpec> load_subject_policy(std::string_view ctx_root, std::string_vie
   if (auto e = agent_name_issue(name)) return fail(EINVAL, std::string(name) + ": EINVAL: " + *e);
   Result<UniqueFd> opened = fail(ENOENT, "");
   if (!user) {
-    opened = sys::open_dir(std::string(ctx_root) + "/agent");
+    opened = sys::open(sys::at_cwd, std::string(ctx_root) + "/agent", sys::Open::directory);
   } else {
-    auto root = sys::open_dir(std::string(ctx_root));
-    opened = root ? sys::open_dir_beneath(root->get(), agents_rel(user)) : std::move(root);
+    auto root = sys::open(sys::at_cwd, std::string(ctx_root), sys::Open::directory);
+    opened = root ? sys::open(root->get(), agents_rel(user),
+                              sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks)
+                  : std::move(root);
   }
   CTX_TRY_ASSIGN(UniqueFd agents, std::move(opened));
   std::string dname = std::string(name) + ".d";
-  auto dir = sys::open_dir_at(agents.get(), dname);
+  auto dir = sys::open(agents.get(), dname, sys::Open::directory | sys::Open::no_follow);
   if (!dir) return fail(dir.error().with_context(dname));
   ControlFiles files;
   for (const char* f : {"owner", "label", "policy"}) {

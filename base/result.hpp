@@ -125,7 +125,7 @@ class [[nodiscard]] Result<void> {
   } while (0)
 
 /// Declares `lhs` from a Result<T> expression, or returns its error.
-/// Usage: CTX_TRY_ASSIGN(auto fd, sys::open_dir(path));
+/// Usage: CTX_TRY_ASSIGN(auto fd, sys::open(sys::at_cwd, path, sys::Open::directory));
 #define CTX_TRY_ASSIGN(lhs, expr) CTX_TRY_ASSIGN_IMPL_(CTX_CONCAT_(ctx_try_r_, __LINE__), lhs, expr)
 #define CTX_TRY_ASSIGN_IMPL_(tmp, lhs, expr)            \
   auto tmp = (expr);                                    \

@@ -39,7 +39,7 @@ std::string agent_cgroup_name(const std::string& agent, const std::string& ctx_r
 namespace {
 
 Result<std::string> read_proc(const std::string& name) {
-  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_dir("/proc/self"));
+  CTX_TRY_ASSIGN(UniqueFd dir, sys::open(sys::at_cwd, "/proc/self", sys::Open::directory));
   CTX_TRY_ASSIGN(auto f, sys::read_small_file(dir.get(), name, 16u << 20));
   if (!f) return fail(ENOENT, "/proc/self/" + name + ": ENOENT");
   return std::move(f->data);
@@ -67,7 +67,7 @@ Result<void> kill_and_wait(int dirfd, const std::string& what) {
 // gone is not an error.
 Result<void> remove_tree(int parentfd, const std::string& name) {
   {
-    auto dir = sys::open_dir_at(parentfd, name);
+    auto dir = sys::open(parentfd, name, sys::Open::directory | sys::Open::no_follow);
     if (!dir && dir.error().code == ENOENT) return {};
     if (!dir) return fail(dir.error());
     UniqueFd d = std::move(*dir);
@@ -118,7 +118,7 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
     CTX_TRY_ASSIGN(std::string self, read_proc("cgroup"));
     in.own_path = v2_path(self).value_or("");
     if (auto own = dir_of(*in.mount, in.own_path)) {
-      if (auto fd = sys::open_dir(*own))
+      if (auto fd = sys::open(sys::at_cwd, *own, sys::Open::directory))
         in.own_writable = sys::writable_at(fd->get(), "") && sys::writable_at(fd->get(), "cgroup.procs");
     }
   }
@@ -126,7 +126,8 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
   in.owner = o.owner;
   in.explicit_base = o.explicit_base;
   // sd_booted()'s test.
-  in.systemd = static_cast<bool>(sys::open_dir("/run/systemd/system", true));
+  in.systemd =
+      static_cast<bool>(sys::open(sys::at_cwd, "/run/systemd/system", sys::Open::directory | sys::Open::no_follow));
   BaseChoice base = choose_base(in);
   if (base.dir.empty()) {
     why_not = base.why_not;
@@ -136,11 +137,11 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
   Placement p;
   p.agent_name_ = o.leaf.empty() ? agent_cgroup_name(o.agent, o.ctx_root) : o.leaf;
   if (base.create) {
-    CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(in.mount->mount_point));
+    CTX_TRY_ASSIGN(UniqueFd root, sys::open(sys::at_cwd, in.mount->mount_point, sys::Open::directory));
     CTX_TRY_ASSIGN(p.base_,
                    sys::open_or_make_dirs(root.get(), std::string(path_suffix(base.dir, in.mount->mount_point)), 0755));
   } else {
-    auto b = sys::open_dir(base.dir);
+    auto b = sys::open(sys::at_cwd, base.dir, sys::Open::directory);
     if (!b) return fail(b.error().with_context("cgroup base " + base.dir));
     p.base_ = std::move(*b);
   }
@@ -152,7 +153,7 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
   // Leftovers of a dead instance (the caller holds the lock of the
   // instance this subtree is named for).
   if (auto st = sys::stat_at(p.base_.get(), p.agent_name_); st && *st) {
-    CTX_TRY_ASSIGN(UniqueFd old, sys::open_dir_at(p.base_.get(), p.agent_name_));
+    CTX_TRY_ASSIGN(UniqueFd old, sys::open(p.base_.get(), p.agent_name_, sys::Open::directory | sys::Open::no_follow));
     CTX_TRY(kill_and_wait(old.get(), base.dir + "/" + p.agent_name_));
     CTX_TRY_CTX(remove_tree(p.base_.get(), p.agent_name_), "removing the leftover " + base.dir + "/" + p.agent_name_);
     reaped_leftovers = true;
@@ -161,15 +162,15 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
   if (any_limit && base.create) {
     // Our own chain below the cgroup2 root (cortexfs/user-<uid>): the
     // controllers must be enabled in cortexfs too, or user-<uid> has none.
-    CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(in.mount->mount_point));
-    CTX_TRY_ASSIGN(UniqueFd chain, sys::open_dir_at(root.get(), "cortexfs"));
+    CTX_TRY_ASSIGN(UniqueFd root, sys::open(sys::at_cwd, in.mount->mount_point, sys::Open::directory));
+    CTX_TRY_ASSIGN(UniqueFd chain, sys::open(root.get(), "cortexfs", sys::Open::directory | sys::Open::no_follow));
     CTX_TRY(enable_controllers(chain.get(), path_join(in.mount->mount_point, "cortexfs"), *o.limits));
   }
   if (any_limit) CTX_TRY(enable_controllers(p.base_.get(), base.dir, *o.limits));
 
   p.agent_path_ = base.dir + "/" + p.agent_name_;
   CTX_TRY_CTX(sys::make_dir_at(p.base_.get(), p.agent_name_, 0755), "creating " + p.agent_path_);
-  CTX_TRY_ASSIGN(p.agent_, sys::open_dir_at(p.base_.get(), p.agent_name_));
+  CTX_TRY_ASSIGN(p.agent_, sys::open(p.base_.get(), p.agent_name_, sys::Open::directory | sys::Open::no_follow));
   if (any_limit) {
     const std::pair<const char*, const std::optional<std::string>*> files[] = {
         {"memory.max", &o.limits->memory_max}, {"pids.max", &o.limits->pids_max}, {"cpu.max", &o.limits->cpu_max}};
@@ -177,9 +178,9 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
       if (*value) CTX_TRY_CTX(sys::write_existing_at(p.agent_.get(), file, **value), "limits: " + p.agent_path_);
   }
   CTX_TRY_CTX(sys::make_dir_at(p.agent_.get(), "runtime", 0755), "creating " + p.agent_path_ + "/runtime");
-  CTX_TRY_ASSIGN(p.runtime_, sys::open_dir_at(p.agent_.get(), "runtime"));
+  CTX_TRY_ASSIGN(p.runtime_, sys::open(p.agent_.get(), "runtime", sys::Open::directory | sys::Open::no_follow));
   CTX_TRY_CTX(sys::make_dir_at(p.agent_.get(), "view", 0755), "creating " + p.agent_path_ + "/view");
-  CTX_TRY_ASSIGN(p.view_, sys::open_dir_at(p.agent_.get(), "view"));
+  CTX_TRY_ASSIGN(p.view_, sys::open(p.agent_.get(), "view", sys::Open::directory | sys::Open::no_follow));
   return std::optional<Placement>(std::move(p));
 }
 
@@ -223,7 +224,7 @@ Result<void> Placement::kill_subtree() {
 bool Placement::wait_children_gone(int timeout_ms) {
   if (!agent_.valid()) return true;
   for (int waited = 0;; waited += 5) {
-    auto d = sys::open_dir_at(agent_.get(), "child");
+    auto d = sys::open(agent_.get(), "child", sys::Open::directory | sys::Open::no_follow);
     if (!d) return true;
     auto names = sys::list_dir(d->get());
     bool any = false;

@@ -34,7 +34,7 @@ namespace {
 // Names below a host directory that satisfy `keep`.
 std::vector<std::string> entries(const std::string& dir, bool (*keep)(const sys::FileStat&)) {
   std::vector<std::string> out;
-  auto d = sys::open_dir(dir);
+  auto d = sys::open(sys::at_cwd, dir, sys::Open::directory);
   if (!d) return out;
   auto names = sys::list_dir(d->get());
   if (!names) return out;
@@ -76,7 +76,7 @@ std::vector<std::string> model_names(const agentdir::AgentSpec& s) {
 // lookup (user tier first, aliases followed), so the check and the call
 // never disagree.
 bool model_exists(const agentdir::AgentSpec& s, const std::string& name) {
-  auto root = sys::open_dir(s.ctx_root);
+  auto root = sys::open(sys::at_cwd, s.ctx_root, sys::Open::directory);
   if (!root) return false;
   access::FsTree tree(root->get());
   access::ModelCall c = access::model_call(access::viewer_for(s), tree, name);
@@ -150,7 +150,7 @@ void lint_mounts(const agentdir::AgentSpec& s, const std::function<void(const st
     for (const auto& p : s.mounts) {
       if (&p == &m || !path_is_at_or_under(m.target, p.target) || m.target == p.target) continue;
       std::string point = path_join(p.source, path_suffix(m.target, p.target));
-      if (!m.attrs.rdonly && p.attrs.rdonly && !sys::open_o_path(point))
+      if (!m.attrs.rdonly && p.attrs.rdonly && !sys::open(sys::at_cwd, point, sys::Open::path_only))
         warn(where + "rw mount " + m.target + " lies under the read-only " + p.target + " (line " +
              std::to_string(p.line) + ") and its mount point " + point + " does not exist; create it there");
     }
@@ -297,7 +297,7 @@ std::vector<Finding> check_agent(const std::string& given_root, const std::strin
 
 std::vector<std::string> agent_names(const std::string& ctx_root) {
   std::vector<std::string> out;
-  auto d = sys::open_dir(ctx_root + "/agent");
+  auto d = sys::open(sys::at_cwd, ctx_root + "/agent", sys::Open::directory);
   if (!d) return out;
   auto names = sys::list_dir(d->get());
   if (!names) return out;
@@ -311,13 +311,13 @@ std::vector<std::string> agent_names(const std::string& ctx_root) {
 
 std::vector<std::pair<std::uint32_t, std::string>> user_agent_names(const std::string& ctx_root) {
   std::vector<std::pair<std::uint32_t, std::string>> out;
-  auto home = sys::open_dir(ctx_root + "/home");
+  auto home = sys::open(sys::at_cwd, ctx_root + "/home", sys::Open::directory);
   if (!home) return out;
   auto users = sys::list_dir(home->get());
   if (!users) return out;
   for (const auto& u : *users) {
     if (u.empty() || u.size() > 10 || u.find_first_not_of("0123456789") != std::string::npos) continue;
-    auto agents = sys::open_dir(ctx_root + "/home/" + u + "/agent");
+    auto agents = sys::open(sys::at_cwd, ctx_root + "/home/" + u + "/agent", sys::Open::directory);
     if (!agents) continue;
     auto names = sys::list_dir(agents->get());
     if (!names) continue;

@@ -35,8 +35,9 @@ std::string container_var(const std::string& environ) {
 
 ContainerFacts read_container_facts() {
   ContainerFacts f;
-  if (sys::open_o_path("/run/.containerenv")) f.containerenv = sys::read_or_empty("/run", ".containerenv");
-  f.dockerenv = static_cast<bool>(sys::open_o_path("/.dockerenv"));
+  if (sys::open(sys::at_cwd, "/run/.containerenv", sys::Open::path_only))
+    f.containerenv = sys::read_or_empty("/run", ".containerenv");
+  f.dockerenv = static_cast<bool>(sys::open(sys::at_cwd, "/.dockerenv", sys::Open::path_only));
   f.container_var = container_var(sys::read_or_empty("/proc/1", "environ"));
   if (const char* v = std::getenv("container"); f.container_var.empty() && v) f.container_var = v;
   if (const char* k = std::getenv("KUBERNETES_SERVICE_HOST")) f.kubernetes_host = k;
@@ -81,7 +82,7 @@ std::vector<Finding> probe_environment() {
   } else {
     std::string own = cgroup::v2_path(sys::read_or_empty("/proc/self", "cgroup")).value_or("/");
     auto dir = cgroup::dir_of(*mount, own);
-    auto fd = dir ? sys::open_dir(*dir) : Result<UniqueFd>(fail(ENOENT, "no dir"));
+    auto fd = dir ? sys::open(sys::at_cwd, *dir, sys::Open::directory) : Result<UniqueFd>(fail(ENOENT, "no dir"));
     bool writable = fd && sys::writable_at(fd->get(), "") && sys::writable_at(fd->get(), "cgroup.procs");
     if (root) {
       ok("cgroup v2 at " + mount->mount_point + " (root: agents go to cortexfs/user-<uid>)");
@@ -100,7 +101,7 @@ std::vector<Finding> probe_environment() {
   }
 
   if (!root) {
-    auto bin = sys::open_dir("/usr/bin");
+    auto bin = sys::open(sys::at_cwd, "/usr/bin", sys::Open::directory);
     auto helper = bin ? sys::stat_at(bin->get(), "newuidmap") : Result<std::optional<sys::FileStat>>(std::nullopt);
     std::string name;
     if (auto me = sys::lookup_user(::geteuid()); me && *me) name = (*me)->name;

@@ -63,7 +63,7 @@ std::vector<Layer> explain_layers(const agentdir::AgentSpec& spec, const policy:
     const mountspec::Entry* m = covering(spec, d);
     if (m == nullptr) continue;
     std::string host = path_join(m->source, path_suffix(d, m->target));
-    auto dfd = sys::open_dir(host);
+    auto dfd = sys::open(sys::at_cwd, host, sys::Open::directory);
     if (!dfd) continue;
     auto s = sys::stat_at(dfd->get(), name);
     if (!s || !*s || !S_ISREG((*s)->mode) || ((*s)->mode & 0111) == 0) continue;
@@ -94,8 +94,9 @@ std::vector<Layer> explain_layers(const agentdir::AgentSpec& spec, const policy:
                      mode_text(st.mode) + ", owner " + std::to_string(st.uid) + ":" + std::to_string(st.gid) + ")"});
   agent_policy();
 
-  auto dfd = sys::open_dir(host_dir);
-  auto td = dfd ? sys::open_dir_at(dfd->get(), name + ".d") : Result<UniqueFd>(fail(ENOENT, ""));
+  auto dfd = sys::open(sys::at_cwd, host_dir, sys::Open::directory);
+  auto td = dfd ? sys::open(dfd->get(), name + ".d", sys::Open::directory | sys::Open::no_follow)
+                : Result<UniqueFd>(fail(ENOENT, ""));
   auto pf = td ? sys::read_small_file(td->get(), "policy", kMaxControlFileSize)
                : Result<std::optional<sys::FileContent>>(std::nullopt);
   if (!pf) {

@@ -47,7 +47,7 @@ Result<UniqueFd> make_below(int dirfd, const std::string& at, const std::string&
     i = j + 1;
     if (c.empty()) continue;
     CTX_TRY_ASSIGN(bool now, sys::make_dir_if_missing_at(from, c, 0755));
-    CTX_TRY_ASSIGN(cur, sys::open_dir_at(from, c));
+    CTX_TRY_ASSIGN(cur, sys::open(from, c, sys::Open::directory | sys::Open::no_follow));
     from = cur.get();
     path = path_join(path, c);
     if (now) made.push_back(path);
@@ -59,8 +59,9 @@ Result<UniqueFd> make_below(int dirfd, const std::string& at, const std::string&
 // named in `made`. The part that exists is taken as it is.
 Result<UniqueFd> make_dirs(const std::string& abs, std::vector<std::string>& made) {
   std::string base = abs;
-  while (base != "/" && !sys::open_dir(base)) base = base.substr(0, std::max<std::size_t>(base.rfind('/'), 1));
-  CTX_TRY_ASSIGN(UniqueFd fd, sys::open_dir(base));
+  while (base != "/" && !sys::open(sys::at_cwd, base, sys::Open::directory))
+    base = base.substr(0, std::max<std::size_t>(base.rfind('/'), 1));
+  CTX_TRY_ASSIGN(UniqueFd fd, sys::open(sys::at_cwd, base, sys::Open::directory));
   if (base == abs) return fd;
   return make_below(fd.get(), base, std::string(path_suffix(abs, base)), made);
 }
@@ -98,7 +99,8 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
   std::string mount = "# source\ttarget\tro|rw\toptions: one mount a line (docs/abi.md)\n";
   mount += "/usr\t/usr\tro\trbind,nodev\n";
   for (const char* etc : {"/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
-    if (auto d = sys::open_path_no_symlinks(etc)) mount += std::string(etc) + "\t" + etc + "\tro\tbind,nosuid,nodev\n";
+    if (auto d = sys::open(sys::at_cwd, etc, sys::Open::path_only | sys::Open::no_symlinks))
+      mount += std::string(etc) + "\t" + etc + "\tro\tbind,nosuid,nodev\n";
   mount += ctx_root + "\t/ctx\tro\trbind,nosuid,nodev\n";
   mount += path_join(ctx_root, home_rel) + "\t/ctx/" + home_rel + "\trw\tbind,nosuid,nodev\n";
   if (tp) mount += tp->mount;
@@ -161,7 +163,7 @@ Result<TemplatePlan> template_plan(const std::string& ctx_root, const std::strin
     if (!real)
       return fail(Error{real.error().code, "--project " + opt.project + ": " + errno_name(real.error().code) +
                                           ": no such directory; name the project's directory"});
-    if (auto d = sys::open_dir(*real); !d)
+    if (auto d = sys::open(sys::at_cwd, *real, sys::Open::directory); !d)
       return fail(Error{d.error().code, "--project " + opt.project + ": " + errno_name(d.error().code) +
                                        ": not a directory you can open; name the project's directory"});
     project = *real;
@@ -236,7 +238,7 @@ int run_init(const std::string& ctx_root, const std::vector<std::string>& shared
     for (const char* rel : {"agent", "data", "queue/inbox", "queue/pending", "queue/lease", "queue/claimed",
                             "queue/done", "queue/failed", "queue/result"})
       if (auto r = make_below(root->get(), ctx_root, "shared/" + p + "/" + rel, made); !r) return error(r.error());
-  auto bin = sys::open_dir_at(root->get(), "bin");
+  auto bin = sys::open(root->get(), "bin", sys::Open::directory | sys::Open::no_follow);
   if (!bin) return error(bin.error());
   auto self = sys::read_link_at(AT_FDCWD, "/proc/self/exe");
   if (!self) return error(self.error());
@@ -253,7 +255,7 @@ int run_init(const std::string& ctx_root, const std::vector<std::string>& shared
 
 int run_new(const std::string& ctx_root, const std::string& name, const NewOptions& opt) {
   if (auto issue = agent_name_issue(name)) return error(Error{EINVAL, name + ": EINVAL: " + *issue});
-  auto agents = sys::open_dir(ctx_root + "/agent");
+  auto agents = sys::open(sys::at_cwd, ctx_root + "/agent", sys::Open::directory);
   if (!agents)
     return error(Error{agents.error().code, ctx_root + "/agent: " + errno_name(agents.error().code) +
                                                 ": not a CTX tree; make one first: ctx init --ctx-root " + ctx_root});
@@ -271,15 +273,16 @@ int run_new(const std::string& ctx_root, const std::string& name, const NewOptio
   std::vector<std::string> made;
   // Its home: data, cache, log, session, and a root with the merged-/usr
   // links (the loader and /bin/sh of the /usr mount).
-  auto top = sys::open_dir(ctx_root);
+  auto top = sys::open(sys::at_cwd, ctx_root, sys::Open::directory);
   if (!top) return error(top.error());
   const std::string home_rel = "home/" + std::to_string(uid) + "/agent/" + name;
   for (const char* d : {"root", "data", "cache", "log", "session"})
     if (auto r = make_below(top->get(), ctx_root, home_rel + "/" + d, made); !r) return error(r.error());
-  auto root = sys::open_dir(path_join(ctx_root, home_rel + "/root"), true);
+  auto root =
+      sys::open(sys::at_cwd, path_join(ctx_root, home_rel + "/root"), sys::Open::directory | sys::Open::no_follow);
   if (!root) return error(root.error());
   for (const char* l : {"bin", "sbin", "lib", "lib32", "lib64", "libx32"})
-    if (sys::open_path_no_symlinks(std::string("/usr/") + l))
+    if (sys::open(sys::at_cwd, std::string("/usr/") + l, sys::Open::path_only | sys::Open::no_symlinks))
       if (auto r = sys::make_symlink_at(std::string("usr/") + l, root->get(), l); !r && r.error().code != EEXIST)
         return error(r.error());
   if (tp)
@@ -293,7 +296,7 @@ int run_new(const std::string& ctx_root, const std::string& name, const NewOptio
     (void)sys::remove_tree_at(agents->get(), *tmp);
     return error(e);
   };
-  auto dir = sys::open_dir_at(agents->get(), *tmp);
+  auto dir = sys::open(agents->get(), *tmp, sys::Open::directory | sys::Open::no_follow);
   if (!dir) return undo(dir.error());
   for (const auto& [file, text] : control_files(ctx_root, name, uid, gid, root_path, tp ? &*tp : nullptr))
     if (auto r = sys::atomic_replace(dir->get(), file, text, 0644); !r) return undo(r.error());

@@ -102,15 +102,17 @@ Result<void> mount_api(bool setattr) {
     CTX_TRY(sys::enter_private_mount_namespace());
     CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(AT_FDCWD, "/", true));
     if (setattr) return sys::set_mount_attrs(tree.get(), {true, false, false, false}, true);
-    CTX_TRY_ASSIGN(UniqueFd target, sys::open_path("/tmp", O_PATH | O_DIRECTORY));
+    CTX_TRY_ASSIGN(UniqueFd target, sys::open(sys::at_cwd, "/tmp", sys::Open::path_only | sys::Open::directory));
     return sys::attach_tree(tree.get(), target.get());
   });
 }
 
 Result<void> openat2_in_root() {
   return sys::in_forked_child([]() -> Result<void> {
-    CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir("/"));
-    CTX_TRY_ASSIGN(UniqueFd etc, sys::open_in_root(root.get(), "etc", true));
+    CTX_TRY_ASSIGN(UniqueFd root, sys::open(sys::at_cwd, "/", sys::Open::directory));
+    CTX_TRY_ASSIGN(UniqueFd etc, sys::open(root.get(), "etc",
+                                           sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
+                                               sys::Open::directory));
     return {};
   });
 }
@@ -211,7 +213,7 @@ FacilityResult probe_fuse() {
     out.remedy = fallback + "apt-get install fuse3, or modprobe fuse";
   } else if (r.error().code == EACCES) {
     std::string mode;
-    if (auto fd = sys::open_o_path("/dev/fuse"))
+    if (auto fd = sys::open(sys::at_cwd, "/dev/fuse", sys::Open::path_only))
       if (auto st = sys::stat_fd(fd->get())) {
         char m[8];
         std::snprintf(m, sizeof m, "%04o", static_cast<unsigned>(st->mode & 07777));
@@ -238,11 +240,12 @@ void probe_cgroups(std::vector<FacilityResult>& out) {
   }
   std::string own_path = cgroup::v2_path(sys::read_or_empty("/proc/self", "cgroup")).value_or("/");
   auto own_dir = cgroup::dir_of(*mount, own_path);
-  auto own = own_dir ? sys::open_dir(*own_dir) : Result<UniqueFd>(fail(ENOENT, "no cgroup directory"));
+  auto own = own_dir ? sys::open(sys::at_cwd, *own_dir, sys::Open::directory)
+                     : Result<UniqueFd>(fail(ENOENT, "no cgroup directory"));
   const std::string temp = "ctx-check-" + std::to_string(::getpid());
   std::optional<UniqueFd> probe_cg;
   if (own && sys::make_dir_at(own->get(), temp, 0755))
-    if (auto fd = sys::open_dir_at(own->get(), temp)) probe_cg = std::move(*fd);
+    if (auto fd = sys::open(own->get(), temp, sys::Open::directory | sys::Open::no_follow)) probe_cg = std::move(*fd);
   out[kClone3] =
       probe_cg ? result(kClone3, clone_into(probe_cg->get()))
                : not_probed(kClone3, "no writable cgroup2 (" + mount->mount_point + ", own cgroup " + own_path + ")");

@@ -176,7 +176,7 @@ int run_view(const std::string& ctx_root, const std::string& agent, bool as_json
     std::fprintf(stderr, "ctx view: %s\n", ctx::printable(spec.error().msg).c_str());
     return 2;
   }
-  auto root = ctx::sys::open_dir(ctx_root, true);
+  auto root = ctx::sys::open(ctx::sys::at_cwd, ctx_root, ctx::sys::Open::directory | ctx::sys::Open::no_follow);
   if (!root) {
     std::fprintf(stderr, "ctx view: %s\n", ctx::printable(root.error().msg).c_str());
     return 2;

@@ -70,7 +70,7 @@ std::string format_uptime(double s) {
 // by session name.
 std::vector<PsRow> running_instances(const std::string& d) {
   std::vector<PsRow> out;
-  auto dir = sys::open_dir(d + "/instance");
+  auto dir = sys::open(sys::at_cwd, d + "/instance", sys::Open::directory);
   if (!dir) return out;
   auto sessions = sys::list_dir(dir->get());
   if (!sessions) return out;
@@ -80,7 +80,8 @@ std::vector<PsRow> running_instances(const std::string& d) {
     std::string status = first_line(sys::read_or_empty(i, "status"));
     int pid = std::atoi(first_line(sys::read_or_empty(i, "pid")).c_str());
     if (status.empty() || status == "dead" || pid <= 0) continue;
-    if (!sys::open_dir("/proc/" + std::to_string(pid))) continue;  // a stale pid file: not running
+    if (!sys::open(sys::at_cwd, "/proc/" + std::to_string(pid), sys::Open::directory))
+      continue;  // a stale pid file: not running
     PsRow r;
     r.session = s;
     // Most runtimes never send READY=1: once exec'd, `start` would say the
@@ -98,7 +99,7 @@ std::vector<PsRow> running_instances(const std::string& d) {
 
 Result<std::vector<PsRow>> running_agents(const std::string& ctx_root) {
   // An empty table would say "nothing runs" of a tree that is not there.
-  if (auto agents = sys::open_dir(ctx_root + "/agent"); !agents)
+  if (auto agents = sys::open(sys::at_cwd, ctx_root + "/agent", sys::Open::directory); !agents)
     return fail(agents.error().code,
                 ctx_root + ": " + errno_name(agents.error().code) +
                     ": no CTX root here (it has no agent/ directory); pass --ctx-root DIR or set CTX_ROOT "
@@ -156,7 +157,7 @@ std::string format_ps(const std::vector<PsRow>& rows) {
 }
 
 std::optional<std::string> root_status(const std::string& ctx_root, std::string& error) {
-  auto d = sys::open_dir(ctx_root);
+  auto d = sys::open(sys::at_cwd, ctx_root, sys::Open::directory);
   if (!d) {
     error = d.error().with_context(ctx_root).msg;
     return std::nullopt;

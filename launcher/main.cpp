@@ -179,14 +179,17 @@ ctx::Result<void> check_sessions(const ctx::agentdir::AgentSpec& spec, const Arg
   if (!a.session_space.empty()) {
     // One the caller may not open exists all the same: the supervisor
     // refuses it as a space the owner may not write.
-    auto space = ctx::sys::open_dir(spec.ctx_root + "/shared/" + a.session_space, true);
+    auto space = ctx::sys::open(ctx::sys::at_cwd, spec.ctx_root + "/shared/" + a.session_space,
+                                ctx::sys::Open::directory | ctx::sys::Open::no_follow);
     CTX_TRY(ctx::launcher::check_session_space(spec, a.session_space, space || space.error().code != ENOENT));
   }
-  const bool session_exists = static_cast<bool>(ctx::sys::open_dir(
+  const bool session_exists = static_cast<bool>(ctx::sys::open(
+      ctx::sys::at_cwd,
       spec.ctx_root + "/" + ctx::launcher::session_dir_rel(spec.owner, spec.name, a.session_space) + "/" + a.session,
-      true));
+      ctx::sys::Open::directory | ctx::sys::Open::no_follow));
   CTX_TRY(ctx::launcher::check_session_policy(spec, a.session, session_exists));
-  if (auto dir = ctx::sys::open_dir(spec.ctx_root + "/home/" + ctx::sessions_rel(spec.owner, spec.name), true))
+  if (auto dir = ctx::sys::open(ctx::sys::at_cwd, spec.ctx_root + "/home/" + ctx::sessions_rel(spec.owner, spec.name),
+                                ctx::sys::Open::directory | ctx::sys::Open::no_follow))
     if (auto names = ctx::sys::list_dir(dir->get()))
       for (const auto& n : *names)
         // Directories only (a .keep file or a planted link is no session).

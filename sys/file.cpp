@@ -4,8 +4,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -72,17 +74,55 @@ std::uint64_t random_u64() {
 
 }  // namespace
 
-Result<UniqueFd> open_dir(const std::string& path, bool nofollow) {
-  int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
-  int fd = ::open(path.c_str(), flags);
-  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
-  return UniqueFd(fd);
+static_assert(at_cwd == AT_FDCWD);
+
+namespace {
+
+int open_flags(Open how) {
+  int flags = O_CLOEXEC;
+  if (has(how, Open::read_write)) flags |= O_RDWR;
+  if (has(how, Open::path_only)) flags |= O_PATH;
+  if (has(how, Open::directory)) flags |= O_DIRECTORY;
+  if (has(how, Open::no_follow)) flags |= O_NOFOLLOW;
+  if (has(how, Open::nonblock)) flags |= O_NONBLOCK;
+  if (has(how, Open::regular)) flags |= O_NONBLOCK | O_NOCTTY;
+  return flags;
 }
 
-Result<UniqueFd> open_dir_at(int dirfd, const std::string& name) {
-  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return CTX_FAIL_ERRNO("openat " + name);
-  return UniqueFd(fd);
+std::uint64_t resolve_flags(Open how) {
+  std::uint64_t r = 0;
+  if (has(how, Open::beneath)) r |= RESOLVE_BENEATH;
+  if (has(how, Open::in_root)) r |= RESOLVE_IN_ROOT;
+  if (has(how, Open::no_symlinks)) r |= RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  if (has(how, Open::no_xdev)) r |= RESOLVE_NO_XDEV;
+  return r;
+}
+
+}  // namespace
+
+Result<UniqueFd> open(int dirfd, const std::string& path, Open how) {
+  const std::string p = path.empty() && dirfd != AT_FDCWD ? "." : path;
+  const std::uint64_t resolve = resolve_flags(how);
+  long fd = -1;
+  if (resolve != 0) {
+    struct open_how oh {};
+    oh.flags = static_cast<std::uint64_t>(open_flags(how));
+    oh.resolve = resolve;
+    fd = ::syscall(SYS_openat2, dirfd, p.c_str(), &oh, sizeof oh);
+  } else {
+    fd = ::openat(dirfd, p.c_str(), open_flags(how));
+  }
+  if (fd < 0) {
+    const char* call = dirfd == AT_FDCWD ? "open " : resolve != 0 ? "openat2 " : "openat ";
+    return CTX_FAIL_ERRNO(call + p);
+  }
+  UniqueFd f(static_cast<int>(fd));
+  if (has(how, Open::regular)) {
+    struct stat st {};
+    if (::fstat(f.get(), &st) < 0) return CTX_FAIL_ERRNO("fstat " + p);
+    if (!S_ISREG(st.st_mode)) return fail(Error{EINVAL, p + ": EINVAL: not a regular file"});
+  }
+  return f;
 }
 
 Result<FileStat> stat_fd(int fd) {
@@ -152,7 +192,7 @@ Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mod
     std::string comp = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (!comp.empty()) {
       if (::mkdirat(cur.get(), comp.c_str(), mode) < 0 && errno != EEXIST) return CTX_FAIL_ERRNO("mkdirat " + comp);
-      CTX_TRY_ASSIGN(UniqueFd next, open_dir_at(cur.get(), comp));
+      CTX_TRY_ASSIGN(UniqueFd next, open(cur.get(), comp, Open::directory | Open::no_follow));
       cur = std::move(next);
     }
     if (slash == std::string::npos) break;
@@ -249,12 +289,6 @@ Result<std::string> read_link_at(int dirfd, const std::string& name) {
   }
 }
 
-Result<UniqueFd> open_o_path(const std::string& path) {
-  int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
-  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
-  return UniqueFd(fd);
-}
-
 Result<void> write_existing_at(int dirfd, const std::string& name, std::string_view data) {
   int raw = ::openat(dirfd, name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (raw < 0) return CTX_FAIL_ERRNO("openat " + name);
@@ -297,7 +331,7 @@ Result<void> chmod_at(int dirfd, const std::string& name, mode_t mode) {
 }
 
 std::string read_or_empty(const std::string& dir, const std::string& name) {
-  auto d = open_dir(dir);
+  auto d = open(AT_FDCWD, dir, Open::directory);
   if (!d) return {};
   auto f = read_small_file(d->get(), name, 1 << 20);
   if (!f || !*f) return {};

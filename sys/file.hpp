@@ -28,12 +28,41 @@ struct FileStat {
   std::int64_t ctime_ns = 0;  ///< st_ctim in nanoseconds
 };
 
-/// Opens a directory by path (O_DIRECTORY|O_CLOEXEC). A symlink as the
-/// last component is refused when nofollow is set.
-Result<UniqueFd> open_dir(const std::string& path, bool nofollow = false);
+/// How sys::open opens a name: a set of flags, combined with `|`. Each
+/// maps to one O_* or RESOLVE_* bit, in sys::open and nowhere else.
+enum class Open : unsigned {
+  read = 0,                ///< O_RDONLY (the default)
+  read_write = 1u << 0,    ///< O_RDWR
+  path_only = 1u << 1,     ///< O_PATH: a handle that cannot be read or written
+  directory = 1u << 2,     ///< O_DIRECTORY: anything else is ENOTDIR
+  no_follow = 1u << 3,     ///< O_NOFOLLOW: a symlink as the last component is ELOOP
+  nonblock = 1u << 4,      ///< O_NONBLOCK: a FIFO never blocks the open
+  beneath = 1u << 5,       ///< RESOLVE_BENEATH: never above dirfd (`..`, absolute: EXDEV)
+  in_root = 1u << 6,       ///< RESOLVE_IN_ROOT: dirfd is "/" for the lookup
+  no_symlinks = 1u << 7,   ///< RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS: a symlink anywhere is ELOOP
+  no_xdev = 1u << 8,       ///< RESOLVE_NO_XDEV: never into another mount (EXDEV)
+  regular = 1u << 9,       ///< only a regular file (EINVAL otherwise), with O_NONBLOCK|O_NOCTTY
+};
 
-/// Opens a directory below dirfd by one name, never following a symlink.
-Result<UniqueFd> open_dir_at(int dirfd, const std::string& name);
+/// The union of two flag sets.
+constexpr Open operator|(Open a, Open b) { return static_cast<Open>(static_cast<unsigned>(a) | static_cast<unsigned>(b)); }
+
+/// True if every flag of `f` is in `set`.
+constexpr bool has(Open set, Open f) { return (static_cast<unsigned>(set) & static_cast<unsigned>(f)) == static_cast<unsigned>(f); }
+
+/// `flag` when `on`, else no flag: for a flag a caller decides at run time.
+constexpr Open open_if(bool on, Open flag) { return on ? flag : Open::read; }
+
+/// The current directory as sys::open's dirfd (AT_FDCWD): path is then a
+/// host path, absolute or relative to the working directory.
+inline constexpr int at_cwd = -100;
+
+/// Opens dirfd/path (O_CLOEXEC always) as `how` says; "" is dirfd itself.
+/// Any of beneath, in_root, no_symlinks, no_xdev makes the call
+/// openat2(2), else it is openat(2). A failure reads "<call> <path>:
+/// <ERRNO>", where <call> is "open" for at_cwd, else "openat2" or
+/// "openat"; a `regular` refusal reads "<path>: EINVAL: not a regular file".
+Result<UniqueFd> open(int dirfd, const std::string& path, Open how);
 
 /// fstat(2) of an open descriptor.
 Result<FileStat> stat_fd(int fd);
@@ -107,9 +136,6 @@ Result<std::string> make_temp_dir(const std::string& prefix);
 
 /// readlinkat(2): the target of the symbolic link dirfd/name.
 Result<std::string> read_link_at(int dirfd, const std::string& name);
-
-/// Opens a path O_PATH (following symlinks), for passing to a child.
-Result<UniqueFd> open_o_path(const std::string& path);
 
 /// Writes data to an existing file below dirfd with one write(2) (cgroup
 /// control files: no O_CREAT, no O_APPEND, no truncation).

@@ -243,7 +243,8 @@ void Server::read(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off) {
   auto s = served(n->rel);
   if (!s) return (void)fuse_reply_err(req, ENOENT);
   if (s->entry.type != HostEntry::Type::regular) return (void)fuse_reply_err(req, EISDIR);
-  auto f = sys::open_file_beneath(root_.get(), s->host_rel);
+  auto f = sys::open(root_.get(), s->host_rel,
+                     sys::Open::regular | sys::Open::no_follow | sys::Open::beneath | sys::Open::no_symlinks);
   if (!f) return (void)fuse_reply_err(req, f.error().code);
   std::vector<char> buf(std::min<std::size_t>(size, 1 << 20));
   auto got = sys::read_at(f->get(), buf.data(), buf.size(), static_cast<std::uint64_t>(off));
@@ -367,7 +368,7 @@ std::uint32_t id_inside(const std::vector<sys::IdMapLine>& map, std::uint32_t id
 }
 
 Result<void> serve(const ServeOptions& opts) {
-  CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(opts.ctx_root, true));
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open(sys::at_cwd, opts.ctx_root, sys::Open::directory | sys::Open::no_follow));
   Server server(opts, std::move(root));
   fuse_lowlevel_ops ops = make_ops();
   const char* argv[] = {"ctx-view", nullptr};

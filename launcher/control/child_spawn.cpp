@@ -19,7 +19,8 @@ namespace {
 
 // <ctx>/home/<owner>/agent/<name>/session/default/output.log, for appending.
 Result<UniqueFd> open_output(const agentdir::AgentSpec& child, const sys::MakeAs& owner) {
-  CTX_TRY_ASSIGN(UniqueFd home, sys::open_dir(child.ctx_root + "/home", true));
+  CTX_TRY_ASSIGN(UniqueFd home,
+                 sys::open(sys::at_cwd, child.ctx_root + "/home", sys::Open::directory | sys::Open::no_follow));
   CTX_TRY_ASSIGN(UniqueFd dir,
                  sys::open_or_make_dirs(home.get(), session_rel(child.owner, child.name, "default"), 0755, owner));
   return sys::open_append(dir.get(), "output.log", 0644, owner);
@@ -57,14 +58,14 @@ std::vector<std::string> child_supervisor_argv(const SpawnConfig& cfg, const std
 Result<OwnedChild> spawn_child_supervisor(const SpawnConfig& cfg, const agentdir::AgentSpec& child,
                                           const std::vector<std::string>& command) {
   if (!cfg.agent_cgroup.empty()) {
-    CTX_TRY_ASSIGN(UniqueFd base, sys::open_dir(cfg.agent_cgroup));
+    CTX_TRY_ASSIGN(UniqueFd base, sys::open(sys::at_cwd, cfg.agent_cgroup, sys::Open::directory));
     if (auto st = sys::stat_at(base.get(), "child"); !st || !*st) CTX_TRY(sys::make_dir_at(base.get(), "child", 0755));
   }
   std::vector<std::string> argv = child_supervisor_argv(cfg, child.ctx_root, ::getpid(), child.name, command);
   // The child's output is its own, not its parent's: stdin /dev/null,
   // stdout and stderr appended to its session's output.log (made beneath
   // the CTX root, never through a symlink).
-  CTX_TRY_ASSIGN(UniqueFd devnull, sys::open_path("/dev/null", O_RDONLY));
+  CTX_TRY_ASSIGN(UniqueFd devnull, sys::open(sys::at_cwd, "/dev/null", sys::Open::read));
   CTX_TRY_ASSIGN(UniqueFd out, open_output(child, cfg.owner));
   CTX_TRY_ASSIGN(auto pipe, sys::make_pipe());
   CTX_TRY_ASSIGN(sys::Child proc, sys::spawn_owned(cfg.self_exe, argv, cfg.env, parent_dead_signal(),

@@ -207,7 +207,7 @@ Result<ModelRun> ModelGate::start(const ModelEntry& m, const std::string& anchor
   if (!base_) {
     base_.emplace();
     for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
-      if (sys::open_path_no_symlinks(d)) base_->emplace_back(d);
+      if (sys::open(sys::at_cwd, d, sys::Open::path_only | sys::Open::no_symlinks)) base_->emplace_back(d);
   }
   LaunchPlan p = model_plan(plan_, m, anchor, *base_);
   // The caller's stdio; the model's exec, or the error that ended it.

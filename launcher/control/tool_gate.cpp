@@ -112,8 +112,8 @@ namespace {
 
 Result<void> write_tool_status(const LaunchPlan& plan, const std::string& rel, const std::string& line) {
   CTX_TRY_ASSIGN(AsOwner as_owner, AsOwner::enter(plan.ids));
-  CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(plan.ctx_root));
-  auto d = sys::open_dir_beneath(root.get(), rel + ".d");
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open(sys::at_cwd, plan.ctx_root, sys::Open::directory));
+  auto d = sys::open(root.get(), rel + ".d", sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
   if (!d) return fail(Error{ENOENT, rel + ".d: ENOENT: " + d.error().msg});
   return sys::overwrite_existing(d->get(), "status", line);
 }
@@ -159,7 +159,7 @@ Result<std::optional<ToolAnswer>> ToolGate::find(const std::vector<ToolTier>& ti
   for (const auto& t : tiers) {
     const std::string rel = t.rel.empty() ? name : t.rel + "/" + name;
     if (access::tool_at(v, rel) != name || !access::reachable(v, tree, t.rel)) continue;
-    auto fd = sys::open_path_beneath(tree_.get(), rel, false);
+    auto fd = sys::open(tree_.get(), rel, sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks);
     if (!fd) continue;
     auto st = sys::stat_fd(fd->get());
     if (!st || !S_ISREG(st->mode) || (st->mode & 0111) == 0) continue;

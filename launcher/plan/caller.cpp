@@ -27,7 +27,7 @@ Result<Caller> probe_caller(const agentdir::AgentSpec& spec) {
   }
   if (c.uid == 0 && c.owner_groups.empty()) c.owner_groups = {c.owner_primary_gid.value_or(spec.gid)};
   if (c.uid != 0) {
-    auto bin = sys::open_dir("/usr/bin");
+    auto bin = sys::open(sys::at_cwd, "/usr/bin", sys::Open::directory);
     if (bin) {
       auto a = sys::stat_at(bin->get(), "newuidmap");
       auto b = sys::stat_at(bin->get(), "newgidmap");
@@ -42,7 +42,7 @@ Result<Caller> probe_caller(const agentdir::AgentSpec& spec) {
 }
 
 std::vector<std::string> list_shared_spaces(const std::string& ctx_root) {
-  auto d = sys::open_dir(ctx_root + "/shared");
+  auto d = sys::open(sys::at_cwd, ctx_root + "/shared", sys::Open::directory);
   if (!d) return {};
   auto names = sys::list_dir(d->get());
   if (!names) return {};
@@ -55,7 +55,7 @@ std::vector<std::string> list_shared_spaces(const std::string& ctx_root) {
 }
 
 Result<void> fuse_usable() {
-  CTX_TRY_ASSIGN(UniqueFd f, sys::open_path("/dev/fuse", O_RDWR));
+  CTX_TRY_ASSIGN(UniqueFd f, sys::open(sys::at_cwd, "/dev/fuse", sys::Open::read_write));
   return {};
 }
 

@@ -107,13 +107,14 @@ Result<void> AgentFiles::begin_session() {
                               std::to_string(plan_.owner) + ", who may not write there; the agent was not started)"));
     return fail(refusal(e, path, " (the session's files could not be made; the agent was not started)"));
   };
-  auto base = sys::open_dir(base_path, true);
+  auto base = sys::open(sys::at_cwd, base_path, sys::Open::directory | sys::Open::no_follow);
   if (!base) return refuse(base.error(), base_path);
   if (shared) {
     // The space itself is `ctx init --shared`'s: never made here, never
     // reached through a symlink, and written only if the owner may.
     const std::string space_path = base_path + "/" + plan_.session_space;
-    auto space = sys::open_dir_beneath(base->get(), plan_.session_space);
+    auto space =
+        sys::open(base->get(), plan_.session_space, sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
     if (!space && space.error().code == EACCES) return fail(space_refusal(space_path));
     if (!space) return refuse(space.error(), space_path);
     if (!sys::access_fd(space->get(), W_OK | X_OK, rights())) return fail(space_refusal(space_path));
@@ -151,7 +152,8 @@ Result<void> AgentFiles::begin_session() {
   // The by-cwd index: the session last launched in this cwd.
   if (auto entry = cwd_index_name(plan_.cwd)) {
     const std::string idir = agent_path + "/session/index/by-cwd";
-    auto index = sys::open_dir_beneath(base->get(), agent_rel + "/session/index/by-cwd");
+    auto index = sys::open(base->get(), agent_rel + "/session/index/by-cwd",
+                           sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
     if (!index) return refuse(index.error(), idir);
     if (auto r = replace_if_changed(index->get(), *entry, plan_.session + "\n", rights()); !r)
       return refuse(r.error(), idir + "/" + *entry);
@@ -215,21 +217,23 @@ void AgentFiles::event(const Event& e) {
 }
 
 void AgentFiles::event_of(const std::string& agent, const std::string& session, const Event& e) {
-  auto home = sys::open_dir(plan_.ctx_root + "/home", true);
+  auto home = sys::open(sys::at_cwd, plan_.ctx_root + "/home", sys::Open::directory | sys::Open::no_follow);
   if (!home) return;
   // Never through a symlink: the parent's agent may have planted one in
   // its own home, and this supervisor may be root.
   const std::string path = session_path(agent, session, "events.jsonl");
-  auto dir = sys::open_dir_beneath(home->get(), session_rel(plan_.owner, agent, session));
+  auto dir = sys::open(home->get(), session_rel(plan_.owner, agent, session),
+                       sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
   if (!dir) return warn(fail(dir.error()), path, Kind::appended);
   warn(sys::append_file(dir->get(), "events.jsonl", line_of(e, agent, session), 0644, rights()), path, Kind::appended);
 }
 
 void AgentFiles::context_status(const std::string& dir, const std::string& s) {
   if (dir.empty() || !path_is_at_or_under(dir, plan_.ctx_root)) return;
-  auto root = sys::open_dir(plan_.ctx_root);
+  auto root = sys::open(sys::at_cwd, plan_.ctx_root, sys::Open::directory);
   if (!root) return;
-  auto d = sys::open_dir_beneath(root->get(), std::string(path_suffix(dir, plan_.ctx_root)));
+  auto d = sys::open(root->get(), std::string(path_suffix(dir, plan_.ctx_root)),
+                     sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
   if (!d) return warn(fail(d.error()), dir + "/status", Kind::replaced);
   warn(sys::atomic_replace(d->get(), "status", s + "\n", 0644, false, rights()), dir + "/status", Kind::replaced);
 }
@@ -238,7 +242,7 @@ bool AgentFiles::open_session() {
   if (session_.valid()) return true;
   const std::string path = own_session_path() + "/events.jsonl";
   const auto [base_rel, agent_rel] = session_tree();
-  auto base = sys::open_dir(plan_.ctx_root + "/" + base_rel, true);
+  auto base = sys::open(sys::at_cwd, plan_.ctx_root + "/" + base_rel, sys::Open::directory | sys::Open::no_follow);
   if (!base) return warn(fail(base.error()), path, Kind::appended), false;
   // Never through a symlink, in the home or in a shared space.
   auto dir = sys::open_or_make_dirs(base->get(), agent_rel + "/session/" + plan_.session, 0755, rights());

@@ -31,11 +31,11 @@ Result<void> append_dot_log(const LaunchPlan& plan, const std::string& rel, cons
     }
     case DotLogRule::shared: break;
   }
-  auto root = sys::open_dir(plan.ctx_root);
+  auto root = sys::open(sys::at_cwd, plan.ctx_root, sys::Open::directory);
   if (!root) return fail(root.error());
   // A .d/ that cannot be opened so (missing, a symlink on the way, not
   // the owner's to search) is no .d/: the object keeps no log.
-  auto d = sys::open_dir_beneath(root->get(), rel + ".d");
+  auto d = sys::open(root->get(), rel + ".d", sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
   if (!d) return fail(Error{ENOENT, rel + ".d: ENOENT: " + d.error().msg});
   switch (rule) {
     case DotLogRule::opt_in: return sys::append_existing(d->get(), "log", line, kMaxLogBytes);

@@ -37,7 +37,7 @@ void warn(const std::string& what) {
 
 [[noreturn]] void exec_endpoint(const LaunchPlan& plan, int exe, int listen) {
   sys::reset_signals();
-  if (auto n = sys::open_path("/dev/null", O_RDWR)) {
+  if (auto n = sys::open(sys::at_cwd, "/dev/null", sys::Open::read_write)) {
     (void)sys::dup_to(n->get(), 0);
     (void)sys::dup_to(n->get(), 1);
   }
@@ -75,7 +75,7 @@ UniqueFd open_endpoint_program() {
     candidates.push_back(std::string(path_dirname(*self)) + "/" + kEndpointProgram);
   candidates.push_back(std::string(CTX_LIBEXECDIR) + "/" + kEndpointProgram);
   for (const auto& c : candidates)
-    if (auto fd = sys::open_path(c, O_PATH)) return std::move(*fd);
+    if (auto fd = sys::open(sys::at_cwd, c, sys::Open::path_only)) return std::move(*fd);
   return UniqueFd();
 }
 

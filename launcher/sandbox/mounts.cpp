@@ -29,7 +29,9 @@ std::string rel_of(const std::string& inner) { return inner == "/" ? std::string
 // mkdirat on the already-resolved parent.
 Result<UniqueFd> mount_point(int rootfd, const std::string& inner, bool directory) {
   std::string rel = rel_of(inner);
-  auto existing = sys::open_in_root(rootfd, rel, directory);
+  auto existing = sys::open(rootfd, rel,
+                            sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
+                                sys::open_if(directory, sys::Open::directory));
   if (existing || existing.error().code != ENOENT) return existing;
   std::string done;
   std::size_t start = 0;
@@ -37,7 +39,9 @@ Result<UniqueFd> mount_point(int rootfd, const std::string& inner, bool director
     std::size_t slash = rel.find('/', start);
     bool last = slash == std::string::npos;
     std::string comp = rel.substr(start, last ? std::string::npos : slash - start);
-    CTX_TRY_ASSIGN(UniqueFd parent, sys::open_in_root(rootfd, done, true));
+    CTX_TRY_ASSIGN(UniqueFd parent, sys::open(rootfd, done,
+                                              sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
+                                                  sys::Open::directory));
     if (last && !directory) {
       CTX_TRY(sys::make_file_at(parent.get(), comp, 0644));
     } else {
@@ -47,7 +51,9 @@ Result<UniqueFd> mount_point(int rootfd, const std::string& inner, bool director
     if (last) break;
     start = slash + 1;
   }
-  return sys::open_in_root(rootfd, rel, directory);
+  return sys::open(rootfd, rel,
+                   sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
+                       sys::open_if(directory, sys::Open::directory));
 }
 
 // host_mounts: the mount table the sources are seen in, for a privileged
@@ -78,7 +84,9 @@ Result<void> bind_one(int rootfd, const BindStep& b, const std::vector<sys::Moun
 }
 
 Result<void> mask_one(int rootfd, const MaskStep& m) {
-  CTX_TRY_ASSIGN(UniqueFd target, sys::open_in_root(rootfd, rel_of(m.target), true));
+  CTX_TRY_ASSIGN(UniqueFd target,
+                 sys::open(rootfd, rel_of(m.target),
+                           sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks | sys::Open::directory));
   CTX_TRY(sys::mount_fresh("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k"));
   return {};
 }
@@ -102,7 +110,8 @@ Result<UniqueFd> make_root(const RootStep& r, const std::vector<sys::MountEntry>
     // A tmpfs over the anchor in this mount namespace: what the anchor
     // holds, or is given later on the host, is never seen.
     CTX_TRY_ASSIGN(UniqueFd anchor, open_no_symlinks("root", r.source));
-    CTX_TRY_ASSIGN(UniqueFd dir, sys::open_dir_beneath(anchor.get(), "."));
+    CTX_TRY_ASSIGN(UniqueFd dir,
+                   sys::open(anchor.get(), ".", sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks));
     CTX_TRY_CTX(sys::mount_fresh("tmpfs", dir.get(), fs_flags(r.attrs), "mode=0755,size=1m"), "root " + r.source);
     return open_no_symlinks("root", r.source);
   }
@@ -128,7 +137,9 @@ Result<void> bind_dev_node(int rootfd, const DevNodeStep& n) {
 Result<UniqueFd> bind_socket(int rootfd, const SocketStep& s) {
   const std::string dir(path_dirname(s.target));
   const std::string leaf(path_basename(s.target));
-  CTX_TRY_ASSIGN(UniqueFd d, sys::open_in_root(rootfd, rel_of(dir), true));
+  CTX_TRY_ASSIGN(UniqueFd d,
+                 sys::open(rootfd, rel_of(dir),
+                           sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks | sys::Open::directory));
   Result<UniqueFd> sock =
       s.datagram ? sys::bind_datagram_at(d.get(), leaf, s.target) : sys::listen_unix_at(d.get(), leaf, s.target);
   if (!sock) return fail(sock.error());
@@ -181,7 +192,8 @@ class ViewMount {
       return fail(Error{EACCES, "EACCES: " + plan_.name + "'s agent view has no " + m.source +
                                     ": it shows an agent only its own home, its tiers' allowed entries and the "
                                     "spaces it may read (docs/view.md)"});
-    auto there = sys::open_in_root(rootfd, rel_of(m.target), false);
+    auto there =
+        sys::open(rootfd, rel_of(m.target), sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks);
     if (!there && there.error().code == ENOENT) return {};
     return fail(Error{EACCES, "EACCES: the agent view has no " + m.source + " to show at " + m.target});
   }
@@ -200,7 +212,7 @@ class ViewMount {
 // file, even for an agent that runs as the tool's owner. It is attached
 // nowhere: no path in the sandbox reaches it.
 Result<void> send_tool_tree(const LaunchPlan& plan, const Reporter& rep) {
-  CTX_TRY_ASSIGN(UniqueFd dir, sys::open_path(plan.ctx_root, O_PATH | O_DIRECTORY));
+  CTX_TRY_ASSIGN(UniqueFd dir, sys::open(sys::at_cwd, plan.ctx_root, sys::Open::path_only | sys::Open::directory));
   CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(dir.get(), "", true));
   CTX_TRY(sys::set_mount_attrs(tree.get(), {.rdonly = true, .nosuid = true, .nodev = true}, true));
   rep.send({Record::Kind::tools, rep.current(), 0, 0, {}}, {tree.get()});
@@ -302,7 +314,9 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
       }
       case StepKind::symlink: {
         const auto& l = std::get<SymlinkStep>(m);
-        CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(std::string(path_dirname(l.target))), true));
+        CTX_TRY_ASSIGN(UniqueFd dir, sys::open(root.get(), rel_of(std::string(path_dirname(l.target))),
+                                               sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
+                                                   sys::Open::directory));
         CTX_TRY_CTX(sys::make_symlink_at(l.link, dir.get(), std::string(path_basename(l.target))), l.target);
         break;
       }
@@ -313,7 +327,9 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
       }
       case StepKind::seal: {
         const auto& z = std::get<SealStep>(m);
-        CTX_TRY_ASSIGN(UniqueFd dir, sys::open_in_root(root.get(), rel_of(z.target), true));
+        CTX_TRY_ASSIGN(UniqueFd dir, sys::open(root.get(), rel_of(z.target),
+                                               sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
+                                                   sys::Open::directory));
         CTX_TRY_CTX(sys::set_mount_attrs(dir.get(), z.attrs, false), z.target);
         break;
       }

@@ -170,7 +170,7 @@ void check_runtime(const LaunchPlan& plan, std::vector<Error>& out) {
     return;
   }
   if (!r->host) return;  // made by the launcher
-  auto fd = sys::open_path(*r->host, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  auto fd = sys::open(sys::at_cwd, *r->host, sys::Open::no_follow | sys::Open::nonblock);
   auto st = fd ? sys::stat_fd(fd->get()) : Result<sys::FileStat>(fail(fd.error()));
   if (!st || !S_ISREG(st->mode) || !sys::access_fd(fd->get(), X_OK)) {
     out.push_back(Error{EACCES, "runtime " + prog + ": execve " + prog + ": EACCES (" + *r->host +

@@ -58,7 +58,7 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   UniqueFd fuse;
   if (!plan.static_view && std::any_of(plan.mounts.begin(), plan.mounts.end(),
                                        [](const MountStep& m) { return std::holds_alternative<ViewStep>(m); })) {
-    auto f = sys::open_path("/dev/fuse", O_RDWR);
+    auto f = sys::open(sys::at_cwd, "/dev/fuse", sys::Open::read_write);
     if (!f) return fail(f.error().with_context("the agent view"));
     fuse = std::move(*f);
   }
@@ -166,7 +166,7 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
   std::optional<std::string> found;
   if (code == kExitNotFound)
     for (const auto& c : candidates)
-      if (sys::open_path(c, O_PATH)) {
+      if (sys::open(sys::at_cwd, c, sys::Open::path_only)) {
         found = c;
         break;
       }
@@ -174,12 +174,14 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
     last = Error{ENOENT, "execve: ENOENT: in none of the sandbox's PATH directories (" + env_value(env, "PATH") + ")"};
   last = last.with_context("runtime " + cmd);
   if (found)
-    if (auto fd = sys::open_path(*found, O_RDONLY | O_NONBLOCK)) {
+    if (auto fd = sys::open(sys::at_cwd, *found, sys::Open::nonblock)) {
       std::string head(4096, '\0');
       if (auto n = sys::read_at(fd->get(), head.data(), head.size(), 0)) {
         head.resize(*n);
-        RuntimeLookup look{[](const std::string& p) { return sys::open_path(p, O_PATH).has_value(); }, {},
-                           env_value(env, "PATH")};
+        RuntimeLookup look{
+            [](const std::string& p) { return sys::open(sys::at_cwd, p, sys::Open::path_only).has_value(); },
+            {},
+            env_value(env, "PATH")};
         const std::string host = mountspec::host_path_of(plan.mounts, plan.ctx_root, *found).value_or(*found);
         if (auto issue = runtime_issue(cmd, host, head, plan.root, look))
           last = *issue;
@@ -213,7 +215,7 @@ Result<Terminal> open_terminal(const Reporter& rep) {
   // in the same session is not orphaned, so ^Z (SIGTSTP from the pty)
   // really stops the runtime, which the kernel skips for orphaned groups.
   CTX_TRY(sys::set_controlling_tty(t.peer.get()));
-  CTX_TRY_ASSIGN(UniqueFd null, sys::open_path("/dev/null", O_RDWR));
+  CTX_TRY_ASSIGN(UniqueFd null, sys::open(sys::at_cwd, "/dev/null", sys::Open::read_write));
   for (int fd : t.fds) CTX_TRY(sys::dup_to(null.get(), fd));
   rep.send({Record::Kind::pty, Step::terminal, 0, 0, {}}, {master.get()});
   return t;

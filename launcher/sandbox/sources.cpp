@@ -16,7 +16,7 @@ namespace ctx::launcher {
 // rw binds, and a link planted there would choose its next launch's root
 // or mounts (the owner's home, the durable CTX tree).
 Result<UniqueFd> open_no_symlinks(const std::string& what, const std::string& path) {
-  auto fd = sys::open_path_no_symlinks(path);
+  auto fd = sys::open(sys::at_cwd, path, sys::Open::path_only | sys::Open::no_symlinks);
   if (!fd && fd.error().code == ELOOP)
     return fail(Error{ELOOP, what + " " + path +
                                  ": ELOOP: reaches through a symbolic link, which a launch never follows (a link in "
@@ -37,7 +37,9 @@ Result<UniqueFd> open_source(const BindStep& b) {
   if (!path_is_at_or_under(b.source, b.beneath))
     return fail(Error{EACCES, "source " + b.source + ": EACCES: not below " + b.beneath});
   CTX_TRY_ASSIGN(UniqueFd top, open_no_symlinks("source", b.beneath));
-  auto src = sys::open_path_beneath(top.get(), std::string(path_suffix(b.source, b.beneath)), b.beneath_no_xdev);
+  auto src = sys::open(top.get(), std::string(path_suffix(b.source, b.beneath)),
+                       sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks |
+                           sys::open_if(b.beneath_no_xdev, sys::Open::no_xdev));
   if (!src && src.error().code == ELOOP)
     return fail(Error{EACCES, "source " + b.source + ": EACCES: reaches through a symbolic link below " + b.beneath +
                                   ", which an owned child's mount never follows"});
@@ -88,7 +90,8 @@ Result<UniqueFd> open_root_source(const RootStep& r, const std::vector<sys::Moun
     if (!S_ISDIR(st.mode)) return fail(Error{ENOTDIR, "root " + r.source + ": ENOTDIR: not a directory"});
   } else {
     CTX_TRY_ASSIGN(UniqueFd top, open_no_symlinks("root", r.beneath));
-    auto d = sys::open_path_beneath(top.get(), std::string(path_suffix(r.source, r.beneath)), false);
+    auto d = sys::open(top.get(), std::string(path_suffix(r.source, r.beneath)),
+                       sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks);
     if (!d) return fail(d.error().with_context("root " + r.source));
     root_dir = std::move(*d);
   }

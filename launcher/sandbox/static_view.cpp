@@ -64,7 +64,7 @@ StaticView::StaticView(UniqueFd root, access::Viewer v) : root_(std::move(root))
 }
 
 Result<StaticView> StaticView::open(const LaunchPlan& plan) {
-  CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(plan.ctx_root, true));
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open(sys::at_cwd, plan.ctx_root, sys::Open::directory | sys::Open::no_follow));
   // Read once: the static view is what the tree and the policy were at
   // launch.
   access::Viewer v = access::load_viewer(plan.ctx_root, runtime_viewer(plan));
@@ -92,11 +92,13 @@ Result<void> StaticView::count_mount() {
 }
 
 Result<void> StaticView::tmpfs_on(int dirfd, const std::string& name, UniqueFd& out) {
-  CTX_TRY_ASSIGN(UniqueFd point, sys::open_dir_beneath(dirfd, name.empty() ? "." : name));
+  CTX_TRY_ASSIGN(UniqueFd point, sys::open(dirfd, name.empty() ? "." : name,
+                                           sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks));
   CTX_TRY(count_mount());
   CTX_TRY(sys::mount_fresh("tmpfs", point.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, kTmpfsOptions));
   // The directory again: now the new file system's root.
-  CTX_TRY_ASSIGN(out, sys::open_dir_beneath(dirfd, name.empty() ? "." : name));
+  CTX_TRY_ASSIGN(out, sys::open(dirfd, name.empty() ? "." : name,
+                                sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks));
   return {};
 }
 
@@ -115,7 +117,7 @@ Result<bool> StaticView::bind_file(int dirfd, const std::string& name, const std
                                    const mountspec::Attrs& a) {
   UniqueFd point;
   for (int attempt = 1;; ++attempt) {
-    auto src = sys::open_path_beneath(root_.get(), host_rel, false);
+    auto src = sys::open(root_.get(), host_rel, sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks);
     if (!src && src.error().code == ENOENT) {
       if (point.valid()) CTX_TRY(sys::remove_at(dirfd, name, false));
       return false;
@@ -133,7 +135,9 @@ Result<bool> StaticView::bind_file(int dirfd, const std::string& name, const std
     CTX_TRY(sys::set_mount_attrs(tree.get(), a, false));
     if (!point.valid()) {
       CTX_TRY(sys::make_file_at(dirfd, name, 0444));
-      CTX_TRY_ASSIGN(point, sys::open_path_beneath(dirfd, name, true));
+      CTX_TRY_ASSIGN(
+          point, sys::open(dirfd, name,
+                           sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks | sys::Open::no_xdev));
       CTX_TRY(count_mount());
     }
     auto attached = sys::attach_tree(tree.get(), point.get());
@@ -154,7 +158,8 @@ Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec
       // kernel allows (the agent's root lies in its home, and this view is
       // being built inside that root); with it where it must (mounts a user
       // namespace locks to their parent).
-      auto src = sys::open_path_beneath(root_.get(), s->host_rel, false);
+      auto src =
+          sys::open(root_.get(), s->host_rel, sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks);
       if (!src && src.error().code == ENOENT) continue;  // gone since the listing
       if (!src) return fail(src.error());
       bool recursive = false;
@@ -166,14 +171,17 @@ Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec
       if (!tree) return fail(tree.error().with_context(s->host_rel));
       CTX_TRY(sys::set_mount_attrs(tree->get(), ro, recursive));
       CTX_TRY(sys::make_dir_at(dirfd, name, 0555));
-      CTX_TRY_ASSIGN(UniqueFd point, sys::open_path_beneath(dirfd, name, true));
+      CTX_TRY_ASSIGN(UniqueFd point, sys::open(dirfd, name,
+                                               sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks |
+                                                   sys::Open::no_xdev));
       CTX_TRY(count_mount());
       CTX_TRY(sys::attach_tree(tree->get(), point.get()));
       continue;
     }
     if (s->entry.type == Type::directory) {
       CTX_TRY(sys::make_dir_at(dirfd, name, 0755));
-      CTX_TRY_ASSIGN(UniqueFd sub, sys::open_dir_beneath(dirfd, name));
+      CTX_TRY_ASSIGN(UniqueFd sub,
+                     sys::open(dirfd, name, sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks));
       CTX_TRY(fill(sub.get(), at, attrs));
       continue;
     }
@@ -196,7 +204,9 @@ Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec
 Result<void> StaticView::build(int rootfd, const std::string& target, const std::string& rel,
                                const mountspec::Attrs& attrs) {
   std::string parent_rel(path_dirname(target));
-  CTX_TRY_ASSIGN(UniqueFd parent, sys::open_in_root(rootfd, parent_rel == "/" ? "" : parent_rel.substr(1), true));
+  CTX_TRY_ASSIGN(UniqueFd parent,
+                 sys::open(rootfd, parent_rel == "/" ? "" : parent_rel.substr(1),
+                           sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks | sys::Open::directory));
   UniqueFd top;
   CTX_TRY(tmpfs_on(parent.get(), std::string(path_basename(target)), top));
   CTX_TRY(fill(top.get(), rel, attrs));

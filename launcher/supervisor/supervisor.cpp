@@ -58,9 +58,10 @@ using nlohmann::json;
 // without a symlink (what the loader read; its owner U could otherwise
 // swap in a link to another agent's directory).
 Result<UniqueFd> open_agents_dir(const LaunchPlan& plan) {
-  if (!plan.tier_user) return sys::open_dir(plan.ctx_root + "/agent");
-  CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(plan.ctx_root));
-  auto d = sys::open_dir_beneath(root.get(), agentdir::agents_rel(plan.tier_user));
+  if (!plan.tier_user) return sys::open(sys::at_cwd, plan.ctx_root + "/agent", sys::Open::directory);
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open(sys::at_cwd, plan.ctx_root, sys::Open::directory));
+  auto d = sys::open(root.get(), agentdir::agents_rel(plan.tier_user),
+                     sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
   if (!d) return fail(d.error().with_context(path_join(plan.ctx_root, agentdir::agents_rel(plan.tier_user))));
   return d;
 }
@@ -68,7 +69,7 @@ Result<UniqueFd> open_agents_dir(const LaunchPlan& plan) {
 void warn_once_without_cgroup(const std::string& marker_dir, const std::string& why) {
   const char* marker = "ctx-agent-run.warned-no-cgroup";
   if (!marker_dir.empty())
-    if (auto dir = sys::open_dir(marker_dir); dir) {
+    if (auto dir = sys::open(sys::at_cwd, marker_dir, sys::Open::directory); dir) {
       auto seen = sys::stat_at(dir->get(), marker);
       if (seen && *seen) return;
       (void)sys::append_file(dir->get(), marker, "", 0600);
@@ -290,7 +291,7 @@ std::optional<int> Supervisor::open_agent() {
   auto agents = open_agents_dir(plan_);
   if (!agents) return failed(agents.error());
   agents_ = std::move(*agents);
-  auto ddir = sys::open_dir_at(agents_.get(), plan_.name + ".d");
+  auto ddir = sys::open(agents_.get(), plan_.name + ".d", sys::Open::directory | sys::Open::no_follow);
   if (!ddir) return failed(ddir.error().with_context(plan_.name + ".d"));
   ddir_ = std::move(*ddir);
   if (auto code = take_locks()) return code;

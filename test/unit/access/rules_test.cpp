@@ -84,7 +84,7 @@ struct Fixture {
   std::optional<FsTree> tree;
   Fixture() {
     make_tree(t);
-    auto r = ctx::sys::open_dir(t.path());
+    auto r = ctx::sys::open(ctx::sys::at_cwd, t.path(), ctx::sys::Open::directory);
     REQUIRE(r);
     root = std::move(*r);
     tree.emplace(root.get());

@@ -20,7 +20,7 @@ namespace {
 std::vector<UniqueFd> fds(int n) {
   std::vector<UniqueFd> out;
   for (int i = 0; i < n; ++i) {
-    auto fd = ctx::sys::open_path("/dev/null", O_RDONLY);
+    auto fd = ctx::sys::open(ctx::sys::at_cwd, "/dev/null", ctx::sys::Open::read);
     REQUIRE(fd);
     out.push_back(std::move(*fd));
   }

@@ -18,7 +18,7 @@ TEST_CASE("read_small_file reads regular files and refuses the rest", "[fs]") {
   t.symlink("ok", "link");
   t.mkdir("dir");
   REQUIRE(::mkfifo((t / "fifo").c_str(), 0644) == 0);
-  auto dir = ctx::sys::open_dir(t.path());
+  auto dir = ctx::sys::open(ctx::sys::at_cwd, t.path(), ctx::sys::Open::directory);
   REQUIRE(dir);
 
   auto ok = ctx::sys::read_small_file(dir->get(), "ok", 64);
@@ -51,7 +51,7 @@ TEST_CASE("read_small_file reads regular files and refuses the rest", "[fs]") {
 TEST_CASE("atomic_replace leaves either the old or the new content", "[fs]") {
   TempDir t;
   t.write("status", "start\n");
-  auto dir = ctx::sys::open_dir(t.path());
+  auto dir = ctx::sys::open(ctx::sys::at_cwd, t.path(), ctx::sys::Open::directory);
   REQUIRE(dir);
   REQUIRE(ctx::sys::atomic_replace(dir->get(), "status", "ready\n", 0640));
   CHECK(t.read("status") == "ready\n");
@@ -72,7 +72,7 @@ TEST_CASE("atomic_replace leaves either the old or the new content", "[fs]") {
 
 TEST_CASE("append_file appends whole lines", "[fs]") {
   TempDir t;
-  auto dir = ctx::sys::open_dir(t.path());
+  auto dir = ctx::sys::open(ctx::sys::at_cwd, t.path(), ctx::sys::Open::directory);
   REQUIRE(dir);
   REQUIRE(ctx::sys::append_file(dir->get(), "log", "a\n"));
   REQUIRE(ctx::sys::append_file(dir->get(), "log", "b\n"));
@@ -85,7 +85,7 @@ TEST_CASE("append_file appends whole lines", "[fs]") {
 
 TEST_CASE("append_existing and overwrite_existing never create a file nor follow a symlink", "[fs]") {
   TempDir t;
-  auto dir = ctx::sys::open_dir(t.path());
+  auto dir = ctx::sys::open(ctx::sys::at_cwd, t.path(), ctx::sys::Open::directory);
   REQUIRE(dir);
   auto absent = ctx::sys::append_existing(dir->get(), "log", "a\n", 100);
   REQUIRE_FALSE(absent);
@@ -148,7 +148,7 @@ TEST_CASE("read_dir_from resumes at a position through another descriptor", "[fs
   std::uint64_t from = 0;
   while (true) {
     // A buffer of about eight entries: many reads, each on a new open.
-    auto dir = ctx::sys::open_dir(t.path() + "/d");
+    auto dir = ctx::sys::open(ctx::sys::at_cwd, t.path() + "/d", ctx::sys::Open::directory);
     REQUIRE(dir);
     auto batch = ctx::sys::read_dir_from(dir->get(), from, 1024);
     REQUIRE(batch);
@@ -163,7 +163,7 @@ TEST_CASE("read_dir_from resumes at a position through another descriptor", "[fs
   std::sort(made.begin(), made.end());
   CHECK(seen == made);
 
-  auto dir = ctx::sys::open_dir(t.path() + "/d");
+  auto dir = ctx::sys::open(ctx::sys::at_cwd, t.path() + "/d", ctx::sys::Open::directory);
   REQUIRE(dir);
   auto beyond = ctx::sys::read_dir_from(dir->get(), std::uint64_t{1} << 63, 1024);
   REQUIRE_FALSE(beyond);
