@@ -58,23 +58,9 @@ Result<void> bind_one(int rootfd, const BindStep& b, const std::vector<sys::Moun
   // the owner; reading (and for rw, writing) it must be allowed too.
   CTX_TRY_ASSIGN(UniqueFd src, open_bind_source(b, host_mounts));
   CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src.get()));
-  bool dir = S_ISDIR(st.mode);
-  auto cloned = sys::clone_tree(src.get(), "", b.recursive);
-  // In a user namespace the mounts below the source are locked: a
-  // non-recursive bind would uncover what they cover, so the kernel
-  // refuses it (EINVAL from open_tree).
-  if (!cloned && cloned.error().code == EINVAL && !b.recursive)
-    return fail(Error{EINVAL, "source " + b.source +
-                                  ": EINVAL: has mounts below it that a non-recursive bind would "
-                                  "uncover, which the kernel refuses in a user namespace; use rbind"});
-  if (!cloned) return fail(cloned.error());
-  UniqueFd tree = std::move(*cloned);
-  // Attributes are set while the tree is still detached: there is no
-  // moment in which the sandbox could see it writable.
-  CTX_TRY(sys::set_mount_attrs(tree.get(), b.attrs, b.recursive));
-  CTX_TRY_ASSIGN(UniqueFd target, mount_point(rootfd, b.target, dir));
-  CTX_TRY(sys::attach_tree(tree.get(), target.get()));
-  return {};
+  const bool dir = S_ISDIR(st.mode);
+  return bind_tree(b.source, src.get(), "", b.attrs, b.recursive ? Rbind::yes : Rbind::no,
+                   [&] { return mount_point(rootfd, b.target, dir); });
 }
 
 Result<void> mask_one(int rootfd, const MaskStep& m) {
@@ -115,10 +101,7 @@ Result<UniqueFd> make_root(const RootStep& r, const std::vector<sys::MountEntry>
 
 // A host device node, bound onto an empty file of the same name.
 Result<void> bind_dev_node(int rootfd, const DevNodeStep& n) {
-  CTX_TRY_ASSIGN(UniqueFd point, mount_point(rootfd, n.target, false));
-  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(AT_FDCWD, n.source, false));
-  CTX_TRY(sys::set_mount_attrs(tree.get(), n.attrs, false));
-  return sys::attach_tree(tree.get(), point.get());
+  return bind_tree(n.source, AT_FDCWD, n.source, n.attrs, Rbind::no, [&] { return mount_point(rootfd, n.target, false); });
 }
 
 // A supervisor socket: bound here, in the sandbox's own mount namespace,
@@ -163,12 +146,13 @@ class ViewMount {
       rep.send({Record::Kind::view, rep.current(), 0, 0, {}}, {fuse_.get()});
       fuse_.reset();
     }
-    auto tree = sys::clone_tree(mnt_.get(), m.source, false);
-    if (!tree && tree.error().code == ENOENT && !m.source.empty()) return absent(rootfd, m);
-    if (!tree) return fail(tree.error());
-    CTX_TRY(sys::set_mount_attrs(tree->get(), m.attrs, false));
-    CTX_TRY_ASSIGN(UniqueFd target, mount_point(rootfd, m.target, true));
-    return sys::attach_tree(tree->get(), target.get());
+    bool made_point = false;
+    auto r = bind_tree("the agent view's " + m.source, mnt_.get(), m.source, m.attrs, Rbind::no, [&] {
+      made_point = true;
+      return mount_point(rootfd, m.target, true);
+    });
+    if (!r && !made_point && r.error().code == ENOENT && !m.source.empty()) return absent(rootfd, m);
+    return r;
   }
 
  private:
@@ -240,6 +224,27 @@ Error fresh_fs_error(const FsStep& m, Error e) {
 }
 
 }  // namespace
+
+Result<void> bind_tree(const std::string& source, int dirfd, const std::string& path, const mountspec::Attrs& attrs,
+                       Rbind r, const std::function<Result<UniqueFd>()>& point) {
+  bool recursive = r == Rbind::yes;
+  auto cloned = sys::clone_tree(dirfd, path, recursive);
+  // In a user namespace the mounts below the source are locked: a
+  // non-recursive bind would uncover what they cover, so the kernel
+  // refuses it (EINVAL from open_tree).
+  if (!cloned && cloned.error().code == EINVAL && r == Rbind::where_locked) {
+    recursive = true;
+    cloned = sys::clone_tree(dirfd, path, true);
+  }
+  if (!cloned && cloned.error().code == EINVAL && r == Rbind::no)
+    return fail(Error{EINVAL, "source " + source +
+                                  ": EINVAL: has mounts below it that a non-recursive bind would uncover, which the "
+                                  "kernel refuses in a user namespace; use rbind"});
+  if (!cloned) return fail(cloned.error());
+  CTX_TRY(sys::set_mount_attrs(cloned->get(), attrs, recursive));
+  CTX_TRY_ASSIGN(UniqueFd target, point());
+  return sys::attach_tree(cloned->get(), target.get());
+}
 
 // The one function that makes the sandbox's mounts: the plan's steps, in
 // order. The sockets of /run/ctx go to the supervisor over the channel.

@@ -6,6 +6,7 @@
 
 #include "agentdir/load.hpp"
 #include "base/path.hpp"
+#include "launcher/sandbox/mounts.hpp"
 #include "sys/file.hpp"
 #include "sys/mount.hpp"
 #include "sys/resolve.hpp"
@@ -113,11 +114,11 @@ Result<void> StaticView::tmpfs_on(int dirfd, const std::string& name, UniqueFd& 
 // decide().
 Result<bool> StaticView::bind_file(int dirfd, const std::string& name, const std::string& host_rel,
                                    const mountspec::Attrs& a) {
-  UniqueFd point;
+  bool made = false;
   for (int attempt = 1;; ++attempt) {
     auto src = sys::open_path_beneath(root_.get(), host_rel, false);
     if (!src && src.error().code == ENOENT) {
-      if (point.valid()) CTX_TRY(sys::remove_at(dirfd, name, false));
+      if (made) CTX_TRY(sys::remove_at(dirfd, name, false));
       return false;
     }
     if (!src) return fail(src.error());
@@ -129,14 +130,15 @@ Result<bool> StaticView::bind_file(int dirfd, const std::string& name, const std
         return false;
       }
     }
-    CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(src->get(), "", false));
-    CTX_TRY(sys::set_mount_attrs(tree.get(), a, false));
-    if (!point.valid()) {
-      CTX_TRY(sys::make_file_at(dirfd, name, 0444));
-      CTX_TRY_ASSIGN(point, sys::open_path_beneath(dirfd, name, true));
-      CTX_TRY(count_mount());
-    }
-    auto attached = sys::attach_tree(tree.get(), point.get());
+    auto attached = bind_tree(host_rel, src->get(), "", a, Rbind::no, [&]() -> Result<UniqueFd> {
+      // The empty file is made once; a retry attaches onto it again.
+      if (!made) {
+        CTX_TRY(sys::make_file_at(dirfd, name, 0444));
+        made = true;
+        CTX_TRY(count_mount());
+      }
+      return sys::open_path_beneath(dirfd, name, true);
+    });
     if (attached) return true;
     if (attached.error().code != ENOENT || attempt == kReplacedRetries) return fail(attached.error());
   }
@@ -157,18 +159,13 @@ Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec
       auto src = sys::open_path_beneath(root_.get(), s->host_rel, false);
       if (!src && src.error().code == ENOENT) continue;  // gone since the listing
       if (!src) return fail(src.error());
-      bool recursive = false;
-      auto tree = sys::clone_tree(src->get(), "", false);
-      if (!tree && tree.error().code == EINVAL) {
-        recursive = true;
-        tree = sys::clone_tree(src->get(), "", true);
-      }
-      if (!tree) return fail(tree.error().with_context(s->host_rel));
-      CTX_TRY(sys::set_mount_attrs(tree->get(), ro, recursive));
-      CTX_TRY(sys::make_dir_at(dirfd, name, 0555));
-      CTX_TRY_ASSIGN(UniqueFd point, sys::open_path_beneath(dirfd, name, true));
-      CTX_TRY(count_mount());
-      CTX_TRY(sys::attach_tree(tree->get(), point.get()));
+      auto bound = bind_tree(s->host_rel, src->get(), "", ro, Rbind::where_locked, [&]() -> Result<UniqueFd> {
+        CTX_TRY(sys::make_dir_at(dirfd, name, 0555));
+        CTX_TRY_ASSIGN(UniqueFd point, sys::open_path_beneath(dirfd, name, true));
+        CTX_TRY(count_mount());
+        return point;
+      });
+      if (!bound) return fail(bound.error().with_context(s->host_rel));
       continue;
     }
     if (s->entry.type == Type::directory) {
