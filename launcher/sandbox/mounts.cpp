@@ -122,7 +122,7 @@ Result<UniqueFd> bind_socket(int rootfd, const SocketStep& s) {
 // The agent view. Served over FUSE: its one mount is made at the first
 // step, the /dev/fuse descriptor goes to the supervisor, which starts the
 // server on it, and no copy stays here; lookups through the mount wait for
-// that server. Static (plan.static_view): each step is built at once
+// that server. Static (the step's `built`): each step is built at once
 // (launcher/sandbox/static_view.hpp).
 class ViewMount {
  public:
@@ -130,15 +130,7 @@ class ViewMount {
   // One step: the view's subtree m.source (the whole view for "") at
   // m.target.
   Result<void> attach(int rootfd, const ViewStep& m, const Reporter& rep) {
-    if (plan_.static_view) {
-      if (!static_) {
-        CTX_TRY_ASSIGN(StaticView s, StaticView::open(plan_));
-        static_.emplace(std::move(s));
-      }
-      if (!static_->shows(m.source)) return absent(rootfd, m);
-      CTX_TRY(mount_point(rootfd, m.target, true));
-      return static_->build(rootfd, m.target, m.source, m.attrs);
-    }
+    if (m.built) return build(rootfd, m, *m.built);
     if (!mnt_.valid()) {
       if (!fuse_.valid()) return fail(Error{EPROTO, "no /dev/fuse descriptor for the agent view"});
       CTX_TRY_ASSIGN(sys::Creds me, sys::current_creds());
@@ -155,7 +147,34 @@ class ViewMount {
     return r;
   }
 
+  // Sends the supervisor every bind the static view made at launch (its
+  // started report lists them).
+  void report(const Reporter& rep) const {
+    if (!static_) return;
+    std::vector<BindReport> binds;
+    for (const auto& b : static_->binds()) binds.push_back({std::string(mountspec::to_string(b.kind)), b.target});
+    for (auto& detail : encode_static_binds(binds))
+      rep.send({Record::Kind::static_binds, rep.current(), 0, 0, std::move(detail)}, {});
+  }
+
  private:
+  // Static: the step's tmpfs, filled with the view's binds as the tree and
+  // the policy are now, then sealed.
+  Result<void> build(int rootfd, const ViewStep& m, const mountspec::StaticBuild& b) {
+    if (!static_) {
+      CTX_TRY_ASSIGN(StaticView s, StaticView::open(plan_));
+      static_.emplace(std::move(s));
+    }
+    if (!static_->shows(m.source)) return absent(rootfd, m);
+    CTX_TRY_ASSIGN(UniqueFd point, mount_point(rootfd, m.target, true));
+    CTX_TRY(static_->count_mount());
+    CTX_TRY(sys::mount_fresh("tmpfs", point.get(), fs_flags(b.tmpfs), b.tmpfs_options));
+    // The directory again: now the new file system's root.
+    CTX_TRY_ASSIGN(UniqueFd top, sys::open_in_root(rootfd, rel_of(m.target), true));
+    CTX_TRY(static_->fill(top.get(), m.source, m.target, b));
+    return sys::set_mount_attrs(top.get(), b.sealed, false);
+  }
+
   // A step whose subtree the view does not have. A table line's is
   // refused. A tool tier under a bind (`why` says so) is skipped when
   // nothing is there either (a shared space without tool/), and refused
@@ -324,6 +343,7 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
       }
     }
   }
+  view.report(rep);
   // A model's sandbox has none (launcher/plan/model_plan.hpp); an agent's both.
   if (sockets.size() == 2) {
     rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {sockets[0].get(), sockets[1].get()});
