@@ -7,6 +7,11 @@
 
 #include <sched.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 using ctx::launcher::LaunchPlan;
 using ctx::launcher::plan_to_json;
 using ctx::mountspec::MountStep;
@@ -166,4 +171,30 @@ TEST_CASE("plan_to_json: ids, namespaces by name, tier, network and the optional
   CHECK(j["namespaces"] == json{"user", "cgroup"});
   CHECK(j["terminal"] == "a pty of the sandbox's own devpts, relayed by the supervisor");
   CHECK(j["limits"] == json{{"memory.max", ""}, {"pids.max", "20"}, {"cpu.max", ""}});
+}
+
+// docs/launcher.md shows a static view step as --dry-run prints it.
+TEST_CASE("plan_to_json: a static view step is as docs/launcher.md shows it", "[unit]") {
+  const char* src = std::getenv("CTX_SOURCE_ROOT");
+  REQUIRE(src != nullptr);
+  std::ifstream in(std::string(src) + "/docs/launcher.md");
+  REQUIRE(in);
+  std::stringstream all;
+  all << in.rdbuf();
+  const std::string doc = all.str();
+  const std::size_t intro = doc.find("For a view of `/ctx` from a bind `ro,nosuid,nodev` on line 4:");
+  REQUIRE(intro != std::string::npos);
+  const std::size_t open = doc.find("```json\n", intro);
+  REQUIRE(open != std::string::npos);
+  const std::size_t close = doc.find("```", open + 8);
+  REQUIRE(close != std::string::npos);
+  const json shown = json::parse(doc.substr(open + 8, close - open - 8));
+  ms::ViewStep view;
+  view.target = "/ctx";
+  view.attrs = {.rdonly = true, .nosuid = true, .nodev = true};
+  view.line = 4;
+  view.built = ms::static_build(view.attrs);
+  LaunchPlan p;
+  p.mounts = {view};
+  CHECK(plan_to_json(p)["mounts"][0] == shown);
 }
