@@ -39,13 +39,13 @@ std::string_view to_string(Step s);
 /// One record.
 struct Record {
   enum class Kind : std::uint8_t {
-    timings,  ///< `detail` holds the steps' timings so far (encode_timings)
-    sockets,  ///< carries the NOTIFY_SOCKET and control sockets (2 fds)
-    pty,      ///< carries the master of the runtime's pty (1 fd)
-    view,     ///< carries the /dev/fuse descriptor of the agent view's mount (1 fd)
-    tools,    ///< carries a detached read-only clone of the CTX root: the tools `ctx tool` runs (1 fd)
+    timings,       ///< `detail` holds the steps' timings so far (encode_timings)
+    sockets,       ///< carries the NOTIFY_SOCKET and control sockets (2 fds)
+    pty,           ///< carries the master of the runtime's pty (1 fd)
+    view,          ///< carries the /dev/fuse descriptor of the agent view's mount (1 fd)
+    tools,         ///< carries a detached read-only clone of the CTX root: the tools `ctx tool` runs (1 fd)
     static_binds,  ///< `detail` holds binds a static agent view made at launch (encode_static_binds)
-    error,    ///< `step` failed with `code` (errno); `detail` says what, for people
+    error,         ///< `step` failed with `code` (errno); `detail` says what, for people
   };
   Kind kind = Kind::timings;
   Step step = Step::start;

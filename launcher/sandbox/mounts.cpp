@@ -101,7 +101,8 @@ Result<UniqueFd> make_root(const RootStep& r, const std::vector<sys::MountEntry>
 
 // A host device node, bound onto an empty file of the same name.
 Result<void> bind_dev_node(int rootfd, const DevNodeStep& n) {
-  return bind_tree(n.source, AT_FDCWD, n.source, n.attrs, Rbind::no, [&] { return mount_point(rootfd, n.target, false); });
+  return bind_tree(n.source, AT_FDCWD, n.source, n.attrs, Rbind::no,
+                   [&] { return mount_point(rootfd, n.target, false); });
 }
 
 // A supervisor socket: bound here, in the sandbox's own mount namespace,

@@ -43,8 +43,8 @@ TEST_CASE("a setup's records: a static view's binds are kept in order across rec
   for (const auto* binds : {&a, &b})
     for (auto& d : ctx::launcher::encode_static_binds(*binds))
       s.take(record(Record::Kind::static_binds, Step::binds, 0, d), {}, no_view);
-  CHECK(s.static_binds ==
-        std::vector<BindReport>{{"file", "/ctx/bin/ctx"}, {"directory", "/ctx/home/me"}, {"tool", "/ctx/tool/fs.read"}});
+  CHECK(s.static_binds == std::vector<BindReport>{
+                              {"file", "/ctx/bin/ctx"}, {"directory", "/ctx/home/me"}, {"tool", "/ctx/tool/fs.read"}});
   CHECK_FALSE(s.error);
 }
 
