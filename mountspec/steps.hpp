@@ -1,8 +1,10 @@
 // The mount plan: one ordered list of typed steps, from the new root to
 // the last socket of /run/ctx. Pure data, made by the launcher's plan
 // (launcher/plan/plan.hpp) and applied, step by step and in this order, by one
-// function (launcher/sandbox/sandbox.cpp); `ctx-agent-run --dry-run` prints this
-// list and nothing else.
+// function (launcher/sandbox/mounts.cpp, apply_mounts); `ctx-agent-run
+// --dry-run` prints this list and nothing else. A static view's step says
+// how it is built; the binds it makes inside are decided at launch
+// (StaticBuild).
 #pragma once
 
 #include <optional>
