@@ -27,6 +27,46 @@ std::string_view to_string(StepKind k) {
   return "?";
 }
 
+std::string_view to_string(StaticBindKind k) {
+  switch (k) {
+    case StaticBindKind::file: return "file";
+    case StaticBindKind::file_no_exec: return "file_no_exec";
+    case StaticBindKind::directory: return "directory";
+    case StaticBindKind::tool: return "tool";
+    case StaticBindKind::tool_bytes: return "tool_bytes";
+  }
+  return "?";
+}
+
+const Attrs& attrs_of(const StaticBuild& b, StaticBindKind k) {
+  switch (k) {
+    case StaticBindKind::file: return b.file;
+    case StaticBindKind::file_no_exec: return b.file_no_exec;
+    case StaticBindKind::directory: return b.directory;
+    case StaticBindKind::tool: return b.tool;
+    case StaticBindKind::tool_bytes: return b.tool_bytes;
+  }
+  return b.file;
+}
+
+// Everything the view shows is read-only, without set-id or devices, and
+// runs only where the step allows it; the tmpfs holds only names, and is
+// small (a name costs an inode) and never runnable.
+StaticBuild static_build(const Attrs& attrs) {
+  Attrs ro = attrs;
+  ro.rdonly = ro.nosuid = ro.nodev = true;
+  Attrs no_exec = ro;
+  no_exec.noexec = true;
+  return StaticBuild{.tmpfs_options = "mode=0755,size=1m,nr_inodes=16384",
+                     .tmpfs = {.nosuid = true, .nodev = true, .noexec = true},
+                     .sealed = {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true},
+                     .file = ro,
+                     .file_no_exec = no_exec,
+                     .directory = ro,
+                     .tool = ro,
+                     .tool_bytes = no_exec};
+}
+
 const std::string& target_of(const MountStep& s) {
   return std::visit([](const auto& k) -> const std::string& { return k.target; }, s);
 }

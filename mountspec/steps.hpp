@@ -1,10 +1,13 @@
 // The mount plan: one ordered list of typed steps, from the new root to
 // the last socket of /run/ctx. Pure data, made by the launcher's plan
 // (launcher/plan/plan.hpp) and applied, step by step and in this order, by one
-// function (launcher/sandbox/sandbox.cpp); `ctx-agent-run --dry-run` prints this
-// list and nothing else.
+// function (launcher/sandbox/mounts.cpp, apply_mounts); `ctx-agent-run
+// --dry-run` prints this list and nothing else. A static view's step says
+// how it is built; the binds it makes inside are decided at launch
+// (StaticBuild).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -51,6 +54,32 @@ struct MaskStep {
   std::string why;
 };
 
+/// How a view step is built without FUSE (docs/view.md, "Without FUSE"):
+/// a tmpfs at the step's target holding the view's directories, each entry
+/// the view shows at launch bound onto it, then the tmpfs sealed. Which
+/// entries is the tree's and the policy's to say at launch; every bind is
+/// one of the kinds below, with its attributes, and made by the sandbox's
+/// one bind (launcher/sandbox/mounts.hpp, bind_tree).
+struct StaticBuild {
+  std::string tmpfs_options;  ///< the tmpfs's mount data (its mode and size)
+  Attrs tmpfs;                ///< the tmpfs while it is built
+  Attrs sealed;               ///< the tmpfs once built
+  Attrs file;                 ///< a shown file, onto an empty file of its name
+  Attrs file_no_exec;         ///< a shown file the rules do not let run
+  Attrs directory;            ///< a directory shown whole (rbind where the kernel locks what is below)
+  Attrs tool;                 ///< the `ctx` helper at an allowed tool's name
+  Attrs tool_bytes;           ///< an allowed tool's own bytes, where there is no helper
+};
+
+/// The kinds of a static view's binds, as StaticBuild names them.
+enum class StaticBindKind { file, file_no_exec, directory, tool, tool_bytes };
+
+/// The kind's name in --dry-run and in the started report ("file", ...).
+std::string_view to_string(StaticBindKind k);
+
+/// The attributes StaticBuild gives a bind of kind `k`.
+const Attrs& attrs_of(const StaticBuild& b, StaticBindKind k);
+
 /// The agent view (access/rules.hpp) at `target`: its subtree `source`,
 /// relative to the CTX root ("" for the whole view).
 struct ViewStep {
@@ -59,7 +88,12 @@ struct ViewStep {
   Attrs attrs;
   int line = 0;     ///< the line in <name>.d/mount it stands for; 0 if none
   std::string why;  ///< set for a tool tier a bind brings
+  /// Built at launch without FUSE; nullopt: served over FUSE, one mount.
+  std::optional<StaticBuild> built;
 };
+
+/// How a view step with `attrs` is built without FUSE.
+StaticBuild static_build(const Attrs& attrs);
 
 /// A fresh file system `fstype` at `target` with `options`.
 struct FsStep {

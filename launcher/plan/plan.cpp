@@ -595,7 +595,9 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   // The agent view where the table shows the CTX tree, then what every
   // sandbox gets: the mount plan is complete here.
   if (opts.view) plan_view(spec, opts, plan);
-  plan.static_view = opts.view && opts.static_view;
+  if (opts.view && opts.static_view)
+    for (auto& m : plan.mounts)
+      if (auto* v = std::get_if<ViewStep>(&m)) v->built = mountspec::static_build(v->attrs);
   mountspec::append_fixed_steps(plan.mounts, plan.shm_size, kNotifyDir, kNotifyPath, kSupervisorPath);
   plan.nproc = spec.limits && spec.limits->nproc_max ? std::stoull(*spec.limits->nproc_max) : kDefaultNproc;
 
@@ -610,5 +612,19 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   }
   return plan;
 }
+
+namespace {
+
+bool has_view(const LaunchPlan& plan, bool built) {
+  return std::any_of(plan.mounts.begin(), plan.mounts.end(), [&](const MountStep& m) {
+    const auto* v = std::get_if<ViewStep>(&m);
+    return v != nullptr && v->built.has_value() == built;
+  });
+}
+
+}  // namespace
+
+bool serves_view(const LaunchPlan& plan) { return has_view(plan, false); }
+bool builds_view(const LaunchPlan& plan) { return has_view(plan, true); }
 
 }  // namespace ctx::launcher

@@ -130,8 +130,6 @@ struct LaunchPlan {
   /// RLIMIT_NPROC of the runtime (docs/security.md says what it counts).
   std::string shm_size;
   std::uint64_t nproc = 0;
-  /// The agent view's steps are built statically (PlanOptions::static_view).
-  bool static_view = false;
   /// The HTTP model endpoint, when the agent has one. Its CTX_MODEL_URL is
   /// in `env` for a fixed port; with a picked one the sandbox adds it.
   std::optional<EndpointPlan> endpoint;
@@ -233,6 +231,11 @@ Result<void> check_session_space(const agentdir::AgentSpec& spec, const std::str
 /// The host directory of a launch's sessions, below the CTX root:
 /// home/<owner>/agent/<name>/session, or shared/<space>/agent/<name>/session.
 std::string session_dir_rel(std::uint32_t owner, const std::string& name, const std::string& space);
+
+/// Whether the plan's agent view is served over FUSE (a view step without
+/// `built`), and whether it is built at launch (one with).
+bool serves_view(const LaunchPlan& plan);
+bool builds_view(const LaunchPlan& plan);
 
 /// Makes the plan, or fails with the reason a person can act on: EPERM for
 /// an iso profile the caller cannot have, EACCES for a shared space the

@@ -38,9 +38,20 @@ nlohmann::json beneath_json(const std::string& dir, bool no_xdev) {
   return {{"dir", dir}, {"no_symlinks", true}, {"no_xdev", no_xdev}};
 }
 
+// What a static view's step makes: its tmpfs, and each kind of bind it
+// may make at launch with its flags.
+nlohmann::json static_json(const mountspec::StaticBuild& b) {
+  using mountspec::StaticBindKind;
+  auto binds = nlohmann::json::object();
+  for (auto k : {StaticBindKind::file, StaticBindKind::file_no_exec, StaticBindKind::directory, StaticBindKind::tool,
+                 StaticBindKind::tool_bytes})
+    binds[std::string(mountspec::to_string(k))] = attrs_json(mountspec::attrs_of(b, k));
+  return {{"tmpfs", {{"options", b.tmpfs_options}, {"flags", attrs_json(b.tmpfs)}, {"sealed", attrs_json(b.sealed)}}},
+          {"binds", binds}};
+}
+
 // One step of the mount plan, with the fields its kind has.
 struct StepJson {
-  bool static_view;
   nlohmann::json& j;
   void operator()(const RootStep& s) const {
     j["source"] = s.source;
@@ -60,10 +71,11 @@ struct StepJson {
   }
   void operator()(const ViewStep& s) const {
     j["source"] = s.source.empty() ? "." : s.source;
-    j["backend"] = static_view ? "static" : "fuse";
+    j["backend"] = s.built ? "static" : "fuse";
     j["flags"] = attrs_json(s.attrs);
     if (!s.why.empty()) j["why"] = s.why;
     if (s.line > 0) j["line"] = s.line;
+    if (s.built) j["static"] = static_json(*s.built);
   }
   void operator()(const FsStep& s) const {
     j["fstype"] = s.fstype;
@@ -79,9 +91,9 @@ struct StepJson {
   void operator()(const SealStep& s) const { j["flags"] = attrs_json(s.attrs); }
 };
 
-nlohmann::json step_json(const MountStep& m, bool static_view) {
+nlohmann::json step_json(const MountStep& m) {
   nlohmann::json j{{"step", mountspec::to_string(mountspec::kind_of(m))}, {"target", mountspec::target_of(m)}};
-  std::visit(StepJson{static_view, j}, m);
+  std::visit(StepJson{j}, m);
   return j;
 }
 
@@ -103,7 +115,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
       {"mount_sources_opened_as", {{"uid", i.fs.uid}, {"gid", i.fs.gid}, {"groups", i.fs.groups}}},
   };
   auto mounts = json::array();
-  for (const auto& m : p.mounts) mounts.push_back(step_json(m, p.static_view));
+  for (const auto& m : p.mounts) mounts.push_back(step_json(m));
   return json{
       {"agent", p.name},
       {"tier", p.tier_user ? "user:" + std::to_string(*p.tier_user) : std::string("system")},

@@ -57,6 +57,36 @@ std::vector<StepTiming> decode_timings(std::string_view d) {
   return out;
 }
 
+// Each bind is its kind and its target, each ended by a NUL (a name in the
+// tree holds any byte but NUL and '/').
+std::vector<std::string> encode_static_binds(const std::vector<BindReport>& binds) {
+  std::vector<std::string> out;
+  std::string detail;
+  for (const auto& b : binds) {
+    std::string one = b.kind + '\0' + b.target + '\0';
+    if (!detail.empty() && kHeader + detail.size() + one.size() > kMaxRecordSize) {
+      out.push_back(std::move(detail));
+      detail.clear();
+    }
+    detail += one;
+  }
+  if (!detail.empty()) out.push_back(std::move(detail));
+  return out;
+}
+
+std::vector<BindReport> decode_static_binds(std::string_view d) {
+  std::vector<BindReport> out;
+  while (true) {
+    std::size_t k = d.find('\0');
+    if (k == std::string_view::npos) break;
+    std::size_t t = d.find('\0', k + 1);
+    if (t == std::string_view::npos) break;
+    out.push_back({std::string(d.substr(0, k)), std::string(d.substr(k + 1, t - k - 1))});
+    d.remove_prefix(t + 1);
+  }
+  return out;
+}
+
 std::string encode(const Record& r) {
   std::string out(kHeader, '\0');
   out[0] = static_cast<char>(r.kind);

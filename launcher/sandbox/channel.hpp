@@ -39,12 +39,13 @@ std::string_view to_string(Step s);
 /// One record.
 struct Record {
   enum class Kind : std::uint8_t {
-    timings,  ///< `detail` holds the steps' timings so far (encode_timings)
-    sockets,  ///< carries the NOTIFY_SOCKET and control sockets (2 fds)
-    pty,      ///< carries the master of the runtime's pty (1 fd)
-    view,     ///< carries the /dev/fuse descriptor of the agent view's mount (1 fd)
-    tools,    ///< carries a detached read-only clone of the CTX root: the tools `ctx tool` runs (1 fd)
-    error,    ///< `step` failed with `code` (errno); `detail` says what, for people
+    timings,       ///< `detail` holds the steps' timings so far (encode_timings)
+    sockets,       ///< carries the NOTIFY_SOCKET and control sockets (2 fds)
+    pty,           ///< carries the master of the runtime's pty (1 fd)
+    view,          ///< carries the /dev/fuse descriptor of the agent view's mount (1 fd)
+    tools,         ///< carries a detached read-only clone of the CTX root: the tools `ctx tool` runs (1 fd)
+    static_binds,  ///< `detail` holds binds a static agent view made at launch (encode_static_binds)
+    error,         ///< `step` failed with `code` (errno); `detail` says what, for people
   };
   Kind kind = Kind::timings;
   Step step = Step::start;
@@ -63,6 +64,19 @@ struct StepTiming {
 /// (malformed bytes are skipped).
 std::string encode_timings(const StepTiming* t, std::size_t n);
 std::vector<StepTiming> decode_timings(std::string_view detail);
+
+/// One bind a static agent view made at launch: its kind's name
+/// (mountspec::StaticBindKind) and its place in the sandbox.
+struct BindReport {
+  std::string kind;
+  std::string target;
+  bool operator==(const BindReport&) const = default;
+};
+
+/// Binds as the details of `static_binds` records, each at most
+/// kMaxRecordSize with its header, and back (a malformed tail is skipped).
+std::vector<std::string> encode_static_binds(const std::vector<BindReport>& b);
+std::vector<BindReport> decode_static_binds(std::string_view detail);
 
 /// The bytes of one message.
 std::string encode(const Record& r);

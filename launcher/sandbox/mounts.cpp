@@ -64,23 +64,9 @@ Result<void> bind_one(int rootfd, const BindStep& b, const std::vector<sys::Moun
   // the owner; reading (and for rw, writing) it must be allowed too.
   CTX_TRY_ASSIGN(UniqueFd src, open_bind_source(b, host_mounts));
   CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src.get()));
-  bool dir = S_ISDIR(st.mode);
-  auto cloned = sys::clone_tree(src.get(), "", b.recursive);
-  // In a user namespace the mounts below the source are locked: a
-  // non-recursive bind would uncover what they cover, so the kernel
-  // refuses it (EINVAL from open_tree).
-  if (!cloned && cloned.error().code == EINVAL && !b.recursive)
-    return fail(Error{EINVAL, "source " + b.source +
-                                  ": EINVAL: has mounts below it that a non-recursive bind would "
-                                  "uncover, which the kernel refuses in a user namespace; use rbind"});
-  if (!cloned) return fail(cloned.error());
-  UniqueFd tree = std::move(*cloned);
-  // Attributes are set while the tree is still detached: there is no
-  // moment in which the sandbox could see it writable.
-  CTX_TRY(sys::set_mount_attrs(tree.get(), b.attrs, b.recursive));
-  CTX_TRY_ASSIGN(UniqueFd target, mount_point(rootfd, b.target, dir));
-  CTX_TRY(sys::attach_tree(tree.get(), target.get()));
-  return {};
+  const bool dir = S_ISDIR(st.mode);
+  return bind_tree(b.source, src.get(), "", b.attrs, b.recursive ? Rbind::yes : Rbind::no,
+                   [&] { return mount_point(rootfd, b.target, dir); });
 }
 
 Result<void> mask_one(int rootfd, const MaskStep& m) {
@@ -124,10 +110,8 @@ Result<UniqueFd> make_root(const RootStep& r, const std::vector<sys::MountEntry>
 
 // A host device node, bound onto an empty file of the same name.
 Result<void> bind_dev_node(int rootfd, const DevNodeStep& n) {
-  CTX_TRY_ASSIGN(UniqueFd point, mount_point(rootfd, n.target, false));
-  CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(AT_FDCWD, n.source, false));
-  CTX_TRY(sys::set_mount_attrs(tree.get(), n.attrs, false));
-  return sys::attach_tree(tree.get(), point.get());
+  return bind_tree(n.source, AT_FDCWD, n.source, n.attrs, Rbind::no,
+                   [&] { return mount_point(rootfd, n.target, false); });
 }
 
 // A supervisor socket: bound here, in the sandbox's own mount namespace,
@@ -150,7 +134,7 @@ Result<UniqueFd> bind_socket(int rootfd, const SocketStep& s) {
 // The agent view. Served over FUSE: its one mount is made at the first
 // step, the /dev/fuse descriptor goes to the supervisor, which starts the
 // server on it, and no copy stays here; lookups through the mount wait for
-// that server. Static (plan.static_view): each step is built at once
+// that server. Static (the step's `built`): each step is built at once
 // (launcher/sandbox/static_view.hpp).
 class ViewMount {
  public:
@@ -158,15 +142,7 @@ class ViewMount {
   // One step: the view's subtree m.source (the whole view for "") at
   // m.target.
   Result<void> attach(int rootfd, const ViewStep& m, const Reporter& rep) {
-    if (plan_.static_view) {
-      if (!static_) {
-        CTX_TRY_ASSIGN(StaticView s, StaticView::open(plan_));
-        static_.emplace(std::move(s));
-      }
-      if (!static_->shows(m.source)) return absent(rootfd, m);
-      CTX_TRY(mount_point(rootfd, m.target, true));
-      return static_->build(rootfd, m.target, m.source, m.attrs);
-    }
+    if (m.built) return build(rootfd, m, *m.built);
     if (!mnt_.valid()) {
       if (!fuse_.valid()) return fail(Error{EPROTO, "no /dev/fuse descriptor for the agent view"});
       CTX_TRY_ASSIGN(sys::Creds me, sys::current_creds());
@@ -174,15 +150,43 @@ class ViewMount {
       rep.send({Record::Kind::view, rep.current(), 0, 0, {}}, {fuse_.get()});
       fuse_.reset();
     }
-    auto tree = sys::clone_tree(mnt_.get(), m.source, false);
-    if (!tree && tree.error().code == ENOENT && !m.source.empty()) return absent(rootfd, m);
-    if (!tree) return fail(tree.error());
-    CTX_TRY(sys::set_mount_attrs(tree->get(), m.attrs, false));
-    CTX_TRY_ASSIGN(UniqueFd target, mount_point(rootfd, m.target, true));
-    return sys::attach_tree(tree->get(), target.get());
+    bool made_point = false;
+    auto r = bind_tree("the agent view's " + m.source, mnt_.get(), m.source, m.attrs, Rbind::no, [&] {
+      made_point = true;
+      return mount_point(rootfd, m.target, true);
+    });
+    if (!r && !made_point && r.error().code == ENOENT && !m.source.empty()) return absent(rootfd, m);
+    return r;
+  }
+
+  // Sends the supervisor every bind the static view made at launch (its
+  // started report lists them).
+  void report(const Reporter& rep) const {
+    if (!static_) return;
+    std::vector<BindReport> binds;
+    for (const auto& b : static_->binds()) binds.push_back({std::string(mountspec::to_string(b.kind)), b.target});
+    for (auto& detail : encode_static_binds(binds))
+      rep.send({Record::Kind::static_binds, rep.current(), 0, 0, std::move(detail)}, {});
   }
 
  private:
+  // Static: the step's tmpfs, filled with the view's binds as the tree and
+  // the policy are now, then sealed.
+  Result<void> build(int rootfd, const ViewStep& m, const mountspec::StaticBuild& b) {
+    if (!static_) {
+      CTX_TRY_ASSIGN(StaticView s, StaticView::open(plan_));
+      static_.emplace(std::move(s));
+    }
+    if (!static_->shows(m.source)) return absent(rootfd, m);
+    CTX_TRY_ASSIGN(UniqueFd point, mount_point(rootfd, m.target, true));
+    CTX_TRY(static_->count_mount());
+    CTX_TRY(sys::mount_fresh("tmpfs", point.get(), fs_flags(b.tmpfs), b.tmpfs_options));
+    // The directory again: now the new file system's root.
+    CTX_TRY_ASSIGN(UniqueFd top, sys::open(rootfd, rel_of(m.target), sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks | sys::Open::directory));
+    CTX_TRY(static_->fill(top.get(), m.source, m.target, b));
+    return sys::set_mount_attrs(top.get(), b.sealed, false);
+  }
+
   // A step whose subtree the view does not have. A table line's is
   // refused. A tool tier under a bind (`why` says so) is skipped when
   // nothing is there either (a shared space without tool/), and refused
@@ -252,6 +256,27 @@ Error fresh_fs_error(const FsStep& m, Error e) {
 }
 
 }  // namespace
+
+Result<void> bind_tree(const std::string& source, int dirfd, const std::string& path, const mountspec::Attrs& attrs,
+                       Rbind r, const std::function<Result<UniqueFd>()>& point) {
+  bool recursive = r == Rbind::yes;
+  auto cloned = sys::clone_tree(dirfd, path, recursive);
+  // In a user namespace the mounts below the source are locked: a
+  // non-recursive bind would uncover what they cover, so the kernel
+  // refuses it (EINVAL from open_tree).
+  if (!cloned && cloned.error().code == EINVAL && r == Rbind::where_locked) {
+    recursive = true;
+    cloned = sys::clone_tree(dirfd, path, true);
+  }
+  if (!cloned && cloned.error().code == EINVAL && r == Rbind::no)
+    return fail(Error{EINVAL, "source " + source +
+                                  ": EINVAL: has mounts below it that a non-recursive bind would uncover, which the "
+                                  "kernel refuses in a user namespace; use rbind"});
+  if (!cloned) return fail(cloned.error());
+  CTX_TRY(sys::set_mount_attrs(cloned->get(), attrs, recursive));
+  CTX_TRY_ASSIGN(UniqueFd target, point());
+  return sys::attach_tree(cloned->get(), target.get());
+}
 
 // The one function that makes the sandbox's mounts: the plan's steps, in
 // order. The sockets of /run/ctx go to the supervisor over the channel.
@@ -335,6 +360,7 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
       }
     }
   }
+  view.report(rep);
   // A model's sandbox has none (launcher/plan/model_plan.hpp); an agent's both.
   if (sockets.size() == 2) {
     rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {sockets[0].get(), sockets[1].get()});

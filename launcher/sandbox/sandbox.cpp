@@ -56,8 +56,7 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   // /dev/fuse is opened before the owner's ids are taken (a root launch
   // may open it whatever its mode), in the namespace the mount is made in.
   UniqueFd fuse;
-  if (!plan.static_view && std::any_of(plan.mounts.begin(), plan.mounts.end(),
-                                       [](const MountStep& m) { return std::holds_alternative<ViewStep>(m); })) {
+  if (serves_view(plan)) {
     auto f = sys::open(sys::at_cwd, "/dev/fuse", sys::Open::read_write);
     if (!f) return fail(f.error().with_context("the agent view"));
     fuse = std::move(*f);

@@ -33,6 +33,9 @@ void SetupReport::take(Record r, std::vector<UniqueFd> fds, const std::function<
       if (auto v = on_view(std::move(fds[0])); !v && !error)
         error = Record{Record::Kind::error, r.step, v.error().code, 0, v.error().with_context("the agent view").msg};
       break;
+    case Record::Kind::static_binds:
+      for (auto& b : decode_static_binds(r.detail)) static_binds.push_back(std::move(b));
+      break;
     case Record::Kind::error: error = std::move(r); break;
   }
 }

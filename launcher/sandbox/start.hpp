@@ -30,6 +30,7 @@ struct SetupReport {
   UniqueFd control;                 ///< the control socket, bound in the sandbox
   UniqueFd master;                  ///< the runtime's pty (an interactive launch)
   UniqueFd tools;                   ///< the read-only clone of the CTX root `ctx tool` runs tools from
+  std::vector<BindReport> static_binds;  ///< the binds a static agent view made at launch, in order
   std::optional<Record> error;      ///< the error that ended the setup
 
   /// Takes one record with the descriptors that came with it. A kind's

@@ -1,11 +1,11 @@
 #include "launcher/sandbox/static_view.hpp"
 
 #include <fcntl.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "agentdir/load.hpp"
 #include "base/path.hpp"
+#include "launcher/sandbox/mounts.hpp"
 #include "sys/file.hpp"
 #include "sys/mount.hpp"
 #include "sys/resolve.hpp"
@@ -30,10 +30,6 @@ bool whole(const access::Viewer& v, const std::string& rel) {
   const bool space = rel.rfind("shared/", 0) == 0 && rel.find('/', 7) == std::string::npos;
   return rel != "shared" && !space && !access::holds_sessions(v, rel) && access::plain(v, rel);
 }
-
-// The tmpfs of a view: small (it holds only names), no devices, no set-id,
-// nothing executable of its own; read-only once built.
-constexpr const char* kTmpfsOptions = "mode=0755,size=1m,nr_inodes=16384";
 
 // How often a file replaced between its clone and its attach is opened
 // again before the view gives up (a writer that replaces it this often is
@@ -91,17 +87,6 @@ Result<void> StaticView::count_mount() {
                        " mounts; make /dev/fuse usable (mode 0666) for the live view, which has no such bound"});
 }
 
-Result<void> StaticView::tmpfs_on(int dirfd, const std::string& name, UniqueFd& out) {
-  CTX_TRY_ASSIGN(UniqueFd point, sys::open(dirfd, name.empty() ? "." : name,
-                                           sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks));
-  CTX_TRY(count_mount());
-  CTX_TRY(sys::mount_fresh("tmpfs", point.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, kTmpfsOptions));
-  // The directory again: now the new file system's root.
-  CTX_TRY_ASSIGN(out, sys::open(dirfd, name.empty() ? "." : name,
-                                sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks));
-  return {};
-}
-
 // One file of the tree, read-only, onto an empty file of its name.
 // The tree changes while the view is built: the supervisor writes the
 // agent's start records (<name>.d/status, pid) while the sandbox sets
@@ -114,12 +99,13 @@ Result<void> StaticView::tmpfs_on(int dirfd, const std::string& name, UniqueFd& 
 // once it is gone or no longer a file, like an entry gone before
 // decide().
 Result<bool> StaticView::bind_file(int dirfd, const std::string& name, const std::string& host_rel,
-                                   const mountspec::Attrs& a) {
-  UniqueFd point;
+                                   const std::string& inner, mountspec::StaticBindKind kind,
+                                   const mountspec::StaticBuild& b) {
+  bool made = false;
   for (int attempt = 1;; ++attempt) {
     auto src = sys::open(root_.get(), host_rel, sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks);
     if (!src && src.error().code == ENOENT) {
-      if (point.valid()) CTX_TRY(sys::remove_at(dirfd, name, false));
+      if (made) CTX_TRY(sys::remove_at(dirfd, name, false));
       return false;
     }
     if (!src) return fail(src.error());
@@ -131,88 +117,76 @@ Result<bool> StaticView::bind_file(int dirfd, const std::string& name, const std
         return false;
       }
     }
-    CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(src->get(), "", false));
-    CTX_TRY(sys::set_mount_attrs(tree.get(), a, false));
-    if (!point.valid()) {
-      CTX_TRY(sys::make_file_at(dirfd, name, 0444));
-      CTX_TRY_ASSIGN(
-          point, sys::open(dirfd, name,
-                           sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks | sys::Open::no_xdev));
-      CTX_TRY(count_mount());
+    auto attached =
+        bind_tree(host_rel, src->get(), "", mountspec::attrs_of(b, kind), Rbind::no, [&]() -> Result<UniqueFd> {
+          // The empty file is made once; a retry attaches onto it again.
+          if (!made) {
+            CTX_TRY(sys::make_file_at(dirfd, name, 0444));
+            made = true;
+            CTX_TRY(count_mount());
+          }
+          return sys::open(dirfd, name, sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks | sys::Open::no_xdev);
+        });
+    if (attached) {
+      binds_.push_back({kind, inner});
+      return true;
     }
-    auto attached = sys::attach_tree(tree.get(), point.get());
-    if (attached) return true;
     if (attached.error().code != ENOENT || attempt == kReplacedRetries) return fail(attached.error());
   }
 }
 
-Result<void> StaticView::fill(int dirfd, const std::string& rel, const mountspec::Attrs& attrs) {
-  mountspec::Attrs ro = attrs;
-  ro.rdonly = ro.nosuid = ro.nodev = true;
+// A directory shown whole. Without what is mounted below it where the
+// kernel allows (the agent's root lies in its home, and this view is being
+// built inside that root); with it where it must (mounts a user namespace
+// locks to their parent).
+Result<void> StaticView::bind_whole(int dirfd, const std::string& name, const std::string& host_rel,
+                                    const std::string& inner, const mountspec::StaticBuild& b) {
+  auto src = sys::open(root_.get(), host_rel, sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks);
+  if (!src && src.error().code == ENOENT) return {};  // gone since the listing
+  if (!src) return fail(src.error());
+  const auto kind = mountspec::StaticBindKind::directory;
+  auto bound =
+      bind_tree(host_rel, src->get(), "", mountspec::attrs_of(b, kind), Rbind::where_locked, [&]() -> Result<UniqueFd> {
+        CTX_TRY(sys::make_dir_at(dirfd, name, 0555));
+        CTX_TRY_ASSIGN(UniqueFd point, sys::open(dirfd, name, sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks | sys::Open::no_xdev));
+        CTX_TRY(count_mount());
+        return point;
+      });
+  if (!bound) return fail(bound.error().with_context(host_rel));
+  binds_.push_back({kind, inner});
+  return {};
+}
+
+Result<void> StaticView::fill(int dirfd, const std::string& rel, const std::string& inner,
+                              const mountspec::StaticBuild& b) {
+  using Kind = mountspec::StaticBindKind;
   for (const auto& name : access::list(v_, tree_, rel)) {
     const std::string at = child_of(rel, name);
+    const std::string in = path_join(inner, name);
     auto s = access::decide(v_, tree_, at);
     if (!s) continue;  // gone since the listing
     if (s->entry.type == Type::directory && whole(v_, at)) {
-      // Bound whole, read-only. Without what is mounted below it where the
-      // kernel allows (the agent's root lies in its home, and this view is
-      // being built inside that root); with it where it must (mounts a user
-      // namespace locks to their parent).
-      auto src =
-          sys::open(root_.get(), s->host_rel, sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks);
-      if (!src && src.error().code == ENOENT) continue;  // gone since the listing
-      if (!src) return fail(src.error());
-      bool recursive = false;
-      auto tree = sys::clone_tree(src->get(), "", false);
-      if (!tree && tree.error().code == EINVAL) {
-        recursive = true;
-        tree = sys::clone_tree(src->get(), "", true);
-      }
-      if (!tree) return fail(tree.error().with_context(s->host_rel));
-      CTX_TRY(sys::set_mount_attrs(tree->get(), ro, recursive));
-      CTX_TRY(sys::make_dir_at(dirfd, name, 0555));
-      CTX_TRY_ASSIGN(UniqueFd point, sys::open(dirfd, name,
-                                               sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks |
-                                                   sys::Open::no_xdev));
-      CTX_TRY(count_mount());
-      CTX_TRY(sys::attach_tree(tree->get(), point.get()));
+      CTX_TRY(bind_whole(dirfd, name, s->host_rel, in, b));
       continue;
     }
     if (s->entry.type == Type::directory) {
       CTX_TRY(sys::make_dir_at(dirfd, name, 0755));
-      CTX_TRY_ASSIGN(UniqueFd sub,
-                     sys::open(dirfd, name, sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks));
-      CTX_TRY(fill(sub.get(), at, attrs));
+      CTX_TRY_ASSIGN(UniqueFd sub, sys::open(dirfd, name, sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks));
+      CTX_TRY(fill(sub.get(), at, in, b));
       continue;
     }
     if (!access::tool_at(v_, at).empty()) {
       // An allowed tool: the helper at its name (a direct call asks the
       // supervisor, which records it and hands over the tool); without a
       // helper, the tool's bytes, not runnable from here.
-      mountspec::Attrs no = ro;
-      no.noexec = true;
-      CTX_TRY(bind_file(dirfd, name, helper_ ? *helper_ : s->host_rel, helper_ ? ro : no));
+      CTX_TRY(helper_ ? bind_file(dirfd, name, *helper_, in, Kind::tool, b)
+                      : bind_file(dirfd, name, s->host_rel, in, Kind::tool_bytes, b));
       continue;
     }
-    mountspec::Attrs file = ro;
-    file.noexec = file.noexec || s->no_exec;
-    CTX_TRY(bind_file(dirfd, name, s->host_rel, file));  // false: gone since the listing
+    const Kind kind = s->no_exec ? Kind::file_no_exec : Kind::file;
+    CTX_TRY(bind_file(dirfd, name, s->host_rel, in, kind, b));  // false: gone since the listing
   }
   return {};
-}
-
-Result<void> StaticView::build(int rootfd, const std::string& target, const std::string& rel,
-                               const mountspec::Attrs& attrs) {
-  std::string parent_rel(path_dirname(target));
-  CTX_TRY_ASSIGN(UniqueFd parent,
-                 sys::open(rootfd, parent_rel == "/" ? "" : parent_rel.substr(1),
-                           sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks | sys::Open::directory));
-  UniqueFd top;
-  CTX_TRY(tmpfs_on(parent.get(), std::string(path_basename(target)), top));
-  CTX_TRY(fill(top.get(), rel, attrs));
-  mountspec::Attrs done = attrs;
-  done.rdonly = done.nosuid = done.nodev = done.noexec = true;
-  return sys::set_mount_attrs(top.get(), done, false);
 }
 
 }  // namespace ctx::launcher

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
@@ -29,6 +30,13 @@ access::Viewer runtime_viewer(const LaunchPlan& plan);
 /// view has no such bound).
 inline constexpr std::size_t kMaxStaticViewMounts = 4096;
 
+/// One bind a static view made at launch: its kind (what the plan's
+/// StaticBuild says of it) and its place in the sandbox.
+struct StaticBind {
+  mountspec::StaticBindKind kind;
+  std::string target;
+};
+
 class StaticView {
  public:
   /// Reads the agent's label and policy and opens the CTX root, with the
@@ -38,22 +46,30 @@ class StaticView {
   /// Whether the view shows rel (below the CTX root; "" the root).
   bool shows(const std::string& rel) const;
 
-  /// Builds the view's subtree `rel` on the directory at rootfd/target
-  /// (which exists), with the step's extra flags (noexec).
-  Result<void> build(int rootfd, const std::string& target, const std::string& rel, const mountspec::Attrs& attrs);
+  /// Counts one more mount of the view: E2BIG past kMaxStaticViewMounts.
+  Result<void> count_mount();
+
+  /// Fills the directory dirfd (an empty tmpfs, at `inner` in the
+  /// sandbox) with the view's subtree `rel`: its directories, and each
+  /// entry it shows bound with the attributes `b` gives its kind.
+  Result<void> fill(int dirfd, const std::string& rel, const std::string& inner, const mountspec::StaticBuild& b);
+
+  /// Every bind made so far, in order.
+  const std::vector<StaticBind>& binds() const { return binds_; }
 
  private:
   StaticView(UniqueFd root, access::Viewer v);
-  Result<void> fill(int dirfd, const std::string& rel, const mountspec::Attrs& attrs);
-  Result<bool> bind_file(int dirfd, const std::string& name, const std::string& host_rel, const mountspec::Attrs& a);
-  Result<void> tmpfs_on(int dirfd, const std::string& name, UniqueFd& out);
-  Result<void> count_mount();
+  Result<bool> bind_file(int dirfd, const std::string& name, const std::string& host_rel, const std::string& inner,
+                         mountspec::StaticBindKind kind, const mountspec::StaticBuild& b);
+  Result<void> bind_whole(int dirfd, const std::string& name, const std::string& host_rel, const std::string& inner,
+                          const mountspec::StaticBuild& b);
 
   UniqueFd root_;
   access::FsTree tree_;
   access::Viewer v_;
   std::optional<std::string> helper_;  ///< "bin/ctx" when it is an executable file
   std::size_t mounts_ = 0;
+  std::vector<StaticBind> binds_;
 };
 
 }  // namespace ctx::launcher

@@ -548,6 +548,12 @@ void Supervisor::report_started() {
            {"namespaces", namespaces_},
            {"timings_us", timings},
            {"cgroup", placement_ ? json(placement_->agent_dir() + "/runtime") : json(nullptr)}};
+    if (builds_view(plan_)) {
+      // What the static view bound at launch, beyond the plan's steps.
+      auto binds = json::array();
+      for (const auto& b : setup_.static_binds) binds.push_back({{"kind", b.kind}, {"target", b.target}});
+      j["static_view_binds"] = std::move(binds);
+    }
     std::string s = j.dump() + "\n";
     (void)sys::write_all(opts_.json_status_fd, s.data(), s.size());
   }

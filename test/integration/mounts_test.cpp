@@ -176,3 +176,57 @@ TEST_CASE("the mounts inside are exactly the plan's mount points", "[root][usern
   INFO("plan: " << plan["mount_points"].dump() << "\ninside: " << j["mounts"].dump());
   CHECK(seen == want);
 }
+
+// A static view (docs/view.md, "Without FUSE") is in the plan too: its
+// step makes the tmpfs, and every other mount the sandbox shows below it
+// is a bind the view reports in its started report, of a kind the plan
+// names, under the view's step.
+TEST_CASE("a static view's mounts inside are the plan's mount points and the binds it reports", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.mkdir("ctx/shared/hidden");
+  t.write("ctx/tool/fs.read", "#!/bin/sh\n", 0755);
+  t.mkdir("ctx/tool/fs.read.d");
+  t.write("ctx/tool/shell.exec", "#!/bin/sh\n", 0755);
+  t.write("ctx/bin/ctx", "#!/bin/sh\n", 0755);
+  t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n"},
+                    {"policy", "allow coder_t tool:fs.read execute\n"}});
+  RunResult dry = t.launch({"--static-view", "--dry-run", "coder", "--", "/probe", "mounts"}, m.as);
+  REQUIRE(dry.exit_code == 0);
+  json plan = json::parse(dry.out);
+  json view;
+  for (const auto& s : plan["mounts"])
+    if (s["step"] == "view") view = s;
+  REQUIRE(view["target"] == "/ctx");
+  REQUIRE(view["backend"] == "static");
+  std::multiset<std::string> want;
+  for (const auto& p : plan["mount_points"]) want.insert(p.get<std::string>());
+
+  RunResult r = t.launch({"--static-view", "--json-status-fd", "1", "coder", "--", "/probe", "mounts"}, m.as);
+  REQUIRE(r.exit_code == 0);
+  json started;
+  json inside;
+  for (std::size_t at = 0, nl; (nl = r.out.find('\n', at)) != std::string::npos; at = nl + 1) {
+    json j = json::parse(r.out.substr(at, nl - at));
+    if (j.contains("event") && j["event"] == "started") started = j;
+    if (j.contains("mounts")) inside = j;
+  }
+  REQUIRE(started.contains("static_view_binds"));
+  std::set<std::string> kinds;
+  for (const auto& b : started["static_view_binds"]) {
+    const std::string target = b["target"].get<std::string>();
+    CHECK(target.rfind("/ctx/", 0) == 0);
+    CHECK(view["static"]["binds"].contains(b["kind"].get<std::string>()));
+    kinds.insert(b["kind"].get<std::string>());
+    want.insert(target);
+  }
+  // The helper at the allowed tool's name, the agent's home whole, files.
+  CHECK(kinds == std::set<std::string>{"directory", "file", "tool"});
+  CHECK(want.count("/ctx/tool/fs.read") == 1);
+  CHECK(want.count("/ctx/tool/shell.exec") == 0);
+  std::multiset<std::string> seen;
+  for (const auto& mnt : inside["mounts"]) seen.insert(mnt["target"].get<std::string>());
+  INFO("plan: " << plan["mount_points"].dump() << "\nbinds: " << started["static_view_binds"].dump()
+                << "\ninside: " << inside["mounts"].dump());
+  CHECK(seen == want);
+}

@@ -7,10 +7,14 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+using ctx::launcher::BindReport;
 using ctx::launcher::decode;
+using ctx::launcher::decode_static_binds;
 using ctx::launcher::decode_timings;
 using ctx::launcher::encode;
+using ctx::launcher::encode_static_binds;
 using ctx::launcher::encode_timings;
 using ctx::launcher::kMaxRecordSize;
 using ctx::launcher::Record;
@@ -34,7 +38,7 @@ void check_same(const Record& got, const Record& want) {
 
 TEST_CASE("channel: every record kind decodes to what was encoded", "[unit]") {
   for (auto kind : {Record::Kind::timings, Record::Kind::sockets, Record::Kind::pty, Record::Kind::view,
-                    Record::Kind::tools, Record::Kind::error}) {
+                    Record::Kind::tools, Record::Kind::static_binds, Record::Kind::error}) {
     INFO(static_cast<int>(kind));
     Record r;
     r.kind = kind;
@@ -128,4 +132,27 @@ TEST_CASE("channel: timings round-trip; a partial entry and an unknown step are 
   REQUIRE(rec);
   CHECK(rec->kind == Record::Kind::timings);
   CHECK(decode_timings(rec->detail).size() == 3);
+}
+
+TEST_CASE("channel: a static view's binds survive in records of the largest size, any byte of a name included",
+          "[unit]") {
+  std::vector<BindReport> binds;
+  for (int i = 0; i < 500; ++i)
+    binds.push_back({i % 2 == 0 ? "file" : "directory", "/ctx/home/me/a name\twith\nodd bytes " + std::to_string(i)});
+  const auto details = encode_static_binds(binds);
+  REQUIRE(details.size() > 1);
+  std::vector<BindReport> back;
+  for (const auto& d : details) {
+    CHECK(d.size() + kHeader <= kMaxRecordSize);
+    Record r;
+    r.kind = Record::Kind::static_binds;
+    r.detail = d;
+    auto rec = decode(encode(r));
+    REQUIRE(rec);
+    for (auto& b : decode_static_binds(rec->detail)) back.push_back(std::move(b));
+  }
+  CHECK(back == binds);
+  CHECK(encode_static_binds({}).empty());
+  // A pair cut short: the whole ones stay.
+  CHECK(decode_static_binds(std::string("file\0/a\0dir", 11)) == std::vector<BindReport>{{"file", "/a"}});
 }

@@ -7,6 +7,11 @@
 
 #include <sched.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 using ctx::launcher::LaunchPlan;
 using ctx::launcher::plan_to_json;
 using ctx::mountspec::MountStep;
@@ -39,6 +44,7 @@ TEST_CASE("plan_to_json: every step kind with its own fields", "[unit]") {
   view.target = "/ctx";
   view.attrs.rdonly = true;
   view.line = 4;
+  view.built = ms::static_build(view.attrs);
   ms::FsStep proc;
   proc.target = "/proc";
   proc.fstype = "proc";
@@ -59,7 +65,6 @@ TEST_CASE("plan_to_json: every step kind with its own fields", "[unit]") {
   seal.target = "/run/ctx";
   seal.attrs.rdonly = true;
   p.mounts = {root, bind, child, mask, view, proc, null, fd, notify, control, seal};
-  p.static_view = true;
   const json m = plan_to_json(p)["mounts"];
   REQUIRE(m.size() == 11);
   CHECK(m[0] ==
@@ -79,12 +84,24 @@ TEST_CASE("plan_to_json: every step kind with its own fields", "[unit]") {
              {"beneath", {{"dir", "/srv/ctx/home/1000/agent/coder"}, {"no_symlinks", true}, {"no_xdev", true}}}});
   CHECK(m[3] ==
         json{{"step", "mask"}, {"target", "/ctx/shared/secret"}, {"flags", {"ro"}}, {"why", "no shared:secret read"}});
+  // A static view: its tmpfs and the kinds of binds it makes at launch.
   CHECK(m[4] == json{{"step", "view"},
                      {"target", "/ctx"},
                      {"source", "."},
                      {"backend", "static"},
                      {"flags", {"ro"}},
-                     {"line", 4}});
+                     {"line", 4},
+                     {"static",
+                      {{"tmpfs",
+                        {{"options", "mode=0755,size=1m,nr_inodes=16384"},
+                         {"flags", {"rw", "nosuid", "nodev", "noexec"}},
+                         {"sealed", {"ro", "nosuid", "nodev", "noexec"}}}},
+                       {"binds",
+                        {{"file", {"ro", "nosuid", "nodev"}},
+                         {"file_no_exec", {"ro", "nosuid", "nodev", "noexec"}},
+                         {"directory", {"ro", "nosuid", "nodev"}},
+                         {"tool", {"ro", "nosuid", "nodev"}},
+                         {"tool_bytes", {"ro", "nosuid", "nodev", "noexec"}}}}}}});
   CHECK(m[5] == json{{"step", "fs"},
                      {"target", "/proc"},
                      {"fstype", "proc"},
@@ -96,7 +113,7 @@ TEST_CASE("plan_to_json: every step kind with its own fields", "[unit]") {
   CHECK(m[9] == json{{"step", "socket"}, {"target", "/run/ctx/supervisor"}, {"socket", "stream, listening"}});
   CHECK(m[10] == json{{"step", "seal"}, {"target", "/run/ctx"}, {"flags", {"ro"}}});
   // The live view says so; a view of a subtree names it and why.
-  p.static_view = false;
+  view.built.reset();
   view.source = "shared/p/tool";
   view.why = "a tool tier the bind brings";
   view.line = 0;
@@ -154,4 +171,30 @@ TEST_CASE("plan_to_json: ids, namespaces by name, tier, network and the optional
   CHECK(j["namespaces"] == json{"user", "cgroup"});
   CHECK(j["terminal"] == "a pty of the sandbox's own devpts, relayed by the supervisor");
   CHECK(j["limits"] == json{{"memory.max", ""}, {"pids.max", "20"}, {"cpu.max", ""}});
+}
+
+// docs/launcher.md shows a static view step as --dry-run prints it.
+TEST_CASE("plan_to_json: a static view step is as docs/launcher.md shows it", "[unit]") {
+  const char* src = std::getenv("CTX_SOURCE_ROOT");
+  REQUIRE(src != nullptr);
+  std::ifstream in(std::string(src) + "/docs/launcher.md");
+  REQUIRE(in);
+  std::stringstream all;
+  all << in.rdbuf();
+  const std::string doc = all.str();
+  const std::size_t intro = doc.find("For a view of `/ctx` from a bind `ro,nosuid,nodev` on line 4:");
+  REQUIRE(intro != std::string::npos);
+  const std::size_t open = doc.find("```json\n", intro);
+  REQUIRE(open != std::string::npos);
+  const std::size_t close = doc.find("```", open + 8);
+  REQUIRE(close != std::string::npos);
+  const json shown = json::parse(doc.substr(open + 8, close - open - 8));
+  ms::ViewStep view;
+  view.target = "/ctx";
+  view.attrs = {.rdonly = true, .nosuid = true, .nodev = true};
+  view.line = 4;
+  view.built = ms::static_build(view.attrs);
+  LaunchPlan p;
+  p.mounts = {view};
+  CHECK(plan_to_json(p)["mounts"][0] == shown);
 }

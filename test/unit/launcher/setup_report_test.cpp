@@ -35,6 +35,19 @@ const std::function<Result<void>(UniqueFd)> no_view;
 
 }  // namespace
 
+TEST_CASE("a setup's records: a static view's binds are kept in order across records", "[unit]") {
+  using ctx::launcher::BindReport;
+  SetupReport s;
+  const std::vector<BindReport> a{{"file", "/ctx/bin/ctx"}, {"directory", "/ctx/home/me"}};
+  const std::vector<BindReport> b{{"tool", "/ctx/tool/fs.read"}};
+  for (const auto* binds : {&a, &b})
+    for (auto& d : ctx::launcher::encode_static_binds(*binds))
+      s.take(record(Record::Kind::static_binds, Step::binds, 0, d), {}, no_view);
+  CHECK(s.static_binds == std::vector<BindReport>{
+                              {"file", "/ctx/bin/ctx"}, {"directory", "/ctx/home/me"}, {"tool", "/ctx/tool/fs.read"}});
+  CHECK_FALSE(s.error);
+}
+
 TEST_CASE("a setup's records: timings kept in order, descriptors only in the number their kind carries", "[unit]") {
   SetupReport s;
   const StepTiming a[] = {{Step::root, 5}, {Step::binds, 7}};
