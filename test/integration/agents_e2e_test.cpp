@@ -166,3 +166,48 @@ TEST_CASE("Codex with no network writes /work/out.txt by a real exec_command too
           "[agents]") {
   completes_a_task(codex());
 }
+
+namespace {
+
+// No `use` grant of its model (another model granted, so that the
+// endpoint runs): the endpoint answers 403, the CLI reports it, the
+// agent's .d/log records the call denied, the fake API sees nothing.
+ctx::test::RunResult refused(const Cli& c, const TestUser& as) {
+  Project p;
+  ctx::test::FakeApi api(script_of(c, "true"));
+  p.make(as, c, api.url(), "sed -i 's#model:" + c.model + " use#model:other/model use#' agent/coder.d/policy\n"
+         "echo CLAUDE_CODE_MAX_RETRIES=0 >> agent/coder.d/env\n");
+  auto run = ctx::test::run_command(p.argv(c), as, 90);
+  CHECK(api.requests().empty());
+  const std::string log = p.read("ctx/agent/coder.d/log");
+  INFO(log);
+  CHECK(log.find("\"object\":\"model/" + c.model + "\",\"reason\":\"agent_policy\"") != std::string::npos);
+  CHECK(log.find("\"session\":\"default\",\"status\":\"denied\"") != std::string::npos);
+  CHECK(log.find("\"type\":\"model.call\"") != std::string::npos);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("Claude Code with no grant of its model reports the endpoint's 403, recorded denied", "[agents]") {
+  for (const TestUser& as : launchers()) {
+    INFO("launched by " << as.name);
+    auto run = refused(claude(), as);
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 1);
+    CHECK(run.out ==
+          "Failed to authenticate. API Error: 403 the policy of coder has no 'allow coder_t model:anthropic/api use'\n");
+  }
+}
+
+TEST_CASE("Codex with no grant of its model reports the endpoint's 403, recorded denied", "[agents]") {
+  for (const TestUser& as : launchers()) {
+    INFO("launched by " << as.name);
+    auto run = refused(codex(), as);
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 1);
+    CHECK(run.out == "");
+    CHECK(run.err.find("ERROR: unexpected status 403 Forbidden: the policy of coder has no 'allow coder_t "
+                       "model:openai/api use'") != std::string::npos);
+  }
+}
