@@ -211,3 +211,71 @@ TEST_CASE("Codex with no grant of its model reports the endpoint's 403, recorded
                        "model:openai/api use'") != std::string::npos);
   }
 }
+
+namespace {
+
+// The processes below `pid`, by their parents in /proc.
+std::set<int> descendants(int pid) {
+  std::set<int> out{pid};
+  for (bool grew = true; grew;) {
+    grew = false;
+    DIR* d = ::opendir("/proc");
+    REQUIRE(d != nullptr);
+    while (dirent* e = ::readdir(d)) {
+      const int p = std::atoi(e->d_name);
+      if (p <= 0 || out.count(p) != 0) continue;
+      std::ifstream in("/proc/" + std::to_string(p) + "/stat");
+      std::string stat;
+      std::getline(in, stat);
+      const auto close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(stat.substr(close + 2));
+      char state = 0;
+      int ppid = 0;
+      rest >> state >> ppid;
+      if (out.count(ppid) != 0) grew = out.insert(p).second || grew;
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+bool all_gone(const std::set<int>& pids, int timeout_ms) {
+  for (int waited = 0;; waited += 50) {
+    bool any = false;
+    for (int p : pids) any = any || ::kill(p, 0) == 0;
+    if (!any) return true;
+    if (waited >= timeout_ms) return false;
+    ::usleep(50000);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("SIGKILL of the supervisor while the forwarder streams an answer leaves no process, mount or endpoint",
+          "[agents]") {
+  for (const Cli& c : {claude(), codex()}) {
+    for (const TestUser& as : launchers()) {
+      INFO(c.tmpl << " launched by " << as.name);
+      Project p;
+      // One slow answer: 40 deltas, 1 s apart.
+      ctx::test::FakeApi api(
+          nlohmann::json::array({{{"text", std::vector<std::string>(40, "slow ")}, {"delay", 1}}}).dump());
+      p.make(as, c, api.url(), "");
+      auto sp = ctx::test::spawn_command(p.argv(c), as);
+      for (int i = 0; i < 600 && api.requests().empty(); ++i) ::usleep(50000);
+      REQUIRE_FALSE(api.requests().empty());
+      ::usleep(1500000);  // the answer streams
+      const std::set<int> tree = descendants(sp.pid);
+      // The supervisor, its watchdog, the sandbox's init, the view's server,
+      // the CLI, the endpoint, the model's sandbox and the forwarder at least.
+      CHECK(tree.size() >= 8);
+      REQUIRE(::kill(sp.pid, SIGKILL) == 0);
+      auto r = ctx::test::wait_command(sp, 30);
+      CHECK(r.exit_code == 128 + SIGKILL);
+      CHECK(all_gone(tree, 10000));
+      CHECK(ctx::test::read_file("/proc/self/mountinfo").find(p.home.path()) == std::string::npos);
+      CHECK(ctx::test::processes_mentioning(p.root).empty());
+    }
+  }
+}
