@@ -125,20 +125,20 @@ std::vector<TestUser> launchers() {
 void completes_a_task(const Cli& c) {
   for (const TestUser& as : launchers()) {
     INFO("launched by " << as.name);
-    Project q;
+    Project p;
     // The probe's path outside the mounts: the model's .d/env as the host names it.
-    ctx::test::FakeApi api(script_of(c, tool_command(q.root + "/model/" + c.model + ".d/env")));
-    q.make(as, c, api.url(), "");
-    auto run = ctx::test::run_command(q.argv(c), as, 180);
+    ctx::test::FakeApi api(script_of(c, tool_command(p.root + "/model/" + c.model + ".d/env")));
+    p.make(as, c, api.url(), "");
+    auto run = ctx::test::run_command(p.argv(c), as, 180);
     INFO(run.out << run.err);
     CHECK(run.exit_code == 0);
     CHECK(run.out == "done\n");
-    CHECK(q.read("work/out.txt") == "hello from the tool call\n");
+    CHECK(p.read("work/out.txt") == "hello from the tool call\n");
     struct stat st {};
-    REQUIRE(::stat((q.home / "work/out.txt").c_str(), &st) == 0);
+    REQUIRE(::stat((p.home / "work/out.txt").c_str(), &st) == 0);
     CHECK(st.st_uid == as.uid);
-    CHECK(q.read("work/probe.txt") == "env=0\ncurl-failed\ndns-failed\nread-failed\n");
-    const std::string token = q.read("work/token.txt");
+    CHECK(p.read("work/probe.txt") == "env=0\ncurl-failed\ndns-failed\nread-failed\n");
+    const std::string token = p.read("work/token.txt");
     CHECK(token.size() == 64);
     const auto requests = api.requests();
     REQUIRE(requests.size() == 2);
