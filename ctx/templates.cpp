@@ -107,17 +107,28 @@ std::string claude_runtime(const TemplateInput& in) {
          "# off, only because the sandbox holds: /usr, /etc and the CLI are read-only,\n"
          "# it writes only its home, /tmp and the project at /work, it has no\n"
          "# network, and its model is reached through the endpoint, which holds no key.\n"
-         "# ~/.claude.json and ~/.claude/settings.json skip the first run's sign-in\n"
-         "# (it would try api.anthropic.com, which the sandbox cannot reach) and the\n"
-         "# warning about that mode.\n"
+         "# ~/.claude.json skips the first run's sign-in (it would try\n"
+         "# api.anthropic.com, which the sandbox cannot reach) and trusts /work;\n"
+         "# ~/.claude/settings.json skips the warning about that mode and takes the\n"
+         "# endpoint's per-launch token from $CTX_MODEL_TOKEN (apiKeyHelper): given\n"
+         "# as ANTHROPIC_API_KEY, a key new at each launch, the TUI would ask at every\n"
+         "# launch whether to use it.\n"
+         "unset ANTHROPIC_API_KEY\n"
          "exec " +
          in.cli.entry + " --dangerously-skip-permissions \"$@\"\n";
+}
+
+// ~/.claude/settings.json: the token by apiKeyHelper (a /bin/sh command
+// whose output Claude Code sends as its key), no warning about the mode.
+std::string claude_settings() {
+  return "{\"skipDangerousModePermissionPrompt\": true, \"apiKeyHelper\": \"printf %s \\\"$CTX_MODEL_TOKEN\\\"\"}\n";
 }
 
 std::string claude_env() {
   return std::string(
              "# The model endpoint in the sandbox (docs/agents.md): the supervisor sets\n"
-             "# ANTHROPIC_API_KEY to a per-launch token; the model anthropic/api holds the key.\n"
+             "# CTX_MODEL_TOKEN to a per-launch token (the runtime hands it over by\n"
+             "# apiKeyHelper); the model anthropic/api holds the key.\n"
              "ANTHROPIC_BASE_URL=") +
          kEndpoint +
          "/anthropic/api\n"
@@ -221,9 +232,11 @@ TemplatePlan plan_template(Template t, const TemplateInput& in) {
       p.model_name = "anthropic/api";
       p.env = claude_env();
       p.runtime = claude_runtime(in);
-      p.home_files.push_back({home_rel(in) + "/.claude.json", "{\"hasCompletedOnboarding\": true}\n", 0600});
-      p.home_files.push_back(
-          {home_rel(in) + "/.claude/settings.json", "{\"skipDangerousModePermissionPrompt\": true}\n", 0644});
+      p.home_files.push_back({home_rel(in) + "/.claude.json",
+                              "{\"hasCompletedOnboarding\": true, \"projects\": {\"/work\": "
+                              "{\"hasTrustDialogAccepted\": true}}}\n",
+                              0600});
+      p.home_files.push_back({home_rel(in) + "/.claude/settings.json", claude_settings(), 0644});
       p.models = forwarder_model(p.model_name, "https://api.anthropic.com", "x-api-key", "");
       break;
     case Template::codex:

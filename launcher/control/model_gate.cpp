@@ -208,8 +208,11 @@ Result<ModelRun> ModelGate::start(const ModelEntry& m, const std::string& anchor
     base_.emplace();
     for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
       if (sys::open(sys::at_cwd, d, sys::Open::path_only | sys::Open::no_symlinks)) base_->emplace_back(d);
+    // Resolved: /etc/resolv.conf is often a link into /run (systemd-resolved).
+    for (const char* f : {"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf"})
+      if (auto real = sys::real_path(f)) net_files_.emplace_back(f, *real);
   }
-  LaunchPlan p = model_plan(plan_, m, anchor, *base_);
+  LaunchPlan p = model_plan(plan_, m, anchor, *base_, net_files_);
   // The caller's stdio; the model's exec, or the error that ended it.
   SandboxStart how;
   how.stdio = std::array<int, 3>{stdio[0].get(), stdio[1].get(), stdio[2].get()};

@@ -123,6 +123,9 @@ class ModelGate {
   /// /etc/alternatives, /etc/ssl, /etc/ca-certificates those that exist),
   /// found at the first call.
   std::optional<std::vector<std::string>> base_;
+  /// The host's resolver files a model with the network reads (inside
+  /// path, the host file it resolves to), those that exist, found with base_.
+  std::vector<std::pair<std::string, std::string>> net_files_;
   std::map<int, ModelRun> runs_;  ///< running models, by the connection their exit answers
 };
 

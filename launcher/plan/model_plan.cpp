@@ -24,7 +24,8 @@ BindStep ro_bind(const std::string& source, const std::string& target, bool recu
 std::string model_inner_path(const std::string& name) { return std::string(kInnerCtxRoot) + "/model/" + name; }
 
 LaunchPlan model_plan(const LaunchPlan& agent, const ModelEntry& m, const std::string& anchor,
-                      const std::vector<std::string>& host_dirs) {
+                      const std::vector<std::string>& host_dirs,
+                      const std::vector<std::pair<std::string, std::string>>& net_files) {
   LaunchPlan p;
   p.name = agent.name;
   p.session = agent.session;
@@ -46,6 +47,10 @@ LaunchPlan model_plan(const LaunchPlan& agent, const ModelEntry& m, const std::s
   root.attrs = {.nosuid = true, .nodev = true};
   p.mounts.push_back(std::move(root));
   for (const auto& d : host_dirs) p.mounts.push_back(ro_bind(d, d, true, false));
+  // A model with the network resolves names as the host does (a forwarder
+  // reaches api.anthropic.com by name); one without has nothing to resolve.
+  if (m.network)
+    for (const auto& [inside, host] : net_files) p.mounts.push_back(ro_bind(host, inside, false, true));
   for (auto [link, to] : {std::pair{"/bin", "usr/bin"}, std::pair{"/sbin", "usr/sbin"}, std::pair{"/lib", "usr/lib"},
                           std::pair{"/lib64", "usr/lib64"}}) {
     p.mounts.push_back(SymlinkStep{link, to});

@@ -40,8 +40,12 @@ std::string model_inner_path(const std::string& name);
 /// runtime does), `anchor` an empty host directory the sandbox mounts its
 /// tmpfs root over (its content, and anything written there later, is
 /// never seen), `host_dirs` the host directories of the base system that
-/// exist (/usr always; /etc/alternatives, /etc/ssl, ... when present).
+/// exist (/usr always; /etc/alternatives, /etc/ssl, ... when present),
+/// `net_files` the host's resolver files that exist (/etc/resolv.conf,
+/// /etc/hosts, /etc/nsswitch.conf: inside path, host path it resolves to),
+/// bound read-only only when the model has the network.
 LaunchPlan model_plan(const LaunchPlan& agent, const ModelEntry& m, const std::string& anchor,
-                      const std::vector<std::string>& host_dirs);
+                      const std::vector<std::string>& host_dirs,
+                      const std::vector<std::pair<std::string, std::string>>& net_files);
 
 }  // namespace ctx::launcher

@@ -38,6 +38,14 @@ struct ModelTree {
             0755);
     t.write("ctx/model/debug/spy.d/env", "API_KEY=sk-live-secret\n");
     t.write("ctx/model/debug/fenced", "#!/bin/sh\necho fenced-ran\n", 0755);
+    // What a model sees of name resolution: debug/net has the network, debug/resolver not.
+    const std::string resolver =
+        "#!/bin/sh\nfor f in /etc/resolv.conf /etc/hosts /etc/nsswitch.conf; do [ -e $f ] && echo has $f; done\n"
+        "getent hosts localhost >/dev/null && echo resolves-localhost\n"
+        "echo x 2>/dev/null >/etc/hosts && echo wrote-hosts\nexit 0\n";
+    t.write("ctx/model/debug/net", resolver, 0755);
+    t.write("ctx/model/debug/net.d/cap", "network\n");
+    t.write("ctx/model/debug/resolver", resolver, 0755);
     t.write("ctx/model/debug/slow", "#!/bin/sh\ncat >/dev/null\nsleep 1\necho slow-done\n", 0755);
     t.write("ctx/model/debug/slow.d/env", "API_KEY=sk-live-secret\n");
     t.write("ctx/model/debug/fenced.d/policy", "allow other_t model:debug/fenced use\n");
@@ -57,6 +65,7 @@ struct ModelTree {
                        "allow coder_t model:debug/fenced use\nallow coder_t model:debug/fail use\n"
                        "allow coder_t model:main use\nallow coder_t model:ungranted use\n"
                        "allow coder_t model:debug/slow use\n"
+                       "allow coder_t model:debug/net use\nallow coder_t model:debug/resolver use\n"
                        "allow coder_t tool:fs.read execute\n"}});
   }
   std::vector<nlohmann::json> lines(const std::string& rel) {
@@ -246,4 +255,15 @@ TEST_CASE("while a model runs, nothing in the agent's sandbox shows its credenti
   CHECK(r.out.find("/proc/") == std::string::npos);
   CHECK(r.out.find("slow-done\n") != std::string::npos);
   CHECK(r.out.rfind("procs=", 0) == 0);
+}
+
+TEST_CASE("a model with the network resolves names through the host's /etc/hosts, read-only; one without has no "
+          "resolver files",
+          "[root][userns]") {
+  ModelTree m = make_tree();
+  RunResult r = m.sh("/ctx/bin/ctx model debug/net </dev/null; echo --; /ctx/bin/ctx model debug/resolver </dev/null");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out ==
+        "has /etc/resolv.conf\nhas /etc/hosts\nhas /etc/nsswitch.conf\nresolves-localhost\n--\n");
 }

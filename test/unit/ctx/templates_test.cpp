@@ -70,15 +70,20 @@ TEST_CASE("ctx new --template claude-code writes an agent that runs Claude Code 
         "# off, only because the sandbox holds: /usr, /etc and the CLI are read-only,\n"
         "# it writes only its home, /tmp and the project at /work, it has no\n"
         "# network, and its model is reached through the endpoint, which holds no key.\n"
-        "# ~/.claude.json and ~/.claude/settings.json skip the first run's sign-in\n"
-        "# (it would try api.anthropic.com, which the sandbox cannot reach) and the\n"
-        "# warning about that mode.\n"
+        "# ~/.claude.json skips the first run's sign-in (it would try\n"
+        "# api.anthropic.com, which the sandbox cannot reach) and trusts /work;\n"
+        "# ~/.claude/settings.json skips the warning about that mode and takes the\n"
+        "# endpoint's per-launch token from $CTX_MODEL_TOKEN (apiKeyHelper): given\n"
+        "# as ANTHROPIC_API_KEY, a key new at each launch, the TUI would ask at every\n"
+        "# launch whether to use it.\n"
+        "unset ANTHROPIC_API_KEY\n"
         "exec " +
             cli + " --dangerously-skip-permissions \"$@\"\n");
   CHECK(f.mode("agent/coder") == 0755);
   CHECK(f.t.read("ctx/agent/coder.d/env") ==
         "# The model endpoint in the sandbox (docs/agents.md): the supervisor sets\n"
-        "# ANTHROPIC_API_KEY to a per-launch token; the model anthropic/api holds the key.\n"
+        "# CTX_MODEL_TOKEN to a per-launch token (the runtime hands it over by\n"
+        "# apiKeyHelper); the model anthropic/api holds the key.\n"
         "ANTHROPIC_BASE_URL=http://127.0.0.1:7180/anthropic/api\n"
         "# No telemetry, error reports, update checks or other traffic of its own.\n"
         "DISABLE_TELEMETRY=1\n"
@@ -110,10 +115,11 @@ TEST_CASE("ctx new --template claude-code writes an agent that runs Claude Code 
                               "allow coder_t model:anthropic/api use\n"));
   CHECK(policy.find("network:") == std::string::npos);  // no network grant
   for (const char* d : {"tmp", "work"}) CHECK(std::filesystem::is_directory(f.home("coder") + "/" + d));
-  CHECK(ctx::test::read_file(f.home("coder") + "/.claude.json") == "{\"hasCompletedOnboarding\": true}\n");
+  CHECK(ctx::test::read_file(f.home("coder") + "/.claude.json") ==
+        "{\"hasCompletedOnboarding\": true, \"projects\": {\"/work\": {\"hasTrustDialogAccepted\": true}}}\n");
   CHECK(f.mode("home/" + f.uid + "/agent/coder/.claude.json") == 0600);
   CHECK(ctx::test::read_file(f.home("coder") + "/.claude/settings.json") ==
-        "{\"skipDangerousModePermissionPrompt\": true}\n");
+        "{\"skipDangerousModePermissionPrompt\": true, \"apiKeyHelper\": \"printf %s \\\"$CTX_MODEL_TOKEN\\\"\"}\n");
   CHECK(f.t.read("ctx/model/anthropic/api") ==
         "#!/bin/sh\n# anthropic/api: forwards each call to https://api.anthropic.com with the key of "
         "anthropic/api.d/env.\nexec " +

@@ -47,6 +47,9 @@ ModelEntry echo() {
   return m;
 }
 
+const std::vector<std::pair<std::string, std::string>> kNetFiles = {
+    {"/etc/resolv.conf", "/run/systemd/resolve/stub-resolv.conf"}, {"/etc/hosts", "/etc/hosts"}};
+
 template <typename Kind>
 const Kind* at(const LaunchPlan& p, const std::string& target) {
   for (const auto& m : p.mounts)
@@ -58,7 +61,7 @@ const Kind* at(const LaunchPlan& p, const std::string& target) {
 
 TEST_CASE("a model's sandbox: none of the agent's mounts, a fresh read-only root, its own entry, no sockets",
           "[unit]") {
-  LaunchPlan p = ctx::launcher::model_plan(agent_plan(), echo(), "/run/anchor", {"/usr"});
+  LaunchPlan p = ctx::launcher::model_plan(agent_plan(), echo(), "/run/anchor", {"/usr"}, kNetFiles);
   REQUIRE_FALSE(p.mounts.empty());
   REQUIRE(std::holds_alternative<RootStep>(p.mounts.front()));
   CHECK(std::get<RootStep>(p.mounts.front()).fresh);
@@ -97,5 +100,22 @@ TEST_CASE("a model's sandbox: none of the agent's mounts, a fresh read-only root
   CHECK((p.clone_flags & CLONE_NEWNET) != 0);
   ModelEntry net = echo();
   net.network = true;
-  CHECK((ctx::launcher::model_plan(agent_plan(), net, "/run/anchor", {"/usr"}).clone_flags & CLONE_NEWNET) == 0);
+  CHECK((ctx::launcher::model_plan(agent_plan(), net, "/run/anchor", {"/usr"}, kNetFiles).clone_flags & CLONE_NEWNET) == 0);
+}
+
+TEST_CASE("a model's sandbox has the host's resolver files, read-only, only when its cap names the network",
+          "[unit]") {
+  LaunchPlan closed = ctx::launcher::model_plan(agent_plan(), echo(), "/run/anchor", {"/usr"}, kNetFiles);
+  CHECK(at<BindStep>(closed, "/etc/resolv.conf") == nullptr);
+  CHECK(at<BindStep>(closed, "/etc/hosts") == nullptr);
+  ModelEntry net = echo();
+  net.network = true;
+  LaunchPlan open = ctx::launcher::model_plan(agent_plan(), net, "/run/anchor", {"/usr"}, kNetFiles);
+  const BindStep* resolv = at<BindStep>(open, "/etc/resolv.conf");
+  REQUIRE(resolv != nullptr);
+  CHECK(resolv->source == "/run/systemd/resolve/stub-resolv.conf");
+  CHECK(resolv->attrs.rdonly);
+  CHECK_FALSE(resolv->recursive);
+  REQUIRE(at<BindStep>(open, "/etc/hosts") != nullptr);
+  CHECK(at<BindStep>(open, "/etc/hosts")->source == "/etc/hosts");
 }
