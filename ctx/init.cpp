@@ -168,7 +168,13 @@ Result<TemplatePlan> template_plan(const std::string& ctx_root, const std::strin
                                        ": not a directory you can open; name the project's directory"});
     project = *real;
   }
-  TemplatePlan p = plan_template(*opt.tmpl, TemplateInput{ctx_root, name, label_type(name), uid, cli, project});
+  TemplateInput in{ctx_root, name, label_type(name), uid, cli, project};
+  if (sys::open(sys::at_cwd, project + "/.git", sys::Open::directory | sys::Open::no_follow)) {
+    const bool hooks = sys::open(sys::at_cwd, project + "/.git/hooks", sys::Open::directory | sys::Open::no_follow) &&
+                       sys::open(sys::at_cwd, project + "/.git/config", sys::Open::path_only | sys::Open::no_follow);
+    in.git = hooks ? TemplateInput::Git::config_hooks : TemplateInput::Git::whole;
+  }
+  TemplatePlan p = plan_template(*opt.tmpl, in);
   if (opt.project.empty()) p.home_dirs.push_back(home_rel + "/work");
   return p;
 }

@@ -68,6 +68,17 @@ std::string template_mounts(const TemplateInput& in) {
   if (!in.cli.modules.empty()) m += in.cli.modules + "\t" + in.cli.modules + "\tro\trbind,nosuid,nodev\n";
   m += path_join(in.ctx_root, home_rel(in) + "/tmp") + "\t/tmp\trw\tbind,nosuid,nodev\n";
   m += in.project + "\t/work\trw\tbind,nosuid,nodev\n";
+  // Git runs hooks, core.fsmonitor and filters from .git on the host when
+  // the owner next types `git status`: none of that may be the agent's.
+  const std::string git = in.project + "/.git";
+  switch (in.git) {
+    case TemplateInput::Git::none: break;
+    case TemplateInput::Git::config_hooks:
+      m += git + "/config\t/work/.git/config\tro\tbind,nosuid,nodev\n";
+      m += git + "/hooks\t/work/.git/hooks\tro\tbind,nosuid,nodev\n";
+      break;
+    case TemplateInput::Git::whole: m += git + "\t/work/.git\tro\tbind,nosuid,nodev\n"; break;
+  }
   return m;
 }
 
@@ -113,7 +124,10 @@ std::string claude_runtime(const TemplateInput& in) {
          "# endpoint's per-launch token from $CTX_MODEL_TOKEN (apiKeyHelper): given\n"
          "# as ANTHROPIC_API_KEY, a key new at each launch, the TUI would ask at every\n"
          "# launch whether to use it.\n"
+         "# The endpoint's address is the launch's (a fixed port only in the\n"
+         "# sandbox's own network; with the host's network another is picked).\n"
          "unset ANTHROPIC_API_KEY\n"
+         "export ANTHROPIC_BASE_URL=\"${CTX_MODEL_URL:?no model endpoint: grant a model in the policy}/anthropic/api\"\n"
          "exec " +
          in.cli.entry + " --dangerously-skip-permissions \"$@\"\n";
 }
@@ -127,12 +141,10 @@ std::string claude_settings() {
 std::string claude_env() {
   return std::string(
              "# The model endpoint in the sandbox (docs/agents.md): the supervisor sets\n"
-             "# CTX_MODEL_TOKEN to a per-launch token (the runtime hands it over by\n"
+             "# CTX_MODEL_URL and a per-launch CTX_MODEL_TOKEN (the runtime makes\n"
+             "# ANTHROPIC_BASE_URL of the one and hands the other over by\n"
              "# apiKeyHelper); the model anthropic/api holds the key.\n"
-             "ANTHROPIC_BASE_URL=") +
-         kEndpoint +
-         "/anthropic/api\n"
-         "# No telemetry, error reports, update checks or other traffic of its own.\n"
+             "# No telemetry, error reports, update checks or other traffic of its own.\n") +
          "DISABLE_TELEMETRY=1\n"
          "DISABLE_ERROR_REPORTING=1\n"
          "DISABLE_AUTOUPDATER=1\n"
@@ -151,8 +163,12 @@ std::string codex_runtime(const TemplateInput& in) {
          in.name + ".d describes; its configuration is $CODEX_HOME/config.toml.\n# Headless: ctx-agent-run " +
          in.name + " -- /ctx/agent/" + in.name +
          " exec --skip-git-repo-check \"TASK\"\n"
+         "# The endpoint's address is the launch's (a fixed port only in the\n"
+         "# sandbox's own network; with the host's network another is picked).\n"
          "exec " +
-         in.cli.entry + " \"$@\"\n";
+         in.cli.entry +
+         " -c \"model_providers.ctx.base_url=\\\"${CTX_MODEL_URL:?no model endpoint: grant a model in the "
+         "policy}/openai/api\\\"\" \"$@\"\n";
 }
 
 std::string codex_config(const TemplateInput& in) {
@@ -250,7 +266,7 @@ TemplatePlan plan_template(Template t, const TemplateInput& in) {
       break;
   }
   p.model = p.model_name + "\n";
-  p.policy = "# Its model, through the endpoint at " + std::string(kEndpoint) + "/" + p.model_name +
+  p.policy = "# Its model, through the model endpoint ($CTX_MODEL_URL/" + p.model_name + ")" +
              " (no network of its own):\nallow " + in.type + " model:" + p.model_name + " use\n";
   return p;
 }

@@ -57,6 +57,15 @@ struct TemplateInput {
   uid_t uid = 0;         ///< its owner
   CliInstall cli;
   std::string project;  ///< the host directory mounted read-write at /work
+  /// The project's git directory, when it has one: what of it stays
+  /// read-only, so that nothing the agent writes there runs on the host
+  /// when the owner next uses git (a hook, core.fsmonitor, a filter).
+  enum class Git {
+    none,          ///< no .git directory
+    config_hooks,  ///< .git/config and .git/hooks read-only, the rest writable (commits work)
+    whole,         ///< no .git/hooks to cover: all of .git read-only
+  };
+  Git git = Git::none;
 };
 
 /// What a template adds to a new agent (pure: no file is read).

@@ -76,15 +76,18 @@ TEST_CASE("ctx new --template claude-code writes an agent that runs Claude Code 
         "# endpoint's per-launch token from $CTX_MODEL_TOKEN (apiKeyHelper): given\n"
         "# as ANTHROPIC_API_KEY, a key new at each launch, the TUI would ask at every\n"
         "# launch whether to use it.\n"
+        "# The endpoint's address is the launch's (a fixed port only in the\n"
+        "# sandbox's own network; with the host's network another is picked).\n"
         "unset ANTHROPIC_API_KEY\n"
+        "export ANTHROPIC_BASE_URL=\"${CTX_MODEL_URL:?no model endpoint: grant a model in the policy}/anthropic/api\"\n"
         "exec " +
             cli + " --dangerously-skip-permissions \"$@\"\n");
   CHECK(f.mode("agent/coder") == 0755);
   CHECK(f.t.read("ctx/agent/coder.d/env") ==
         "# The model endpoint in the sandbox (docs/agents.md): the supervisor sets\n"
-        "# CTX_MODEL_TOKEN to a per-launch token (the runtime hands it over by\n"
+        "# CTX_MODEL_URL and a per-launch CTX_MODEL_TOKEN (the runtime makes\n"
+        "# ANTHROPIC_BASE_URL of the one and hands the other over by\n"
         "# apiKeyHelper); the model anthropic/api holds the key.\n"
-        "ANTHROPIC_BASE_URL=http://127.0.0.1:7180/anthropic/api\n"
         "# No telemetry, error reports, update checks or other traffic of its own.\n"
         "DISABLE_TELEMETRY=1\n"
         "DISABLE_ERROR_REPORTING=1\n"
@@ -110,7 +113,7 @@ TEST_CASE("ctx new --template claude-code writes an agent that runs Claude Code 
                               "allow coder_t mount:/tmp write\n"
                               "allow coder_t mount:/work read\n"
                               "allow coder_t mount:/work write\n"
-                              "# Its model, through the endpoint at http://127.0.0.1:7180/anthropic/api (no network "
+                              "# Its model, through the model endpoint ($CTX_MODEL_URL/anthropic/api) (no network "
                               "of its own):\n"
                               "allow coder_t model:anthropic/api use\n"));
   CHECK(policy.find("network:") == std::string::npos);  // no network grant
@@ -137,6 +140,32 @@ TEST_CASE("ctx new --template claude-code writes an agent that runs Claude Code 
   CHECK(f.t.read("ctx/model/anthropic/api.d/cap") == "network\n");
 }
 
+TEST_CASE("ctx new --template --project keeps the project's .git/config and hooks read-only", "[fs]") {
+  // A hook or core.fsmonitor the agent wrote would run on the host, as the
+  // owner, at the owner's next `git status`.
+  Fixture f;
+  f.t.mkdir("repo/.git/hooks");
+  f.t.write("repo/.git/config", "[core]\n", 0644);
+  f.t.mkdir("bare/.git");
+  auto r = ctx_cmd({"new", "g1", "--template", "codex", "--project", f.t / "repo", "--ctx-root", f.root}, f.env);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(ends_with(f.t.read("ctx/agent/g1.d/mount"),
+                  f.t / "repo\t/work\trw\tbind,nosuid,nodev\n" + f.t / "repo/.git/config" +
+                      "\t/work/.git/config\tro\tbind,nosuid,nodev\n" + f.t / "repo/.git/hooks" +
+                      "\t/work/.git/hooks\tro\tbind,nosuid,nodev\n"));
+  const std::string policy = f.t.read("ctx/agent/g1.d/policy");
+  CHECK(policy.find("allow g1_t mount:/work/.git/config read\n") != std::string::npos);
+  CHECK(policy.find("mount:/work/.git/config write") == std::string::npos);
+  CHECK(policy.find("mount:/work/.git/hooks write") == std::string::npos);
+  // No hooks directory to cover: all of .git read-only.
+  auto b = ctx_cmd({"new", "g2", "--template", "codex", "--project", f.t / "bare", "--ctx-root", f.root}, f.env);
+  INFO(b.out << b.err);
+  REQUIRE(b.exit_code == 0);
+  CHECK(ends_with(f.t.read("ctx/agent/g2.d/mount"),
+                  f.t / "bare\t/work\trw\tbind,nosuid,nodev\n" + f.t / "bare/.git" + "\t/work/.git\tro\tbind,nosuid,nodev\n"));
+}
+
 TEST_CASE("ctx new --template codex writes Codex's config.toml with the endpoint as its provider", "[fs]") {
   Fixture f;
   f.t.mkdir("project");
@@ -149,8 +178,12 @@ TEST_CASE("ctx new --template codex writes Codex's config.toml with the endpoint
         "# cx's runtime (ctx new --template codex): Codex, in the sandbox that\n"
         "# cx.d describes; its configuration is $CODEX_HOME/config.toml.\n"
         "# Headless: ctx-agent-run cx -- /ctx/agent/cx exec --skip-git-repo-check \"TASK\"\n"
+        "# The endpoint's address is the launch's (a fixed port only in the\n"
+        "# sandbox's own network; with the host's network another is picked).\n"
         "exec " +
-            f.modules + "/@openai/codex/bin/codex.js \"$@\"\n");
+            f.modules +
+            "/@openai/codex/bin/codex.js -c \"model_providers.ctx.base_url=\\\"${CTX_MODEL_URL:?no model endpoint: "
+            "grant a model in the policy}/openai/api\\\"\" \"$@\"\n");
   CHECK(f.t.read("ctx/agent/cx.d/env") ==
         "# Codex's state and configuration, kept in the agent's home.\nCODEX_HOME=/ctx/home/" + f.uid +
             "/agent/cx/.codex\n");
