@@ -190,8 +190,9 @@ Result<std::vector<DirEntry>> read_dir_from(int dirfd, std::uint64_t from, std::
 /// directory and renames it over the name, so a reader sees the old or the
 /// new content, never a mix. With `durable` the file is fsynced before the
 /// rename (control files that must survive a crash); runtime state such as
-/// status is not. On any failure the temporary file is removed and the old
-/// content stays. Done with `as`'s rights.
+/// status is not, and is swapped in without forcing its write-back, so
+/// after a power loss it may be empty. On any failure the temporary file
+/// is removed and the old content stays. Done with `as`'s rights.
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode = 0644,
                             bool durable = false, const MakeAs& as = std::nullopt);
 

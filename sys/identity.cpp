@@ -183,10 +183,15 @@ Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t 
 }
 
 Result<void> drop_bounding_set() {
+  // Dropped without reading first (one prctl a capability, not two): a
+  // capability already gone drops again without error.
   for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
-    int have = ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
-    if (have <= 0) continue;  // already gone, or unknown to this kernel
-    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) return CTX_FAIL_ERRNO("prctl PR_CAPBSET_DROP");
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+    int err = errno;
+    if (err == EINVAL) return {};  // unknown to this kernel, as are the ones above it
+    // Without CAP_SETPCAP only a capability still present is a failure.
+    if (err == EPERM && ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 0) continue;
+    return fail(sys_error("prctl PR_CAPBSET_DROP", err));
   }
   return {};
 }

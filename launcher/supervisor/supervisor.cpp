@@ -246,6 +246,7 @@ class Supervisor : private ControlHost {
   std::optional<std::pair<UniqueFd, pid_t>> watchdog_;
   std::optional<sys::Child> child_;
   UniqueFd lifeline_;
+  bool lifeline_ended_ = false;  ///< the sandbox's end closed it: no longer polled
   unsigned long sandbox_pidns_ = 0;  ///< only its processes may use the sockets
   json namespaces_ = json::object();
   SetupReport setup_;
@@ -675,7 +676,7 @@ void Supervisor::supervise_loop() {
   while (true) {
     std::vector<struct pollfd> fds{
         {sigfd_.get(), POLLIN, 0}, {child_->pidfd.get(), POLLIN, 0}, {setup_.notify.get(), POLLIN, 0}};
-    fds.push_back({lifeline_.get(), POLLIN, 0});              // fds[3]
+    fds.push_back({lifeline_ended_ ? -1 : lifeline_.get(), POLLIN, 0});  // fds[3]
     fds.push_back({view_ ? view_->pidfd() : -1, POLLIN, 0});  // fds[4]
     if (relay_) relay_->add_poll_fds(fds);
     children_->add_poll_fds(fds);
@@ -736,6 +737,10 @@ void Supervisor::view_ended() {
 void Supervisor::read_lifeline() {
   char c = 0;
   auto got = sys::read_byte(lifeline_.get(), c);
+  // The init's exit closes its end before its pidfd says so; polled
+  // further, the end of file would spin this loop until then, on a busy
+  // machine for milliseconds of a CPU the exit itself needs.
+  if (!got || !*got) lifeline_ended_ = true;
   if (!got || !*got || c != 'S' || !relay_) return;
   relay_->hand_back(PtyRelay::Why::stopped);
   sys::stop_self();

@@ -68,6 +68,14 @@ TEST_CASE("atomic_replace leaves either the old or the new content", "[fs]") {
   REQUIRE_FALSE(r);
   CHECK(r.error().code == EISDIR);
   CHECK(*ctx::sys::list_dir(dir->get()) == std::vector<std::string>{"busy", "status"});
+  CHECK(::access((t / "busy/x").c_str(), F_OK) == 0);  // the directory stays as it was
+
+  // A new name (nothing to exchange with), and the durable path.
+  REQUIRE(ctx::sys::atomic_replace(dir->get(), "pid", "42\n"));
+  CHECK(t.read("pid") == "42\n");
+  REQUIRE(ctx::sys::atomic_replace(dir->get(), "pid", "43\n", 0644, true));
+  CHECK(t.read("pid") == "43\n");
+  CHECK(*ctx::sys::list_dir(dir->get()) == std::vector<std::string>{"busy", "pid", "status"});
 }
 
 TEST_CASE("append_file appends whole lines", "[fs]") {
