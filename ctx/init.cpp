@@ -404,6 +404,10 @@ Result<void> write_dot_d(int tier, const std::string& name, const std::vector<st
     if (auto r = sys::atomic_replace(dir->get(), file, text, 0644); !r) return undo(r.error());
   if (auto r = sys::atomic_replace(dir->get(), user_tier ? "entry" : "runtime.new", runtime, 0755); !r)
     return undo(r.error());
+  // A user agent's log, the owner's from the start: a root launch appends
+  // to it, where a log it made would be root's and refuse the owner's.
+  if (user_tier)
+    if (auto r = sys::atomic_replace(dir->get(), "log", "", 0644); !r) return undo(r.error());
   if (!user_tier)
     if (auto r = sys::rename_noreplace_at(dir->get(), "runtime.new", tier, name); !r) return undo(r.error());
   if (auto r = sys::rename_noreplace_at(tier, tmp, tier, name + ".d"); !r) {

@@ -98,15 +98,18 @@ TEST_CASE("ctx new --owner as root makes a user agent that its owner and root bo
   CHECK(owner_of(t.root + "/agent") == 0);
   const std::string said = "hello is running in its sandbox: uid " + uid + ", cwd /ctx/home/" + uid + "/agent/hello\n";
   const std::string run = ctx::test::built("launcher/ctx-agent-run");
-  // The owner, then root, then the owner again: root's launch leaves
-  // nothing in the owner's tier that the owner cannot write.
-  for (bool as_root : {false, true, false}) {
+  // Root, then the owner, then both again: root's launch leaves nothing
+  // in the owner's tier that the owner cannot write (it made .d/log
+  // root's, which the owner's launches then could not append to).
+  for (bool as_root : {true, false, true, false}) {
     auto l = as_root ? ctx::test::run_command({run, "--ctx-root", t.root, "--user", uid, "hello"})
                      : ctx::test::run_command({run, "--ctx-root", t.root, "hello"}, *u);
     INFO((as_root ? "root: " : "owner: ") << l.out << l.err);
     CHECK(l.exit_code == 0);
     CHECK(l.out == said);
+    CHECK(l.warnings.find("EACCES") == std::string::npos);
   }
+  CHECK(owner_of(d + "log") == u->uid);
 }
 
 TEST_CASE("a refused ctx new option changes nothing, with a message that names the option and the fix", "[root]") {
