@@ -97,10 +97,10 @@ std::string label_type(const std::string& name) {
 struct ForWhom {
   uid_t uid = 0;
   gid_t gid = 0;
-  std::string name;        ///< the user's name (--owner only)
-  std::string groups;      ///< the groups file: supplementary gids, one a line
+  std::string name;                 ///< the user's name (--owner only)
+  std::string groups;               ///< the groups file: supplementary gids, one a line
   std::vector<std::uint32_t> gids;  ///< the user's supplementary gids (--owner only)
-  bool user_tier = false;  ///< home/<uid>/agent/<name>.d with its entry (--owner)
+  bool user_tier = false;           ///< home/<uid>/agent/<name>.d with its entry (--owner)
 };
 
 // The lines of a first agent's mount table (see run_new): the defaults,
@@ -289,9 +289,8 @@ namespace {
 Result<ForWhom> resolve_owner(const std::string& spec) {
   ForWhom w{::getuid(), ::getgid(), "", groups_file(::getuid(), ::getgid()), {}, false};
   if (spec.empty()) return w;
-  const bool digits = spec.size() <= 10 && std::all_of(spec.begin(), spec.end(), [](unsigned char c) {
-                        return std::isdigit(c) != 0;
-                      });
+  const bool digits =
+      spec.size() <= 10 && std::all_of(spec.begin(), spec.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
   auto e = digits ? sys::lookup_user(static_cast<std::uint32_t>(std::stoull(spec))) : sys::lookup_user_name(spec);
   if (!e) return fail(e.error().with_context("--owner " + spec));
   if (!*e)
@@ -300,8 +299,9 @@ Result<ForWhom> resolve_owner(const std::string& spec) {
   if ((*e)->uid == 0)
     return fail(Error{EINVAL, "--owner " + spec + ": EINVAL: root's agents are system agents; leave --owner out"});
   if (::getuid() != 0 && (*e)->uid != ::getuid())
-    return fail(Error{EPERM, "--owner " + spec + ": EPERM: only root makes an agent for another user; run ctx new "
-                                                 "as root, or leave --owner out"});
+    return fail(Error{EPERM, "--owner " + spec +
+                                 ": EPERM: only root makes an agent for another user; run ctx new "
+                                 "as root, or leave --owner out"});
   CTX_TRY_ASSIGN(std::vector<std::uint32_t> all, sys::user_groups((*e)->uid, (*e)->gid));
   std::set<std::uint32_t> gs(all.begin(), all.end());
   gs.erase((*e)->gid);
@@ -321,8 +321,8 @@ sys::MakeAs rights_of(const ForWhom& who) {
 // The --mount, --tool and --model values checked whole (bad input
 // changes nothing): the mounts parsed, each source looked up with the
 // owner's rights (the launch opens it with them).
-Result<std::vector<MountOption>> check_options(const std::string& ctx_root, const std::string& name,
-                                               const ForWhom& who, const TemplatePlan* tp, const NewOptions& opt) {
+Result<std::vector<MountOption>> check_options(const std::string& ctx_root, const std::string& name, const ForWhom& who,
+                                               const TemplatePlan* tp, const NewOptions& opt) {
   CTX_TRY(check_grant_names(opt.tools, opt.models));
   std::vector<std::string> taken;
   if (auto base = mountspec::parse(name + ".d/mount", mount_table(ctx_root, name, who.uid, tp, {})))
@@ -379,7 +379,8 @@ namespace {
 // merged-/usr links (the loader and /bin/sh of the /usr mount).
 Result<void> write_home(int top, const std::string& ctx_root, const std::string& home_rel,
                         std::vector<std::string>& made) {
-  for (const char* d : {"root", "data", "cache", "log", "session"}) CTX_TRY(make_below(top, ctx_root, home_rel + "/" + d, made));
+  for (const char* d : {"root", "data", "cache", "log", "session"})
+    CTX_TRY(make_below(top, ctx_root, home_rel + "/" + d, made));
   CTX_TRY_ASSIGN(UniqueFd root, sys::open_dir(path_join(ctx_root, home_rel + "/root"), true));
   for (const char* l : {"bin", "sbin", "lib", "lib32", "lib64", "libx32"})
     if (sys::open_path_no_symlinks(std::string("/usr/") + l))
@@ -391,8 +392,9 @@ Result<void> write_home(int top, const std::string& ctx_root, const std::string&
 // The control files, complete under a temporary name, then the runtime
 // (a system agent's entry beside it; a user agent's `entry` inside) and
 // the directory renamed into place without replacing anything.
-Result<void> write_dot_d(int tier, const std::string& name, const std::vector<std::pair<std::string, std::string>>& files,
-                         const std::string& runtime, bool user_tier) {
+Result<void> write_dot_d(int tier, const std::string& name,
+                         const std::vector<std::pair<std::string, std::string>>& files, const std::string& runtime,
+                         bool user_tier) {
   CTX_TRY_ASSIGN(std::string tmp, sys::make_temp_dir_at(tier, "." + name + ".d.new.", 0755));
   auto undo = [&](const Error& e) -> Result<void> {
     (void)sys::remove_tree_at(tier, tmp);

@@ -45,8 +45,9 @@ Result<MountOption> parse_mount_option(std::string_view spec) {
   const char* names[] = {"source", "target"};
   for (int i = 0; i < 2; ++i)
     if (auto issue = abs_path_issue(parts[static_cast<std::size_t>(i)]))
-      return fail(refused(m, EINVAL, std::string(names[i]) + " '" + parts[static_cast<std::size_t>(i)] +
-                                         "': " + issue->what + "; name an absolute path"));
+      return fail(refused(m, EINVAL,
+                          std::string(names[i]) + " '" + parts[static_cast<std::size_t>(i)] + "': " + issue->what +
+                              "; name an absolute path"));
   if (m.target == "/")
     return fail(refused(m, EINVAL, "the target is / (a mount over the whole root); choose a directory below it"));
   return m;
@@ -62,15 +63,17 @@ Result<void> check_mount_source(const MountOption& m) {
     return fail(refused(m, real.error().code,
                         "the source " + m.source + " cannot be looked up; name an existing path its owner may reach"));
   if (*real != m.source)
-    return fail(refused(m, EINVAL, "the source leads through a symbolic link to " + *real +
-                                       ", which the launcher does not follow; name " + *real));
+    return fail(refused(m, EINVAL,
+                        "the source leads through a symbolic link to " + *real +
+                            ", which the launcher does not follow; name " + *real));
   return {};
 }
 
 Result<void> check_mount_target(const MountOption& m, const std::vector<std::string>& taken) {
   if (std::find(taken.begin(), taken.end(), m.target) != taken.end())
-    return fail(refused(m, EINVAL, "the target " + m.target +
-                                       " is mounted already (by ctx new or an earlier --mount); choose another"));
+    return fail(
+        refused(m, EINVAL,
+                "the target " + m.target + " is mounted already (by ctx new or an earlier --mount); choose another"));
   return {};
 }
 

@@ -86,14 +86,15 @@ TEST_CASE("ctx new --owner as root makes a user agent that its owner and root bo
   const std::string d = tier + "/hello.d/";
   CHECK(ctx::test::read_file(d + "owner") == uid + "\n");
   CHECK(ctx::test::read_file(d + "gid") == std::to_string(u->gid) + "\n");
-  CHECK(ctx::test::read_file(d + "mount").find(data + "\t/data\trw\tbind,nosuid,nodev\n/usr/share\t/share\tro\tbind,"
-                                                      "nosuid,nodev\n") != std::string::npos);
-  CHECK(ctx::test::read_file(d + "policy").find(
-            "allow hello_t mount:/data read\nallow hello_t mount:/data write\nallow hello_t mount:/share read\n"
-            "# The tools and models ctx new --tool and --model granted:\nallow hello_t tool:fs.read execute\n"
-            "allow hello_t model:echo/m use\n") != std::string::npos);
+  CHECK(ctx::test::read_file(d + "mount")
+            .find(data + "\t/data\trw\tbind,nosuid,nodev\n/usr/share\t/share\tro\tbind,"
+                         "nosuid,nodev\n") != std::string::npos);
+  CHECK(ctx::test::read_file(d + "policy")
+            .find("allow hello_t mount:/data read\nallow hello_t mount:/data write\nallow hello_t mount:/share read\n"
+                  "# The tools and models ctx new --tool and --model granted:\nallow hello_t tool:fs.read execute\n"
+                  "allow hello_t model:echo/m use\n") != std::string::npos);
   for (const std::string& p : {t.root + "/home/" + uid, tier, tier + "/hello", tier + "/hello/root", d, d + "entry",
-                              d + "policy", d + "mount"})
+                               d + "policy", d + "mount"})
     CHECK(owner_of(p) == u->uid);
   CHECK(owner_of(t.root + "/agent") == 0);
   const std::string said = "hello is running in its sandbox: uid " + uid + ", cwd /ctx/home/" + uid + "/agent/hello\n";
@@ -126,7 +127,8 @@ TEST_CASE("a refused ctx new option changes nothing, with a message that names t
       {{"--mount", good, "--mount", "/nonexistent:/d"},
        "ctx: --mount /nonexistent:/d: ENOENT: the source /nonexistent cannot be looked up; name an existing path its "
        "owner may reach\n"},
-      {{"--mount", good, "--mount", "/usr:/d:rx"}, "ctx: --mount /usr:/d:rx: EINVAL: the mode is 'rx'; write ro or rw\n"},
+      {{"--mount", good, "--mount", "/usr:/d:rx"},
+       "ctx: --mount /usr:/d:rx: EINVAL: the mode is 'rx'; write ro or rw\n"},
       {{"--mount", "usr:/d"},
        "ctx: --mount usr:/d: EINVAL: source 'usr': path must be absolute (start with '/'); name an absolute path\n"},
       {{"--mount", "/usr"},
@@ -159,8 +161,9 @@ TEST_CASE("a refused ctx new option changes nothing, with a message that names t
   CHECK(r.err == "ctx: --owner 0: EINVAL: root's agents are system agents; leave --owner out\n");
   r = ctx_new(t.root, {"hello", "--owner", "daemon"}, *u);
   CHECK(r.exit_code == 1);
-  CHECK(r.err == "ctx: --owner daemon: EPERM: only root makes an agent for another user; run ctx new as root, or "
-                 "leave --owner out\n");
+  CHECK(r.err ==
+        "ctx: --owner daemon: EPERM: only root makes an agent for another user; run ctx new as root, or "
+        "leave --owner out\n");
   CHECK(listing(t.dir.path()) == before);
 }
 
