@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <cctype>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "base/names.hpp"
 #include "base/path.hpp"
 #include "base/text.hpp"
+#include "ctx/new_options.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
@@ -91,10 +93,21 @@ std::string label_type(const std::string& name) {
   return t.substr(0, 62) + "_t";
 }
 
-// The control files of a first agent (see run_new).
-std::vector<std::pair<std::string, std::string>> control_files(const std::string& ctx_root, const std::string& name,
-                                                               uid_t uid, gid_t gid, const std::string& root,
-                                                               const TemplatePlan* tp) {
+// Whom a new agent is for (see run_new): the caller, or with --owner a
+// user whose tier holds it.
+struct ForWhom {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string name;                 ///< the user's name (--owner only)
+  std::string groups;               ///< the groups file: supplementary gids, one a line
+  std::vector<std::uint32_t> gids;  ///< the user's supplementary gids (--owner only)
+  bool user_tier = false;           ///< home/<uid>/agent/<name>.d with its entry (--owner)
+};
+
+// The lines of a first agent's mount table (see run_new): the defaults,
+// the template's, then each --mount.
+std::string mount_table(const std::string& ctx_root, const std::string& name, uid_t uid, const TemplatePlan* tp,
+                        const std::vector<MountOption>& extra) {
   const std::string home_rel = "home/" + std::to_string(uid) + "/agent/" + name;
   std::string mount = "# source\ttarget\tro|rw\toptions: one mount a line (docs/abi.md)\n";
   mount += "/usr\t/usr\tro\trbind,nodev\n";
@@ -104,6 +117,18 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
   mount += ctx_root + "\t/ctx\tro\trbind,nosuid,nodev\n";
   mount += path_join(ctx_root, home_rel) + "\t/ctx/" + home_rel + "\trw\tbind,nosuid,nodev\n";
   if (tp) mount += tp->mount;
+  for (const auto& m : extra) mount += mount_line(m);
+  return mount;
+}
+
+// The control files of a first agent (see run_new).
+std::vector<std::pair<std::string, std::string>> control_files(const std::string& ctx_root, const std::string& name,
+                                                               const ForWhom& who, const std::string& root,
+                                                               const TemplatePlan* tp, const NewOptions& opt,
+                                                               const std::vector<MountOption>& mounts) {
+  const uid_t uid = who.uid;
+  const std::string home_rel = "home/" + std::to_string(uid) + "/agent/" + name;
+  const std::string mount = mount_table(ctx_root, name, uid, tp, mounts);
   // Every mount line needs its rule (docs/abi-policy.md, "What each class
   // gates"): read its target, and write it for a rw line.
   const std::string type = label_type(name);
@@ -121,9 +146,10 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
   if (mt)
     for (const auto& r : agentdir::mount_rules(*mt, type)) policy += policy::format_rule(r) + "\n";
   if (tp) policy += tp->policy;
+  policy += grant_rules(type, opt.tools, opt.models);
   std::vector<std::pair<std::string, std::string>> files{
       {"owner", std::to_string(uid) + "\n"},
-      {"gid", std::to_string(gid) + "\n"},
+      {"gid", std::to_string(who.gid) + "\n"},
       {"label", type + "\n"},
       {"iso", "userns\n"},
       {"root", root + "\n"},
@@ -132,7 +158,7 @@ std::vector<std::pair<std::string, std::string>> control_files(const std::string
       {"mount", mount},
       {"policy", policy},
   };
-  if (auto g = groups_file(uid, gid); !g.empty()) files.emplace_back("groups", g);
+  if (!who.groups.empty()) files.emplace_back("groups", who.groups);
   if (tp) {
     files.emplace_back("env", tp->env);
     files.emplace_back("model", tp->model);
@@ -195,12 +221,18 @@ Result<void> write_new(int top, const std::string& ctx_root, const TemplateFile&
   return {};
 }
 
-// The template's home and model files. A model entry that exists is
-// kept whole, with the key its .d/env may hold.
-Result<void> write_template(int top, const std::string& ctx_root, const TemplatePlan& p,
-                            std::vector<std::string>& made) {
+// The template's files in the agent's home.
+Result<void> write_template_home(int top, const std::string& ctx_root, const TemplatePlan& p,
+                                 std::vector<std::string>& made) {
   for (const auto& d : p.home_dirs) CTX_TRY(make_below(top, ctx_root, d, made));
   for (const auto& f : p.home_files) CTX_TRY(write_new(top, ctx_root, f, made));
+  return {};
+}
+
+// The template's model files in the system tier. A model entry that
+// exists is kept whole, with the key its .d/env may hold.
+Result<void> write_template_model(int top, const std::string& ctx_root, const TemplatePlan& p,
+                                  std::vector<std::string>& made) {
   const std::string& entry = p.models.back().rel;
   CTX_TRY_ASSIGN(auto st, sys::stat_at(top, entry));
   if (st) {
@@ -259,67 +291,221 @@ int run_init(const std::string& ctx_root, const std::vector<std::string>& shared
   return 0;
 }
 
+namespace {
+
+// --owner's user (see run_new), or the caller when spec is empty.
+Result<ForWhom> resolve_owner(const std::string& spec) {
+  ForWhom w{::getuid(), ::getgid(), "", groups_file(::getuid(), ::getgid()), {}, false};
+  if (spec.empty()) return w;
+  const bool digits =
+      spec.size() <= 10 && std::all_of(spec.begin(), spec.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  auto e = digits ? sys::lookup_user(static_cast<std::uint32_t>(std::stoull(spec))) : sys::lookup_user_name(spec);
+  if (!e) return fail(e.error().with_context("--owner " + spec));
+  if (!*e)
+    return fail(Error{ENOENT, "--owner " + spec + ": ENOENT: no such user on this machine; name a user of " +
+                                  "getent passwd, by name or uid"});
+  if ((*e)->uid == 0)
+    return fail(Error{EINVAL, "--owner " + spec + ": EINVAL: root's agents are system agents; leave --owner out"});
+  if (::getuid() != 0 && (*e)->uid != ::getuid())
+    return fail(Error{EPERM, "--owner " + spec +
+                                 ": EPERM: only root makes an agent for another user; run ctx new "
+                                 "as root, or leave --owner out"});
+  CTX_TRY_ASSIGN(std::vector<std::uint32_t> all, sys::user_groups((*e)->uid, (*e)->gid));
+  std::set<std::uint32_t> gs(all.begin(), all.end());
+  gs.erase((*e)->gid);
+  std::string groups;
+  for (auto g : gs) groups += std::to_string(g) + "\n";
+  return ForWhom{(*e)->uid, (*e)->gid, (*e)->name, groups, std::vector<std::uint32_t>(gs.begin(), gs.end()), true};
+}
+
+// The rights a new agent is written with: the owner's, when root makes
+// it for another user, so the kernel checks each step as the owner's and
+// what is made is the owner's; else the caller's own.
+sys::MakeAs rights_of(const ForWhom& who) {
+  if (!who.user_tier || ::getuid() != 0) return std::nullopt;
+  return sys::Creds{who.uid, who.gid, who.gids};
+}
+
+// The --mount, --tool and --model values checked whole (bad input
+// changes nothing): the mounts parsed, each source looked up with the
+// owner's rights (the launch opens it with them).
+Result<std::vector<MountOption>> check_options(const std::string& ctx_root, const std::string& name, const ForWhom& who,
+                                               const TemplatePlan* tp, const NewOptions& opt) {
+  CTX_TRY(check_grant_names(opt.tools, opt.models));
+  std::vector<std::string> taken;
+  if (auto base = mountspec::parse(name + ".d/mount", mount_table(ctx_root, name, who.uid, tp, {})))
+    for (const auto& e : *base) taken.push_back(e.target);
+  std::vector<MountOption> out;
+  for (const auto& spec : opt.mounts) {
+    CTX_TRY_ASSIGN(MountOption m, parse_mount_option(spec));
+    CTX_TRY(check_mount_target(m, taken));
+    CTX_TRY_ASSIGN(sys::FsIdScope scope, sys::FsIdScope::enter(rights_of(who)));
+    CTX_TRY(check_mount_source(m));
+    taken.push_back(m.target);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// The owner's tier directory home/<uid>/agent, made the owner's where
+// missing; someone else's is refused, since the owner's own launch binds
+// the agent's socket there.
+Result<UniqueFd> user_tier_dir(int top, const std::string& ctx_root, const ForWhom& who,
+                               std::vector<std::string>& made) {
+  const std::string uid = std::to_string(who.uid);
+  const std::string home = path_join(ctx_root, "home/" + uid);
+  auto not_theirs = [&](const std::string& path, uid_t by) {
+    return Error{EPERM, path + ": EPERM: owned by uid " + std::to_string(by) + ", not the agent's owner " + uid +
+                            ", whose own launch makes the agent's socket there; chown " + uid + ":" +
+                            std::to_string(who.gid) + " " + path + ", or choose another owner"};
+  };
+  CTX_TRY_ASSIGN(UniqueFd homes, make_below(top, ctx_root, "home", made));
+  CTX_TRY_ASSIGN(bool now, sys::make_dir_if_missing_at(homes.get(), uid, 0755));
+  if (now) {
+    CTX_TRY(sys::chown_at(homes.get(), uid, sys::Ownership{who.uid, who.gid}));
+    made.push_back(home);
+  }
+  CTX_TRY_ASSIGN(UniqueFd h, sys::open(homes.get(), uid, sys::Open::directory | sys::Open::no_follow));
+  CTX_TRY_ASSIGN(sys::FileStat hst, sys::stat_fd(h.get()));
+  if (hst.uid != who.uid && hst.uid != 0) return fail(not_theirs(home, hst.uid));
+  // In a home of root's the owner cannot make it; root does, then gives it.
+  const sys::MakeAs as = hst.uid == who.uid ? rights_of(who) : std::nullopt;
+  CTX_TRY_ASSIGN(bool made_agent, sys::make_dir_if_missing_at(h.get(), "agent", 0755, as));
+  if (made_agent && !as) CTX_TRY(sys::chown_at(h.get(), "agent", sys::Ownership{who.uid, who.gid}));
+  if (made_agent) made.push_back(home + "/agent");
+  CTX_TRY_ASSIGN(UniqueFd dir, sys::open(h.get(), "agent", sys::Open::directory | sys::Open::no_follow));
+  CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(dir.get()));
+  if (st.uid != who.uid) return fail(not_theirs(home + "/agent", st.uid));
+  return dir;
+}
+
+}  // namespace
+
+namespace {
+
+// The agent's home: data, cache, log, session, and a root with the
+// merged-/usr links (the loader and /bin/sh of the /usr mount).
+Result<void> write_home(int top, const std::string& ctx_root, const std::string& home_rel,
+                        std::vector<std::string>& made) {
+  for (const char* d : {"root", "data", "cache", "log", "session"})
+    CTX_TRY(make_below(top, ctx_root, home_rel + "/" + d, made));
+  CTX_TRY_ASSIGN(UniqueFd root, sys::open(sys::at_cwd, path_join(ctx_root, home_rel + "/root"), sys::Open::directory | sys::Open::no_follow));
+  for (const char* l : {"bin", "sbin", "lib", "lib32", "lib64", "libx32"})
+    if (sys::open(sys::at_cwd, std::string("/usr/") + l, sys::Open::path_only | sys::Open::no_symlinks))
+      if (auto r = sys::make_symlink_at(std::string("usr/") + l, root.get(), l); !r && r.error().code != EEXIST)
+        return fail(r.error());
+  return {};
+}
+
+// The control files, complete under a temporary name, then the runtime
+// (a system agent's entry beside it; a user agent's `entry` inside) and
+// the directory renamed into place without replacing anything.
+Result<void> write_dot_d(int tier, const std::string& name,
+                         const std::vector<std::pair<std::string, std::string>>& files, const std::string& runtime,
+                         bool user_tier) {
+  CTX_TRY_ASSIGN(std::string tmp, sys::make_temp_dir_at(tier, "." + name + ".d.new.", 0755));
+  auto undo = [&](const Error& e) -> Result<void> {
+    (void)sys::remove_tree_at(tier, tmp);
+    return fail(e);
+  };
+  auto dir = sys::open(tier, tmp, sys::Open::directory | sys::Open::no_follow);
+  if (!dir) return undo(dir.error());
+  for (const auto& [file, text] : files)
+    if (auto r = sys::atomic_replace(dir->get(), file, text, 0644); !r) return undo(r.error());
+  if (auto r = sys::atomic_replace(dir->get(), user_tier ? "entry" : "runtime.new", runtime, 0755); !r)
+    return undo(r.error());
+  // A user agent's log, the owner's from the start: a root launch appends
+  // to it, where a log it made would be root's and refuse the owner's.
+  if (user_tier)
+    if (auto r = sys::atomic_replace(dir->get(), "log", "", 0644); !r) return undo(r.error());
+  if (!user_tier)
+    if (auto r = sys::rename_noreplace_at(dir->get(), "runtime.new", tier, name); !r) return undo(r.error());
+  if (auto r = sys::rename_noreplace_at(tier, tmp, tier, name + ".d"); !r) {
+    if (!user_tier) (void)sys::remove_at(tier, name);
+    return undo(r.error());
+  }
+  return {};
+}
+
+// Refuses a name the tier holds already (EEXIST). In a user tier
+// home/<uid>/agent/<name> is the agent's home, which may exist.
+Result<void> check_free(int tier, const std::string& tier_path, const std::string& name, bool user_tier) {
+  std::vector<std::string> names{name + ".d"};
+  if (!user_tier) names.insert(names.begin(), name);
+  for (const std::string& n : names) {
+    auto st = sys::stat_at(tier, n);
+    if (!st || *st) return fail(Error{EEXIST, tier_path + "/" + n + ": EEXIST: the agent exists; choose another name"});
+  }
+  return {};
+}
+
+}  // namespace
+
 int run_new(const std::string& ctx_root, const std::string& name, const NewOptions& opt) {
   if (auto issue = agent_name_issue(name)) return error(Error{EINVAL, name + ": EINVAL: " + *issue});
   auto agents = sys::open(sys::at_cwd, ctx_root + "/agent", sys::Open::directory);
   if (!agents)
     return error(Error{agents.error().code, ctx_root + "/agent: " + errno_name(agents.error().code) +
                                                 ": not a CTX tree; make one first: ctx init --ctx-root " + ctx_root});
-  for (const std::string& n : {name, name + ".d"})
-    if (auto st = sys::stat_at(agents->get(), n); !st || *st)
-      return error(Error{EEXIST, ctx_root + "/agent/" + n + ": EEXIST: the agent exists; choose another name"});
-  const uid_t uid = ::getuid();
-  const gid_t gid = ::getgid();
+  auto who = resolve_owner(opt.owner);
+  if (!who) return error(who.error());
+  const bool user_tier = who->user_tier;
+  const std::string home_rel = "home/" + std::to_string(who->uid) + "/agent/" + name;
+  const std::string tier_path = path_join(ctx_root, user_tier ? std::string(path_dirname(home_rel)) : "agent");
+  if (!user_tier) {
+    if (auto r = check_free(agents->get(), tier_path, name, false); !r) return error(r.error());
+  } else if (auto t = sys::open(sys::at_cwd, tier_path, sys::Open::directory | sys::Open::no_follow)) {
+    if (auto r = check_free(t->get(), tier_path, name, true); !r) return error(r.error());
+  }
   std::optional<TemplatePlan> tp;
   if (opt.tmpl) {
-    auto p = template_plan(ctx_root, name, uid, opt);
+    auto p = template_plan(ctx_root, name, who->uid, opt);
     if (!p) return error(p.error());
     tp = std::move(*p);
   }
+  auto mounts = check_options(ctx_root, name, *who, tp ? &*tp : nullptr, opt);
+  if (!mounts) return error(mounts.error());
   std::vector<std::string> made;
-  // Its home: data, cache, log, session, and a root with the merged-/usr
-  // links (the loader and /bin/sh of the /usr mount).
   auto top = sys::open(sys::at_cwd, ctx_root, sys::Open::directory);
   if (!top) return error(top.error());
-  const std::string home_rel = "home/" + std::to_string(uid) + "/agent/" + name;
-  for (const char* d : {"root", "data", "cache", "log", "session"})
-    if (auto r = make_below(top->get(), ctx_root, home_rel + "/" + d, made); !r) return error(r.error());
-  auto root =
-      sys::open(sys::at_cwd, path_join(ctx_root, home_rel + "/root"), sys::Open::directory | sys::Open::no_follow);
-  if (!root) return error(root.error());
-  for (const char* l : {"bin", "sbin", "lib", "lib32", "lib64", "libx32"})
-    if (sys::open(sys::at_cwd, std::string("/usr/") + l, sys::Open::path_only | sys::Open::no_symlinks))
-      if (auto r = sys::make_symlink_at(std::string("usr/") + l, root->get(), l); !r && r.error().code != EEXIST)
-        return error(r.error());
-  if (tp)
-    if (auto r = write_template(top->get(), ctx_root, *tp, made); !r) return error(r.error());
-  // The control files, complete under a temporary name, then the runtime
-  // and the directory renamed into place without replacing anything.
-  const std::string root_path = path_join(ctx_root, home_rel + "/root");
-  auto tmp = sys::make_temp_dir_at(agents->get(), "." + name + ".d.new.", 0755);
-  if (!tmp) return error(tmp.error());
-  auto undo = [&](const Error& e) {
-    (void)sys::remove_tree_at(agents->get(), *tmp);
-    return error(e);
+  auto tier = user_tier ? user_tier_dir(top->get(), ctx_root, *who, made) : std::move(agents);
+  if (!tier) return error(tier.error());
+  // What is the agent's is written with the owner's rights (rights_of).
+  auto owned = [&](const std::function<Result<void>()>& write) -> Result<void> {
+    CTX_TRY_ASSIGN(sys::FsIdScope scope, sys::FsIdScope::enter(rights_of(*who)));
+    return write();
   };
-  auto dir = sys::open(agents->get(), *tmp, sys::Open::directory | sys::Open::no_follow);
-  if (!dir) return undo(dir.error());
-  for (const auto& [file, text] : control_files(ctx_root, name, uid, gid, root_path, tp ? &*tp : nullptr))
-    if (auto r = sys::atomic_replace(dir->get(), file, text, 0644); !r) return undo(r.error());
-  if (auto r = sys::atomic_replace(dir->get(), "runtime.new", tp ? tp->runtime : runtime_script(name), 0755); !r) return undo(r.error());
-  if (auto r = sys::rename_noreplace_at(dir->get(), "runtime.new", agents->get(), name); !r) return undo(r.error());
-  if (auto r = sys::rename_noreplace_at(agents->get(), *tmp, agents->get(), name + ".d"); !r) {
-    (void)sys::remove_at(agents->get(), name);
-    return undo(r.error());
-  }
-  made.push_back(ctx_root + "/agent/" + name);
-  made.push_back(ctx_root + "/agent/" + name + ".d");
+  auto r = owned([&]() -> Result<void> {
+    CTX_TRY(write_home(top->get(), ctx_root, home_rel, made));
+    if (tp) CTX_TRY(write_template_home(top->get(), ctx_root, *tp, made));
+    return {};
+  });
+  if (r && tp) r = write_template_model(top->get(), ctx_root, *tp, made);
+  if (r)
+    r = owned([&]() -> Result<void> {
+      const auto files = control_files(ctx_root, name, *who, path_join(ctx_root, home_rel + "/root"),
+                                       tp ? &*tp : nullptr, opt, *mounts);
+      return write_dot_d(tier->get(), name, files, tp ? tp->runtime : runtime_script(name), user_tier);
+    });
+  if (!r) return error(r.error());
+  if (!user_tier) made.push_back(tier_path + "/" + name);
+  made.push_back(tier_path + "/" + name + ".d");
   for (const auto& m : made) std::printf("created %s\n", m.c_str());
-  std::printf("launch it: ctx-agent-run --ctx-root %s %s\n", ctx_root.c_str(), name.c_str());
+  if (user_tier)
+    std::printf("launch it as %s: ctx-agent-run --ctx-root %s %s; as root: ctx-agent-run --ctx-root %s --user %u %s\n",
+                who->name.c_str(), ctx_root.c_str(), name.c_str(), ctx_root.c_str(), who->uid, name.c_str());
+  else
+    std::printf("launch it: ctx-agent-run --ctx-root %s %s\n", ctx_root.c_str(), name.c_str());
   if (tp)
     std::printf("its model %s: put your API key after CTX_UPSTREAM_KEY= in %s.d/env\n", tp->model_name.c_str(),
                 path_join(ctx_root, tp->models.back().rel).c_str());
   return 0;
+}
+
+std::optional<std::uint32_t> owner_uid(const std::string& spec) {
+  auto who = resolve_owner(spec);
+  if (!who || !who->user_tier) return std::nullopt;
+  return who->uid;
 }
 
 }  // namespace ctx::helper

@@ -266,9 +266,21 @@ void add_setup_commands(CLI::App& app, std::string& ctx_root, std::string& name,
   new_cmd->add_option("--project", project, "with --template: the directory mounted read-write at /work "
                                             "(default: the agent home's work/)")
       ->needs(tmpl_opt);
+  static std::string owner;
+  static std::vector<std::string> mounts, tools, models;
+  new_cmd->add_option("--owner", owner, "as root: a user agent of user U (name or uid) in U's tier, which U and "
+                                        "root both launch (docs/install.md)");
+  new_cmd->add_option("--mount", mounts, "SRC:DST[:ro|rw]: a bind mount (ro by default) and its mount rules; "
+                                         "repeatable");
+  new_cmd->add_option("--tool", tools, "grant the tool NAME (execute); repeatable");
+  new_cmd->add_option("--model", models, "grant the model NAME (use); repeatable");
   new_cmd->callback([&] {
     run = [&] {
       ctx::helper::NewOptions opt;
+      opt.owner = owner;
+      opt.mounts = mounts;
+      opt.tools = tools;
+      opt.models = models;
       if (!tmpl.empty()) {
         auto t = ctx::helper::parse_template(tmpl);
         if (!t) {
@@ -281,7 +293,10 @@ void add_setup_commands(CLI::App& app, std::string& ctx_root, std::string& name,
         opt.path = env_or("PATH", "");
       }
       if (int code = ctx::helper::run_new(ctx_root, name, opt); code != 0) return code;
-      return run_check(ctx_root, name, false, false, false);
+      // A user agent (--owner) is checked in its tier.
+      std::optional<std::uint32_t> user;
+      if (!owner.empty()) user = ctx::helper::owner_uid(owner);
+      return run_check(ctx_root, name, false, false, false, user);
     };
   });
 }

@@ -172,6 +172,16 @@ Result<std::optional<UserEntry>> lookup_user(std::uint32_t uid) {
   return std::optional<UserEntry>(UserEntry{pw.pw_name, pw.pw_uid, pw.pw_gid});
 }
 
+Result<std::optional<UserEntry>> lookup_user_name(const std::string& name) {
+  struct passwd pw {};
+  struct passwd* res = nullptr;
+  std::vector<char> buf(16384);
+  int rc = ::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &res);
+  if (rc != 0) return fail(sys_error("getpwnam_r", rc));
+  if (res == nullptr) return std::optional<UserEntry>();
+  return std::optional<UserEntry>(UserEntry{pw.pw_name, pw.pw_uid, pw.pw_gid});
+}
+
 Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t primary_gid) {
   CTX_TRY_ASSIGN(std::optional<UserEntry> user, lookup_user(uid));
   if (!user) return std::vector<std::uint32_t>{primary_gid};

@@ -92,6 +92,9 @@ struct UserEntry {
 /// getpwuid_r(3): nullopt if the uid has no entry.
 Result<std::optional<UserEntry>> lookup_user(std::uint32_t uid);
 
+/// getpwnam_r(3): nullopt if no user has that name.
+Result<std::optional<UserEntry>> lookup_user_name(const std::string& name);
+
 /// The group list of a user from the group database (getgrouplist), the
 /// primary gid included.
 Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t primary_gid);
