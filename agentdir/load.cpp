@@ -39,7 +39,8 @@ const std::vector<std::string_view>& known_control_files() {
       "owner", "uid",  "gid",   "groups", "label",  "iso",    "parent", "life", "root",      "cwd",
       "env",   "path", "mount", "model",  "policy", "status", "pid",    "log",  "meta.json", "limits",
       "log.1",  // the launcher's previous log, once `log` reached its cap
-      "entry",  // a user agent's executable (never read; unknown in the system tier)
+      "entry",     // a user agent's executable (never read; unknown in the system tier)
+      "instance",  // the launcher's per-session status and pid (docs/abi.md, "Instances")
   };
   return files;
 }
@@ -480,7 +481,7 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
     }
     // status, pid and log are the launcher's output, not configuration:
     // nothing is decided from them, and the log grows with every launch.
-    if (n == "status" || n == "pid" || n == "log" || n == "log.1") continue;
+    if (n == "status" || n == "pid" || n == "log" || n == "log.1" || n == "instance") continue;
     auto f = sys::read_small_file(dir->get(), n, kMaxControlFileSize);
     if (!f) {
       errors.push_back(

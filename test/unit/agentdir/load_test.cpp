@@ -236,6 +236,12 @@ TEST_CASE("load reads the .d directory strictly from disk", "[fs]") {
     REQUIRE(d);
     CHECK(d->unknown == std::vector<std::string>{"tools"});
   }
+  SECTION("the launcher's instance/ directory is its output, not an unknown file") {
+    t.mkdir("agent/coder.d/instance/default");
+    auto d = read_control_files(t.path(), "coder");
+    REQUIRE(d);
+    CHECK(d->unknown.empty());
+  }
   SECTION("a privileged launch refuses group/other-writable control files") {
     // The runner owns the files: make it the owner, so only the mode is wrong.
     t.write("agent/coder.d/owner", std::to_string(::getuid()) + "\n");
