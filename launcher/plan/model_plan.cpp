@@ -66,9 +66,11 @@ LaunchPlan model_plan(const LaunchPlan& agent, const ModelEntry& m, const std::s
   p.mounts.push_back(SealStep{"/", {.rdonly = true, .nosuid = true, .nodev = true}});
 
   p.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "CTX_MODEL=" + m.name};
-  for (const auto& [k, v] : m.request_env)
-    if (std::none_of(m.env.begin(), m.env.end(), [&](const auto& kv) { return kv.first == k; }))
-      p.env.push_back(k + "=" + v);
+  for (const auto& kv : m.request_env) {
+    const std::string& name = kv.first;
+    if (std::none_of(m.env.begin(), m.env.end(), [&name](const auto& own) { return own.first == name; }))
+      p.env.push_back(name + "=" + kv.second);
+  }
   for (const auto& [k, v] : m.env) p.env.push_back(k + "=" + v);
   p.argv = {model_inner_path(m.name)};
   p.nproc = agent.nproc;
