@@ -92,6 +92,11 @@ struct EndpointTree {
     return out;
   }
   RunResult sh(const std::string& cmd) { return t.launch({"coder", "--", "/bin/sh", "-c", cmd}, as); }
+  // A python3 script run inside the sandbox (written into the agent's home).
+  RunResult python(const std::string& name, const std::string& code) {
+    t.write("ctx/home/" + uid + "/agent/coder/" + name, code);
+    return sh("/usr/bin/python3 /ctx/home/" + uid + "/agent/coder/" + name);
+  }
 };
 
 EndpointTree make_tree(const std::string& extra_policy = "") {
@@ -304,8 +309,7 @@ TEST_CASE("the model gate refuses HTTP metadata sent past the endpoint: a creden
       "a = json.loads(s.makefile().readline())\n"
       "print(a['code'], a['reason'], a['message'])\n"
       "print('model output:', os.read(r, 100))\n";
-  m.t.write("ctx/home/" + m.uid + "/agent/coder/raw.py", py);
-  RunResult r = m.sh("/usr/bin/python3 /ctx/home/" + m.uid + "/agent/coder/raw.py");
+  RunResult r = m.python("raw.py", py);
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out == "EINVAL invalid_request http: header 'Authorization' is never passed to a model\nmodel output: b''\n");
@@ -337,8 +341,7 @@ TEST_CASE("the model gate runs one model per connection: a second model request 
       "b = json.loads(f.readline())\n"
       "print(b.get('ok'), b.get('exit_status'))\n"
       "print('second model output:', os.read(outs[1], 100))\n";
-  m.t.write("ctx/home/" + m.uid + "/agent/coder/two.py", py);
-  RunResult r = m.sh("/usr/bin/python3 /ctx/home/" + m.uid + "/agent/coder/two.py");
+  RunResult r = m.python("two.py", py);
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out == "EBUSY busy\nTrue 0\nsecond model output: b''\n");
@@ -373,8 +376,7 @@ TEST_CASE("the model endpoint refuses a request with two lengths: the model is n
       "s.sendall(('POST /debug/cgi/v1/messages HTTP/1.1\\r\\nHost: x\\r\\nx-api-key: ' + tok +\n"
       "           '\\r\\nContent-Length: 4\\r\\nContent-Length: 2\\r\\n\\r\\nabcd').encode())\n"
       "print(s.recv(200).decode().split('\\r\\n')[0])\n";
-  m.t.write("ctx/home/" + m.uid + "/agent/coder/twolen.py", py);
-  RunResult r = m.sh("/usr/bin/python3 /ctx/home/" + m.uid + "/agent/coder/twolen.py");
+  RunResult r = m.python("twolen.py", py);
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out == "HTTP/1.1 400 Bad Request\n");
