@@ -26,7 +26,8 @@ namespace {
 using ctx::endpoint::Call;
 using nlohmann::json;
 
-std::string g_token;
+std::string g_token;    ///< empty: no model is granted
+std::string g_refusal;  ///< without network: the proxy's answer
 
 constexpr unsigned kMaxConnections = 64;
 constexpr unsigned kIdleSeconds = 600;
@@ -141,12 +142,46 @@ ssize_t read_body(void* cls, uint64_t, char* buf, size_t max) {
   return static_cast<ssize_t>(chunk->size());
 }
 
+// A request for the proxy (HTTP_PROXY, HTTPS_PROXY): CONNECT, or a target
+// in absolute form (http://host/...). Every other request of the endpoint's
+// starts with '/'.
+bool for_proxy(std::string_view url, const char* method) {
+  return std::strcmp(method, "CONNECT") == 0 || (!url.empty() && url.front() != '/');
+}
+
+// What a sandbox without network answers its proxy requests: 403, its
+// cause and the fix as plain text (what curl prints of a plain-HTTP
+// request) and in a header (what `curl -v` shows of a CONNECT's answer).
+MHD_Result refuse_proxy(MHD_Connection* c) {
+  const std::string body = g_refusal.empty() ? "ctx-agent-run: EACCES: this endpoint is not a proxy\n" : g_refusal + "\n";
+  MHD_Response* r = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  if (r == nullptr) return MHD_NO;
+  MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+  if (!g_refusal.empty()) MHD_add_response_header(r, "X-Ctx-Refused", g_refusal.c_str());
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+  MHD_Result ok = MHD_queue_response(c, 403, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
 // The first call of a request: its headers. Answers what needs no model
-// (/, 401, 400) or starts the call.
+// (the proxy's refusal, /, 401, 403 without a model grant, 400) or starts
+// the call.
 MHD_Result begin(MHD_Connection* c, Request& req, std::string_view url, const char* method, const char* version) {
+  if (for_proxy(url, method)) {
+    req.answered = true;
+    return refuse_proxy(c);
+  }
   if (url == "/" || url.empty()) {
     req.root = true;
     return MHD_YES;
+  }
+  if (g_token.empty()) {
+    req.answered = true;
+    return error(c, 403,
+                 {{"code", "EACCES"},
+                  {"reason", "no_model"},
+                  {"message", "EACCES: this agent's policy grants no model (no 'allow <label> model:<name> use')"}});
   }
   if (!authorized(c)) {
     req.answered = true;
@@ -243,15 +278,18 @@ void completed(void*, MHD_Connection*, void** state, MHD_RequestTerminationCode)
 
 int main() {
   const char* token = std::getenv("CTX_MODEL_TOKEN");
+  const char* refusal = std::getenv("CTX_NETWORK_REFUSAL");
   const char* fds = std::getenv("LISTEN_FDS");
   const char* pid = std::getenv("LISTEN_PID");
-  if (token == nullptr || std::strlen(token) != 64 || fds == nullptr || std::strcmp(fds, "1") != 0 || pid == nullptr ||
-      std::to_string(::getpid()) != pid) {
+  if ((token == nullptr && refusal == nullptr) || (token != nullptr && std::strlen(token) != 64) || fds == nullptr ||
+      std::strcmp(fds, "1") != 0 || pid == nullptr || std::to_string(::getpid()) != pid) {
     std::fprintf(stderr,
-                 "ctx-model-endpoint: EINVAL: started by the sandbox's init only (CTX_MODEL_TOKEN, LISTEN_FDS)\n");
+                 "ctx-model-endpoint: EINVAL: started by the sandbox's init only (CTX_MODEL_TOKEN or "
+                 "CTX_NETWORK_REFUSAL, LISTEN_FDS)\n");
     return 2;
   }
-  g_token = token;
+  if (token != nullptr) g_token = token;
+  if (refusal != nullptr) g_refusal = ctx::printable(refusal);
   ::unsetenv("CTX_MODEL_TOKEN");
   ctx::sys::ignore_sigpipe();
   // Blocked before any thread exists: only the wait below takes them.

@@ -451,11 +451,32 @@ void set_env(std::vector<std::string>& env, const std::string& key, const std::s
   env.push_back(key + "=" + value);
 }
 
-// The caller's terminal type and language, where their values are plain.
-// The HTTP model endpoint, for an agent whose policy grants a model:
-// its token where the agent's SDKs look for their key (unless the agent's
-// own env sets one: `ctx check` warns of a real key there), and its URL
-// when the port is fixed.
+// A variable of the launcher's that the agent's own env file did not set
+// (the owner's value wins).
+void set_default_env(const AgentSpec& spec, std::vector<std::string>& env, const std::string& key,
+                     const std::string& value) {
+  if (std::none_of(spec.env.begin(), spec.env.end(), [&](const auto& kv) { return kv.first == key; }))
+    set_env(env, key, value);
+}
+
+// What the proxy of a sandbox without network answers every request
+// (docs/models.md, "Without network"): the cause, that retrying will not help, and the one
+// line of the policy that would change it.
+std::string network_refusal(const AgentSpec& spec, bool models) {
+  const std::string file = spec.ctx_root + "/" + agentdir::agents_rel(spec.tier_user) + "/" + spec.name + ".d/policy";
+  return "ctx-agent-run: EACCES: agent " + spec.name +
+         " has no network: its policy grants none, so nothing beyond the sandbox's loopback is reachable "
+         "(name lookups fail for the same reason). This is the sandbox's policy, not a fault; retrying will not help. To allow "
+         "it, add " +
+         policy::missing_rule(spec.subject(), policy::Class::network, "default", "connect") + " to " + file +
+         " and launch again." + (models ? " Models are reached through $CTX_MODEL_URL." : "");
+}
+
+// The HTTP model endpoint: for an agent whose policy grants a model (its
+// token where the agent's SDKs look for their key, unless the agent's own
+// env sets one: `ctx check` warns of a real key there; its URL when the
+// port is fixed), and for every agent without network, as the HTTP proxy
+// that says why nothing is reachable (the loopback addresses bypass it).
 void plan_endpoint(const agentdir::AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan,
                    std::vector<std::string>& env) {
   const std::string subject = spec.subject();
@@ -463,15 +484,23 @@ void plan_endpoint(const agentdir::AgentSpec& spec, const PlanOptions& opts, Lau
   const bool grants = !subject.empty() && std::any_of(rules.begin(), rules.end(), [&](const policy::Rule& r) {
     return r.subject == subject && r.cls == policy::Class::model && r.permission == "use";
   });
-  if (!grants || opts.model_token.empty()) return;
-  plan.endpoint = EndpointPlan{plan.net_ns ? kEndpointPort : std::uint16_t{0}, opts.model_token};
-  if (plan.net_ns) set_env(env, "CTX_MODEL_URL", "http://127.0.0.1:" + std::to_string(kEndpointPort));
+  const bool models = grants && !opts.model_token.empty();
+  if (!models && !plan.net_ns) return;
+  EndpointPlan e{plan.net_ns ? kEndpointPort : std::uint16_t{0}, models ? opts.model_token : "", ""};
+  if (plan.net_ns) {
+    const std::string url = "http://127.0.0.1:" + std::to_string(kEndpointPort);
+    e.refusal = network_refusal(spec, models);
+    if (models) set_env(env, "CTX_MODEL_URL", url);
+    for (const char* key : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) set_default_env(spec, env, key, url);
+    for (const char* key : {"NO_PROXY", "no_proxy"}) set_default_env(spec, env, key, "localhost,127.0.0.1,::1");
+  }
+  plan.endpoint = std::move(e);
+  if (!models) return;
   set_env(env, "CTX_MODEL_TOKEN", opts.model_token);
-  for (const char* key : {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"})
-    if (std::none_of(spec.env.begin(), spec.env.end(), [&](const auto& kv) { return kv.first == key; }))
-      set_env(env, key, opts.model_token);
+  for (const char* key : {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}) set_default_env(spec, env, key, opts.model_token);
 }
 
+// The caller's terminal type and language, where their values are plain.
 void pass_terminal_env(const std::vector<std::string>& caller_env, std::vector<std::string>& env) {
   for (std::string_view key : kTerminalEnv)
     for (const std::string& kv : caller_env)

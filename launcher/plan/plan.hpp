@@ -80,14 +80,22 @@ using mountspec::SymlinkStep;
 using mountspec::ViewStep;
 
 /// The HTTP model endpoint (docs/models.md, "The HTTP endpoint"): a
-/// process the sandbox's init starts beside the runtime when the policy
-/// grants at least one `model:<name> use`.
+/// process the sandbox's init starts at the first connection to its
+/// socket, when the policy grants at least one `model:<name> use` or the
+/// sandbox has no network (then it is also the agent's HTTP proxy, which
+/// refuses every request with `refusal`: docs/models.md, "Without
+/// network").
 struct EndpointPlan {
   /// 127.0.0.1:kEndpointPort in the sandbox's own network namespace; 0 (a
   /// port the kernel picks) with the host's.
   std::uint16_t port = 0;
-  /// The per-launch token every call must carry (CTX_MODEL_TOKEN).
+  /// The per-launch token every call must carry (CTX_MODEL_TOKEN); empty:
+  /// no model is granted, and model calls are refused.
   std::string token;
+  /// Without network: what a proxy request is answered (403): the cause
+  /// and the policy line that would change it. Empty with the host's
+  /// network (no proxy is set).
+  std::string refusal;
 };
 
 /// The whole plan.

@@ -142,7 +142,10 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
       {"model_endpoint",
        p.endpoint ? json{{"program", "ctx-model-endpoint"},
                          {"listen", p.endpoint->port != 0 ? "127.0.0.1:" + std::to_string(p.endpoint->port)
-                                                          : std::string("127.0.0.1, a port the kernel picks")}}
+                                                          : std::string("127.0.0.1, a port the kernel picks")},
+                         {"started", "at the first connection"},
+                         {"models", !p.endpoint->token.empty()},
+                         {"proxy", p.endpoint->refusal.empty() ? json(nullptr) : json(p.endpoint->refusal)}}
                   : json(nullptr)},
       {"hardening",
        {"capabilities dropped", "no_new_privs", "setsid", "fds 0-2 + LISTEN_FDS only", "pivot_root + detach",

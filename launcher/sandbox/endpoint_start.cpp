@@ -60,8 +60,9 @@ void warn(const std::string& what) {
   // and no capabilities are the init's already.
   if (auto r = sys::landlock_scope_ipc(); !r) fail(r.error().with_context("Landlock"));
   if (auto r = sys::load_seccomp_program(sys::builtin_seccomp_program()); !r) fail(r.error());
-  std::vector<std::string> env{"CTX_MODEL_TOKEN=" + plan.endpoint->token, "LISTEN_FDS=1",
-                               "LISTEN_PID=" + std::to_string(::getpid()), "CTX_AGENT=" + plan.name};
+  std::vector<std::string> env{"LISTEN_FDS=1", "LISTEN_PID=" + std::to_string(::getpid()), "CTX_AGENT=" + plan.name};
+  if (!plan.endpoint->token.empty()) env.push_back("CTX_MODEL_TOKEN=" + plan.endpoint->token);
+  if (!plan.endpoint->refusal.empty()) env.push_back("CTX_NETWORK_REFUSAL=" + plan.endpoint->refusal);
   Error e = sys::exec_fd(4, {kEndpointProgram}, env, sys::ExecFd::close);
   warn(e.with_context(kEndpointProgram).msg);
   _exit(kExitLaunchFailed);
@@ -79,24 +80,27 @@ UniqueFd open_endpoint_program() {
   return UniqueFd();
 }
 
-std::string start_endpoint(const LaunchPlan& plan, int exe) {
-  if (!plan.endpoint) return "";
+EndpointSocket listen_endpoint(const LaunchPlan& plan, int exe) {
+  if (!plan.endpoint) return {};
   if (exe < 0) {
     warn(std::string(kEndpointProgram) + " is not installed");
-    return "";
+    return {};
   }
   auto sock = sys::listen_tcp_loopback(plan.endpoint->port);
   if (!sock) {
     warn(sock.error().msg);
-    return "";
+    return {};
   }
+  return {std::move(sock->first), "http://127.0.0.1:" + std::to_string(sock->second)};
+}
+
+void start_endpoint(const LaunchPlan& plan, int exe, int listen) {
   auto pid = sys::fork_process();
   if (!pid) {
     warn(pid.error().msg);
-    return "";
+    return;
   }
-  if (*pid == 0) exec_endpoint(plan, exe, sock->first.get());
-  return "http://127.0.0.1:" + std::to_string(sock->second);
+  if (*pid == 0) exec_endpoint(plan, exe, listen);
 }
 
 }  // namespace ctx::launcher

@@ -1,6 +1,6 @@
 // The HTTP model endpoint's start inside the sandbox (docs/models.md,
-// "The HTTP endpoint"): the init binds its socket and forks it beside the
-// runtime, with the runtime's own confinement and no authority beyond the
+// "The HTTP endpoint"): the init binds its socket before the runtime
+// exists and forks it at the first connection, with the runtime's own confinement and no authority beyond the
 // agent's; it dies with the sandbox (its pid namespace), and the init
 // never waits for it.
 #pragma once
@@ -22,13 +22,27 @@ inline constexpr const char* kEndpointProgram = "ctx-model-endpoint";
 /// descriptor when neither has it.
 UniqueFd open_endpoint_program();
 
+/// The endpoint's socket, listening before the runtime exists: `listen`
+/// (close-on-exec; invalid when there is no endpoint) and the URL for
+/// CTX_MODEL_URL ("" when none).
+struct EndpointSocket {
+  UniqueFd listen;
+  std::string url;
+};
+
 /// Called by the sandbox's init after its setup (ids, capabilities,
-/// no_new_privs), before the runtime's fork. Listens on 127.0.0.1 at the
-/// plan's port, forks the endpoint and execs the program open at `exe`
+/// no_new_privs), before the runtime's fork: listens on 127.0.0.1 at the
+/// plan's port. Nothing is started yet: connections wait in the socket's
+/// backlog until the init, seeing the first one, calls start_endpoint.
+/// When the socket cannot be made, or `exe` is invalid, the agent runs
+/// without an endpoint (said on stderr as a warning).
+EndpointSocket listen_endpoint(const LaunchPlan& plan, int exe);
+
+/// Forks the endpoint on `listen` and execs the program open at `exe`
 /// (a descriptor from outside the root: the agent's mounts need not show
-/// it; the loader and libmicrohttpd come from the sandbox's /usr). Returns
-/// the endpoint's URL for CTX_MODEL_URL, or "" when it could not be
-/// started (said on stderr as a warning; the agent runs without it).
-std::string start_endpoint(const LaunchPlan& plan, int exe);
+/// it; the loader and libmicrohttpd come from the sandbox's /usr), with
+/// the runtime's confinement. A failed fork is a warning; the init never
+/// waits for the endpoint, which ends with the sandbox's pid namespace.
+void start_endpoint(const LaunchPlan& plan, int exe, int listen);
 
 }  // namespace ctx::launcher

@@ -230,10 +230,25 @@ Result<Terminal> open_terminal(const Reporter& rep) {
 // but the init, so a grandchild the runtime forked gets its chance to
 // finish too. A signal forwarded from the supervisor's caller still goes
 // to the runtime alone: that is the runtime's to pass on.
-[[noreturn]] void be_init(pid_t runtime, int sigfd, int lifeline, bool terminal) {
+// The model endpoint waits in `listen` (with its program at `exe`) until
+// its first connection: a launch whose agent never calls a model or the
+// proxy starts no process for it.
+struct PendingEndpoint {
+  const LaunchPlan* plan = nullptr;
+  UniqueFd exe;
+  UniqueFd listen;
+};
+
+[[noreturn]] void be_init(pid_t runtime, int sigfd, int lifeline, bool terminal, PendingEndpoint endpoint) {
   while (true) {
     std::vector<struct pollfd> fds{{sigfd, POLLIN, 0}, {lifeline, POLLIN, 0}};
+    if (endpoint.listen.valid()) fds.push_back({endpoint.listen.get(), POLLIN, 0});
     if (!sys::poll_fds(fds, -1)) _exit(kExitLaunchFailed);
+    if (fds.size() > 2 && fds[2].revents != 0) {
+      start_endpoint(*endpoint.plan, endpoint.exe.get(), endpoint.listen.get());
+      endpoint.listen.reset();
+      endpoint.exe.reset();
+    }
     if (fds[1].revents != 0) {
       char c = 0;
       auto got = sys::read_byte(lifeline, c);
@@ -301,10 +316,12 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // channel and the signalfd stay ours. The runtime's execve makes it
   // dumpable again.
   if (auto r = sys::set_not_dumpable(); !r) die(rep, r.error());
-  // Beside the runtime, never waited for: with the runtime's exit the init
-  // exits, and the kernel ends the endpoint with the pid namespace.
-  const std::string model_url = start_endpoint(plan, io.endpoint_exe);
-  sys::close_fd(io.endpoint_exe);
+  // Listening before the runtime exists; started at its first connection.
+  EndpointSocket endpoint = listen_endpoint(plan, io.endpoint_exe);
+  PendingEndpoint pending{&plan, UniqueFd(io.endpoint_exe), std::move(endpoint.listen)};
+  if (!pending.listen.valid()) pending.exe.reset();
+  // Only for a model grant: a proxy's URL is in the plan's variables.
+  const std::string model_url = plan.endpoint && !plan.endpoint->token.empty() ? endpoint.url : "";
   if (auto f = sys::fault_at("sandbox.fork"); !f) die(rep, f.error());
   auto pid = sys::fork_process();
   if (!pid) die(rep, pid.error());
@@ -322,7 +339,7 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
     (void)sys::set_foreground(term.peer.get(), *pid);
     term.peer.reset();
   }
-  be_init(*pid, sigfd->get(), io.lifeline, plan.terminal);
+  be_init(*pid, sigfd->get(), io.lifeline, plan.terminal, std::move(pending));
 }
 
 }  // namespace ctx::launcher

@@ -63,13 +63,15 @@ Cli codex() {
 // The tool call: writes /work/out.txt, the agent's token to
 // /work/token.txt, and what its probes found to /work/probe.txt: the
 // forwarder's key in the environment, under /ctx, the home, /tmp, /run and
-// in /proc/*/environ; the network (curl to an address, a DNS lookup); a
+// in /proc/*/environ; the network (curl to an address, what the proxy
+// answers it, a DNS lookup); a
 // host path outside its mounts (the model's .d/env as the host names it).
 std::string tool_command(const std::string& outside) {
   return "echo hello from the tool call > /work/out.txt; printf %s \"$CTX_MODEL_TOKEN\" > /work/token.txt; k=" +
          kKeyHead + "; k=${k}" + kKeyTail +
          "; { echo env=$(env | grep -c \"$k\"); grep -rl \"$k\" /ctx \"$HOME\" /tmp /run /proc/[0-9]*/environ "
-         "2>/dev/null; curl -sS -m 5 http://1.1.1.1 >/dev/null 2>&1 && echo curl-ok || echo curl-failed; "
+         "2>/dev/null; curl -fsS -m 5 http://1.1.1.1 >/dev/null 2>&1 && echo curl-ok || echo curl-failed; "
+         "echo why=$(curl -s -m 5 http://1.1.1.1 | grep -c 'has no network: its policy grants none'); "
          "getent hosts example.com >/dev/null 2>&1 && echo dns-ok || echo dns-failed; cat " +
          outside + " >/dev/null 2>&1 && echo read-ok || echo read-failed; } > /work/probe.txt";
 }
@@ -137,7 +139,7 @@ void completes_a_task(const Cli& c) {
     struct stat st {};
     REQUIRE(::stat((p.home / "work/out.txt").c_str(), &st) == 0);
     CHECK(st.st_uid == as.uid);
-    CHECK(p.read("work/probe.txt") == "env=0\ncurl-failed\ndns-failed\nread-failed\n");
+    CHECK(p.read("work/probe.txt") == "env=0\ncurl-failed\nwhy=1\ndns-failed\nread-failed\n");
     const std::string token = p.read("work/token.txt");
     CHECK(token.size() == 64);
     const auto requests = api.requests();

@@ -138,7 +138,10 @@ TEST_CASE("the sandbox's init holds only its signalfd and the lifeline", "[root]
     REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
     int init = init_pid_of(sp);
     std::vector<std::string> fds = ctx::test::names_in("/proc/" + std::to_string(init) + "/fd");
-    CHECK(fds.size() == 5);  // stdin, stdout, stderr, signalfd, lifeline: no host directory
+    // stdin, stdout, stderr, signalfd, lifeline, and until its first
+    // connection the endpoint's listening socket and program (the agent
+    // has no network: the endpoint is its proxy): no host directory.
+    CHECK(fds.size() == 7);
     for (const auto& fd : fds) {
       char target[256] = {};
       ssize_t n = ::readlink(("/proc/" + std::to_string(init) + "/fd/" + fd).c_str(), target, sizeof target - 1);

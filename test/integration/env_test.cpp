@@ -48,6 +48,13 @@ TEST_CASE("cwd, environment and hostname are exactly as configured", "[root][use
       "LISTEN_FDS=1",
       "LISTEN_FDNAMES=coder.sock",
       "LISTEN_PID=2",
+      // No network: the proxy that says so (docs/models.md, "Without network").
+      "HTTP_PROXY=http://127.0.0.1:7180",
+      "HTTPS_PROXY=http://127.0.0.1:7180",
+      "http_proxy=http://127.0.0.1:7180",
+      "https_proxy=http://127.0.0.1:7180",
+      "NO_PROXY=localhost,127.0.0.1,::1",
+      "no_proxy=localhost,127.0.0.1,::1",
   };
   CHECK(env == want);
 }

@@ -186,14 +186,16 @@ TEST_CASE("the model endpoint streams a 5 MB request body into the model's stdin
 TEST_CASE("the model endpoint ends the model when its client goes away mid-answer", "[root][userns]") {
   EndpointTree m = make_tree();
   RunResult r = m.sh(
-      // The endpoint's exec may come after the runtime's first command.
-      "readlink /proc/self/ns/pid; for i in $(seq 50); do n=$(cat /proc/[0-9]*/cmdline 2>/dev/null | "
-      "tr '\\0' '\\n' | grep -c '^ctx-model-endpoint$'); [ $n = 1 ] && break; sleep 0.1; done; echo $n; " +
-      kCurl + "-N --max-time 1 \"$CTX_MODEL_URL/debug/endless\" | head -n 1; sleep 3");
+      // The endpoint starts at the first connection: none before the call.
+      "readlink /proc/self/ns/pid; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | "
+      "grep -c '^ctx-model-endpoint$'; " +
+      kCurl +
+      "-N --max-time 1 \"$CTX_MODEL_URL/debug/endless\" | head -n 1; cat /proc/[0-9]*/cmdline 2>/dev/null | "
+      "tr '\\0' '\\n' | grep -c '^ctx-model-endpoint$'; sleep 3");
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   const std::string ns = r.out.substr(0, r.out.find('\n'));
-  CHECK(r.out == ns + "\n1\nendless-model-tick\n");  // one endpoint, in the sandbox
+  CHECK(r.out == ns + "\n0\nendless-model-tick\n1\n");  // one endpoint, in the sandbox
   auto calls = m.calls();
   REQUIRE(calls.size() == 1);
   INFO(calls[0].dump());

@@ -123,7 +123,11 @@ TEST_CASE("unprivileged userns plan", "[unit]") {
                                            "CTX_PATH=/ctx/tool:/ctx/home/1000/tool", "HOME=/ctx/home/1000/agent/coder",
                                            "PATH=/ctx/bin:/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
                                            "CTX_AGENT=coder", "CTX_SESSION=default", "NOTIFY_SOCKET=/run/ctx/notify",
-                                           "LISTEN_FDS=1", "LISTEN_FDNAMES=coder.sock"});
+                                           "LISTEN_FDS=1", "LISTEN_FDNAMES=coder.sock",
+                                           // No network: the proxy that says so.
+                                           "HTTP_PROXY=http://127.0.0.1:7180", "HTTPS_PROXY=http://127.0.0.1:7180",
+                                           "http_proxy=http://127.0.0.1:7180", "https_proxy=http://127.0.0.1:7180",
+                                           "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1"});
 }
 
 TEST_CASE("env may override PATH and HOME, never CTX_*; path builds CTX_PATH", "[unit]") {
@@ -304,7 +308,7 @@ TEST_CASE("network namespace unless network:default connect", "[unit]") {
   CHECK(plan_of(s, user(), {})->net_ns);
 }
 
-TEST_CASE("the HTTP model endpoint: planned for a model grant, its token where SDKs look, the agent's env first",
+TEST_CASE("the HTTP model endpoint: planned for a model grant or no network, its token where SDKs look, the agent's env first",
           "[unit]") {
   auto env_of = [](const ctx::launcher::LaunchPlan& p, const std::string& key) {
     for (const auto& kv : p.env)
@@ -315,9 +319,22 @@ TEST_CASE("the HTTP model endpoint: planned for a model grant, its token where S
   PlanOptions o;
   o.model_token = token;
   AgentSpec s = coder();
-  auto none = plan_of(s, user(), o);  // no model grant: no endpoint
-  CHECK_FALSE(none->endpoint);
+  // No model grant, no network: the endpoint as the proxy that refuses,
+  // no token, no model URL.
+  auto none = plan_of(s, user(), o);
+  REQUIRE(none->endpoint);
+  CHECK(none->endpoint->token.empty());
+  CHECK(none->endpoint->refusal ==
+        "ctx-agent-run: EACCES: agent coder has no network: its policy grants none, so nothing beyond the "
+        "sandbox's loopback is reachable (name lookups fail for the same reason). This is the sandbox's policy, "
+        "not a fault; retrying will not help. To allow it, add 'allow coder_t network:default connect' to " +
+            s.ctx_root + "/agent/coder.d/policy and launch again.");
   CHECK(env_of(*none, "CTX_MODEL_TOKEN") == "unset");
+  CHECK(env_of(*none, "CTX_MODEL_URL") == "unset");
+  for (const char* key : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
+    CHECK(env_of(*none, key) == "http://127.0.0.1:7180");
+  CHECK(env_of(*none, "NO_PROXY") == "localhost,127.0.0.1,::1");
+  CHECK(env_of(*none, "no_proxy") == "localhost,127.0.0.1,::1");
   s.policy = *ctx::policy::Policy::parse("p", "allow coder_t model:main use\n");
   s.env = {{"OPENAI_API_KEY", "sk-own"}};
   auto p = plan_of(s, user(), o);
@@ -328,15 +345,23 @@ TEST_CASE("the HTTP model endpoint: planned for a model grant, its token where S
   CHECK(env_of(*p, "CTX_MODEL_TOKEN") == token);
   CHECK(env_of(*p, "ANTHROPIC_API_KEY") == token);
   CHECK(env_of(*p, "OPENAI_API_KEY") == "sk-own");
+  CHECK(p->endpoint->refusal.size() > none->endpoint->refusal.size());
+  CHECK(p->endpoint->refusal.substr(none->endpoint->refusal.size()) ==
+        " Models are reached through $CTX_MODEL_URL.");
   // The host's network: a port the kernel picks, so no URL in the plan.
   s.policy = *ctx::policy::Policy::parse("p", "allow coder_t model:main use\nallow coder_t network:default connect\n");
   auto host = plan_of(s, user(), o);
   REQUIRE(host->endpoint);
   CHECK(host->endpoint->port == 0);
   CHECK(env_of(*host, "CTX_MODEL_URL") == "unset");
-  // A grant of another subject's is inert: no endpoint.
-  s.policy = *ctx::policy::Policy::parse("p", "allow other_t model:main use\n");
+  CHECK(host->endpoint->refusal.empty());
+  CHECK(env_of(*host, "HTTPS_PROXY") == "unset");
+  // The host's network and no model: nothing to answer, no endpoint.
+  s.policy = *ctx::policy::Policy::parse("p", "allow coder_t network:default connect\n");
   CHECK_FALSE(plan_of(s, user(), o)->endpoint);
+  // A grant of another subject's is inert: no token.
+  s.policy = *ctx::policy::Policy::parse("p", "allow other_t model:main use\n");
+  CHECK(plan_of(s, user(), o)->endpoint->token.empty());
 }
 
 TEST_CASE("shared spaces: permission for direct mounts, masks under wider ones", "[unit]") {
