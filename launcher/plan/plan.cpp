@@ -463,13 +463,14 @@ void set_default_env(const AgentSpec& spec, std::vector<std::string>& env, const
 // (docs/models.md, "Without network"): the cause, that retrying will not help, and the one
 // line of the policy that would change it.
 std::string network_refusal(const AgentSpec& spec, bool models) {
-  const std::string file = spec.ctx_root + "/" + agentdir::agents_rel(spec.tier_user) + "/" + spec.name + ".d/policy";
+  // Named within the CTX tree: the agent learns nothing of the host's paths.
+  const std::string file = agentdir::agents_rel(spec.tier_user) + "/" + spec.name + ".d/policy";
   return "ctx-agent-run: EACCES: agent " + spec.name +
          " has no network: its policy grants none, so nothing beyond the sandbox's loopback is reachable "
          "(name lookups fail for the same reason). This is the sandbox's policy, not a fault; retrying will not help. To allow "
          "it, add " +
-         policy::missing_rule(spec.subject(), policy::Class::network, "default", "connect") + " to " + file +
-         " and launch again." + (models ? " Models are reached through $CTX_MODEL_URL." : "");
+         policy::missing_rule(spec.subject(), policy::Class::network, "default", "connect") + " to the policy of " +
+         spec.name + " (" + file + " in its CTX tree) and launch again." + (models ? " Models are reached through $CTX_MODEL_URL." : "");
 }
 
 // The HTTP model endpoint: for an agent whose policy grants a model (its

@@ -16,11 +16,12 @@ namespace {
 using Mode = ctx::test::LaunchMode;
 constexpr auto mode = ctx::test::launch_mode;
 
-std::string refusal(const CtxTree& t) {
+// Named within the CTX tree, never by the host's path.
+std::string refusal() {
   return "ctx-agent-run: EACCES: agent coder has no network: its policy grants none, so nothing beyond the "
          "sandbox's loopback is reachable (name lookups fail for the same reason). This is the sandbox's policy, "
-         "not a fault; retrying will not help. To allow it, add 'allow coder_t network:default connect' to " +
-         t.root() + "/agent/coder.d/policy and launch again.";
+         "not a fault; retrying will not help. To allow it, add 'allow coder_t network:default connect' to the "
+         "policy of coder (agent/coder.d/policy in its CTX tree) and launch again.";
 }
 
 // How many of the sandbox's processes are the model endpoint.
@@ -54,9 +55,9 @@ TEST_CASE("without network, the HTTP proxy refuses with the cause and the fix", 
   // HTTPS: the CONNECT refused (curl says only the status; -v shows why).
   CHECK(r.err.find("curl: (56) CONNECT tunnel failed, response 403\n") != std::string::npos);
   CHECK(r.out.find("rc=56\n") != std::string::npos);
-  CHECK(r.out.find("< X-Ctx-Refused: " + refusal(t)) != std::string::npos);
+  CHECK(r.out.find("< X-Ctx-Refused: " + refusal()) != std::string::npos);
   // Plain HTTP: the answer's body is the cause and the fix.
-  CHECK(r.out.find(refusal(t) + "\nrc=0\n") != std::string::npos);
+  CHECK(r.out.find(refusal() + "\nrc=0\n") != std::string::npos);
   CHECK(r.out.find("urllib.error.URLError: <urlopen error Tunnel connection failed: 403 Forbidden>\n") !=
         std::string::npos);
 }

@@ -327,8 +327,8 @@ TEST_CASE("the HTTP model endpoint: planned for a model grant or no network, its
   CHECK(none->endpoint->refusal ==
         "ctx-agent-run: EACCES: agent coder has no network: its policy grants none, so nothing beyond the "
         "sandbox's loopback is reachable (name lookups fail for the same reason). This is the sandbox's policy, "
-        "not a fault; retrying will not help. To allow it, add 'allow coder_t network:default connect' to " +
-            s.ctx_root + "/agent/coder.d/policy and launch again.");
+        "not a fault; retrying will not help. To allow it, add 'allow coder_t network:default connect' to the "
+        "policy of coder (agent/coder.d/policy in its CTX tree) and launch again.");
   CHECK(env_of(*none, "CTX_MODEL_TOKEN") == "unset");
   CHECK(env_of(*none, "CTX_MODEL_URL") == "unset");
   for (const char* key : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
