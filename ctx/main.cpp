@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -301,6 +302,19 @@ void add_setup_commands(CLI::App& app, std::string& ctx_root, std::string& name,
   });
 }
 
+// `ctx tool NAME [JSON]` with no argument the parser would read as an
+// option, as "--" or as a bracketed list ("[1,2]", which it splits):
+// (NAME, [JSON]), as the parser would give them, else nullopt. A tool call's cost is mostly the helper's start
+// (docs/performance.md), so such a call skips building the parser; every
+// other command line (help, a missing or an extra argument, an option)
+// takes the parser and keeps its messages.
+std::optional<std::pair<std::string, std::vector<std::string>>> plain_tool_call(int argc, char** argv) {
+  if (argc < 3 || argc > 4 || std::strcmp(argv[1], "tool") != 0) return std::nullopt;
+  for (int i = 2; i < argc; ++i)
+    if (argv[i][0] == '-' || argv[i][0] == '[') return std::nullopt;
+  return std::pair<std::string, std::vector<std::string>>(argv[2], std::vector<std::string>(argv + 3, argv + argc));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -311,6 +325,7 @@ int main(int argc, char** argv) {
   std::string run_as = ctx::sys::exec_path();
   if (auto direct = ctx::helper::direct_call(run_as.empty() ? argv[0] : run_as.c_str()))
     return ctx::helper::call_tool(direct->second, std::vector<std::string>(argv + 1, argv + argc), direct->first);
+  if (auto plain = plain_tool_call(argc, argv)) return ctx::helper::call_tool(plain->first, plain->second);
   std::vector<std::string> command = split_command(argc, argv);
   CLI::App app{"ctx: tools, models and child agents from inside a sandbox; checks and views of a CTX tree from the host"};
   app.set_version_flag("--version", "ctx " CTX_VERSION);
