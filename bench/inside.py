@@ -3,8 +3,10 @@ tree with one agent `bench`, launches it with ctx-agent-run, and runs a
 Python timing loop inside its sandbox, where `ctx tool` and `ctx model`
 have a supervisor to ask. The loop times each command of a list, the
 commands alternated run by run so that the machine's drift hits them
-alike, and prints medians (ms) as one JSON object. Runs as the
-unprivileged test user when started as root.
+alike, and prints the times (ms) as one JSON object. A supervisor takes
+256 requests at once (its rate limit's burst), so a long run is split
+over several launches. Runs as the unprivileged test user when started
+as root.
 
 compare() runs two builds side by side: one sandbox each (its launcher,
 its supervisor, its helper), both running, and every command timed in
@@ -15,6 +17,7 @@ import json
 import os
 import pwd
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,7 +25,7 @@ import tempfile
 # Runs inside the sandbox: argv[1] runs, argv[2] JSON {label: [argv, stdin]}.
 # With runs "serve": one label a line on stdin, one time (ms) a line back.
 RUNNER = r'''
-import json, statistics, subprocess, sys, time
+import json, subprocess, sys, time
 runs, cmds = sys.argv[1], json.loads(sys.argv[2])
 def once(k):
     argv, data = cmds[k]
@@ -42,8 +45,8 @@ if runs == "serve":
 times = {k: [] for k in cmds}
 for _ in range(int(runs)):
     for k in cmds:
-        times[k].append(once(k))
-print(json.dumps({k: statistics.median(v) * 1000 for k, v in times.items()}))
+        times[k].append(once(k) * 1000)
+print(json.dumps(times))
 '''
 
 
@@ -109,23 +112,33 @@ def measure(build, files, policy, cmds, runs):
     bench_t; cmds: {label: [argv inside the sandbox, stdin text]}.
     Returns {label: median ms}."""
     kw = user_ids()[2]
-    work = tempfile.mkdtemp(prefix="ctx-bench.")
-    os.chmod(work, 0o755)
-    try:
-        root = make_tree(work, build, files, policy)
-        p = subprocess.run(launch_argv(build, root, runs, cmds), env={"PATH": "/usr/bin:/bin"},
-                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **(kw or {}))
-        if p.returncode != 0:
-            sys.exit(f"bench: the sandboxed loop failed ({p.returncode}): {p.stderr.decode()[-600:]}")
-        return json.loads(p.stdout.decode().strip().splitlines()[-1])
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    times = {k: [] for k in cmds}
+    for first in range(0, runs, runs_per_launch(cmds)):
+        n = min(runs_per_launch(cmds), runs - first)
+        work = tempfile.mkdtemp(prefix="ctx-bench.")
+        os.chmod(work, 0o755)
+        try:
+            root = make_tree(work, build, files, policy)
+            p = subprocess.run(launch_argv(build, root, n, cmds), env={"PATH": "/usr/bin:/bin"},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **(kw or {}))
+            if p.returncode != 0:
+                sys.exit(f"bench: the sandboxed loop failed ({p.returncode}): {p.stderr.decode()[-600:]}")
+            for k, v in json.loads(p.stdout.decode().strip().splitlines()[-1]).items():
+                times[k] += v
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
-# Requests one sandbox's supervisor takes at once (its rate limit's burst,
-# launcher/control/rate_limit.hpp, less the warm-up calls): compare() starts
-# a new pair of sandboxes after this many runs.
-RUNS_PER_LAUNCH = 200
+# Requests one sandbox's supervisor takes at once: its rate limit's burst
+# (launcher/control/rate_limit.hpp) less room for the warm-up calls.
+REQUESTS_PER_LAUNCH = 200
+
+
+def runs_per_launch(cmds):
+    """Runs of every command in cmds that one launch takes (as if each
+    command asked the supervisor)."""
+    return max(1, REQUESTS_PER_LAUNCH // len(cmds))
 
 
 def compare(build, old_build, files, policy, cmds, runs):
@@ -136,7 +149,7 @@ def compare(build, old_build, files, policy, cmds, runs):
     times = ({k: [] for k in cmds}, {k: [] for k in cmds})
     done = 0
     while done < runs:
-        n = min(RUNS_PER_LAUNCH, runs - done)
+        n = min(runs_per_launch(cmds), runs - done)
         _compare_launch(build, old_build, files, policy, cmds, n, done, times)
         done += n
     return times
