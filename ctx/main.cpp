@@ -316,8 +316,8 @@ std::optional<std::pair<std::string, std::vector<std::string>>> plain_tool_call(
 
 // A tool call, made before the executable's other constructors run: the
 // C++ runtime's (iostream, the locale) and CLI11's globals cost a tool
-// call a fifth of the helper's page faults, and it needs none of them
-// (docs/performance.md, "Tool calls"). So everything this reaches must work
+// call one in eight of the helper's page faults, and it needs none of
+// them (docs/performance.md, "Tool calls"). So everything this reaches must work
 // without an object of dynamic static initialization: no std::cout, no
 // CLI11, no std::locale. glibc passes argc, argv and envp to the
 // executable's constructors; priority 101 is the first one not reserved
