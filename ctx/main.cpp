@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -301,16 +302,41 @@ void add_setup_commands(CLI::App& app, std::string& ctx_root, std::string& name,
   });
 }
 
-}  // namespace
+// `ctx tool NAME [JSON]` with no argument the parser would read as an
+// option, as "--" or as a bracketed list ("[1,2]", which it splits):
+// (NAME, [JSON]), as the parser would give them, else nullopt. Such a
+// call skips the parser; every other command line (help, a missing or an
+// extra argument, an option) takes it and keeps its messages.
+std::optional<std::pair<std::string, std::vector<std::string>>> plain_tool_call(int argc, char** argv) {
+  if (argc < 3 || argc > 4 || std::strcmp(argv[1], "tool") != 0) return std::nullopt;
+  for (int i = 2; i < argc; ++i)
+    if (argv[i][0] == '-' || argv[i][0] == '[') return std::nullopt;
+  return std::pair<std::string, std::vector<std::string>>(argv[2], std::vector<std::string>(argv + 3, argv + argc));
+}
 
-int main(int argc, char** argv) {
+// A tool call, made before the executable's other constructors run: the
+// C++ runtime's (iostream, the locale) and CLI11's globals cost a tool
+// call one in eight of the helper's page faults, and it needs none of
+// them (docs/performance.md, "Tool calls"). So everything this reaches must work
+// without an object of dynamic static initialization: no std::cout, no
+// CLI11, no std::locale. glibc passes argc, argv and envp to the
+// executable's constructors; priority 101 is the first one not reserved
+// (the sanitizers' run before it). A command line that is no tool call
+// returns, and main parses it.
+__attribute__((constructor(101))) void tool_call_first(int argc, char** argv, char**) {
   // A direct tool call through the static agent view: this binary stands
   // in for the tool and asks the supervisor to run it.
   // The kernel's AT_EXECFN names the path run (argv[0] is the caller's
   // choice; a shell that found the tool through PATH gives its bare name).
   std::string run_as = ctx::sys::exec_path();
   if (auto direct = ctx::helper::direct_call(run_as.empty() ? argv[0] : run_as.c_str()))
-    return ctx::helper::call_tool(direct->second, std::vector<std::string>(argv + 1, argv + argc), direct->first);
+    std::exit(ctx::helper::call_tool(direct->second, std::vector<std::string>(argv + 1, argv + argc), direct->first));
+  if (auto plain = plain_tool_call(argc, argv)) std::exit(ctx::helper::call_tool(plain->first, plain->second));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   std::vector<std::string> command = split_command(argc, argv);
   CLI::App app{"ctx: tools, models and child agents from inside a sandbox; checks and views of a CTX tree from the host"};
   app.set_version_flag("--version", "ctx " CTX_VERSION);

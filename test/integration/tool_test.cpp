@@ -509,3 +509,30 @@ TEST_CASE("a root supervisor decides ctx tool with the owner's rights to the tre
   CHECK(first_json_line(r.err).dump() == refused);
   REQUIRE(::chmod(meta.c_str(), 0755) == 0);  // for the tree's removal
 }
+
+// `ctx tool NAME [JSON]` skips the command-line parser when nothing in it
+// is the parser's to read (ctx/main.cpp, plain_tool_call); every form
+// reads as the parser reads it: the same argument reaches the tool, and
+// what the parser refuses it still refuses, with its own words.
+TEST_CASE("ctx tool's command line reads the same with and without the parser", "[root][userns]") {
+  ToolTree tt = make_tree();
+  RunResult r = tt.sh(
+      "c=/ctx/bin/ctx; $c tool echo.args '{\"k\":[1,2]}' </dev/null; $c tool echo.args </dev/null; "
+      "$c tool echo.args '[1]' </dev/null; $c tool echo.args '[]' </dev/null; echo end");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  // "[...]" is the parser's list syntax: "[1]" reaches the tool as 1.
+  CHECK(r.out == "args:{\"k\":[1,2]}\nargs:\nargs:1\nargs:\nend\n");
+  for (const auto& [cmd, err] :
+       {std::pair<std::string, std::string>{"tool", "NAME is required\nRun with --help for more information.\n"},
+        {"tool echo.args a b", "JSON: At Most 1 required but received 2\nRun with --help for more information.\n"},
+        {"tool echo.args '[1,2]'", "JSON: At Most 1 required but received 2\nRun with --help for more information.\n"},
+        {"tool -x echo.args", "The following argument was not expected: -x\nRun with --help for more information.\n"},
+        {"tool -- echo.args", "NAME is required\nRun with --help for more information.\n"}}) {
+    RunResult e = tt.sh("exec /ctx/bin/ctx " + cmd);
+    INFO(cmd);
+    CHECK(e.exit_code == 2);
+    CHECK(e.out == "");
+    CHECK(e.err == err);
+  }
+}
