@@ -5,6 +5,11 @@ have a supervisor to ask. The loop times each command of a list, the
 commands alternated run by run so that the machine's drift hits them
 alike, and prints medians (ms) as one JSON object. Runs as the
 unprivileged test user when started as root.
+
+compare() runs two builds side by side: one sandbox each (its launcher,
+its supervisor, its helper), both running, and every command timed in
+one and then the other, call by call, so that the drift of a busy
+machine hits both builds alike.
 """
 import json
 import os
@@ -15,10 +20,10 @@ import sys
 import tempfile
 
 # Runs inside the sandbox: argv[1] runs, argv[2] JSON {label: [argv, stdin]}.
+# With runs "serve": one label a line on stdin, one time (ms) a line back.
 RUNNER = r'''
 import json, statistics, subprocess, sys, time
-runs, cmds = int(sys.argv[1]), json.loads(sys.argv[2])
-times = {k: [] for k in cmds}
+runs, cmds = sys.argv[1], json.loads(sys.argv[2])
 def once(k):
     argv, data = cmds[k]
     t0 = time.perf_counter()
@@ -29,7 +34,13 @@ def once(k):
     return dt
 for k in cmds:
     once(k)  # warm caches
-for _ in range(runs):
+if runs == "serve":
+    print("ready", flush=True)
+    for line in sys.stdin:
+        print(once(line.strip()) * 1000, flush=True)
+    sys.exit(0)
+times = {k: [] for k in cmds}
+for _ in range(int(runs)):
     for k in cmds:
         times[k].append(once(k))
 print(json.dumps({k: statistics.median(v) * 1000 for k, v in times.items()}))
@@ -50,52 +61,102 @@ def write(path, text, mode=0o644):
     os.chmod(path, mode)
 
 
+def make_tree(work, build, files, policy):
+    """The CTX tree of agent `bench` in work (the helper of build as
+    /ctx/bin/ctx); returns the CTX root."""
+    uid, gid, kw = user_ids()
+    root = os.path.join(work, "ctx")
+    aroot = os.path.join(root, "home", str(uid), "agent", "bench", "root")
+    os.makedirs(aroot)
+    for l in ("bin", "lib", "lib64", "sbin"):
+        os.symlink(f"usr/{l}", os.path.join(aroot, l))
+    os.makedirs(os.path.join(root, "bin"))
+    shutil.copy(os.path.abspath(os.path.join(build, "ctx", "ctx")), os.path.join(root, "bin", "ctx"))
+    bench = os.path.join(work, "bench")
+    write(os.path.join(bench, "runner.py"), RUNNER)
+    for rel, (text, mode) in files.items():
+        write(os.path.join(bench if rel.startswith("bench/") else root, rel.removeprefix("bench/")), text, mode)
+    d = os.path.join(root, "agent", "bench.d")
+    control = {
+        "owner": f"{uid}\n", "gid": f"{gid}\n", "iso": "userns\n", "label": "bench_t\n",
+        "root": aroot + "\n", "path": "/ctx/tool\n",
+        "mount": f"/usr\t/usr\tro\trbind,nodev\n{root}\t/ctx\tro\trbind,nosuid,nodev\n"
+                 f"{bench}\t/bench\tro\tbind,nosuid,nodev\n",
+        "policy": "".join(f"allow bench_t {p}\n"
+                          for p in ["session:default write", "session:default resume"] + list(policy)),
+    }
+    # Each mount line needs its mount rules (docs/abi-policy.md, "What each class gates").
+    control["policy"] += "".join(
+        f"allow bench_t mount:{l.split(chr(9))[1]} read\n"
+        + (f"allow bench_t mount:{l.split(chr(9))[1]} write\n" if l.split(chr(9))[2] == "rw" else "")
+        for l in control["mount"].splitlines())
+    for k, v in control.items():
+        write(os.path.join(d, k), v)
+    if kw:
+        subprocess.run(["chown", "-R", f"{uid}:{gid}", root, bench], check=True)
+    return root
+
+
+def launch_argv(build, root, runs, cmds):
+    launcher = os.path.abspath(os.path.join(build, "launcher", "ctx-agent-run"))
+    return [launcher, "--ctx-root", root, "bench", "--", "/usr/bin/python3", "/bench/runner.py", str(runs),
+            json.dumps(cmds)]
+
+
 def measure(build, files, policy, cmds, runs):
     """files: {path below the CTX root, or bench/NAME for /bench/NAME in the
     sandbox: (text, mode)}; policy: lines for
     bench_t; cmds: {label: [argv inside the sandbox, stdin text]}.
     Returns {label: median ms}."""
-    launcher = os.path.abspath(os.path.join(build, "launcher", "ctx-agent-run"))
-    helper = os.path.abspath(os.path.join(build, "ctx", "ctx"))
-    uid, gid, kw = user_ids()
+    kw = user_ids()[2]
     work = tempfile.mkdtemp(prefix="ctx-bench.")
     os.chmod(work, 0o755)
     try:
-        root = os.path.join(work, "ctx")
-        aroot = os.path.join(root, "home", str(uid), "agent", "bench", "root")
-        os.makedirs(aroot)
-        for l in ("bin", "lib", "lib64", "sbin"):
-            os.symlink(f"usr/{l}", os.path.join(aroot, l))
-        os.makedirs(os.path.join(root, "bin"))
-        shutil.copy(helper, os.path.join(root, "bin", "ctx"))
-        bench = os.path.join(work, "bench")
-        write(os.path.join(bench, "runner.py"), RUNNER)
-        for rel, (text, mode) in files.items():
-            write(os.path.join(bench if rel.startswith("bench/") else root, rel.removeprefix("bench/")), text, mode)
-        d = os.path.join(root, "agent", "bench.d")
-        control = {
-            "owner": f"{uid}\n", "gid": f"{gid}\n", "iso": "userns\n", "label": "bench_t\n",
-            "root": aroot + "\n", "path": "/ctx/tool\n",
-            "mount": f"/usr\t/usr\tro\trbind,nodev\n{root}\t/ctx\tro\trbind,nosuid,nodev\n"
-                     f"{bench}\t/bench\tro\tbind,nosuid,nodev\n",
-            "policy": "".join(f"allow bench_t {p}\n"
-                              for p in ["session:default write", "session:default resume"] + list(policy)),
-        }
-        # Each mount line needs its mount rules (docs/abi-policy.md, "What each class gates").
-        control["policy"] += "".join(
-            f"allow bench_t mount:{l.split(chr(9))[1]} read\n"
-            + (f"allow bench_t mount:{l.split(chr(9))[1]} write\n" if l.split(chr(9))[2] == "rw" else "")
-            for l in control["mount"].splitlines())
-        for k, v in control.items():
-            write(os.path.join(d, k), v)
-        if kw:
-            subprocess.run(["chown", "-R", f"{uid}:{gid}", root, bench], check=True)
-        argv = [launcher, "--ctx-root", root, "bench", "--", "/usr/bin/python3", "/bench/runner.py", str(runs),
-                json.dumps(cmds)]
-        p = subprocess.run(argv, env={"PATH": "/usr/bin:/bin"}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, **(kw or {}))
+        root = make_tree(work, build, files, policy)
+        p = subprocess.run(launch_argv(build, root, runs, cmds), env={"PATH": "/usr/bin:/bin"},
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **(kw or {}))
         if p.returncode != 0:
             sys.exit(f"bench: the sandboxed loop failed ({p.returncode}): {p.stderr.decode()[-600:]}")
         return json.loads(p.stdout.decode().strip().splitlines()[-1])
     finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def compare(build, old_build, files, policy, cmds, runs):
+    """measure() for two builds at once: a sandbox of each, every command
+    run in the new build's and then in the old one's, call by call.
+    Returns ({label: median ms} of build, the same of old_build)."""
+    import statistics
+    kw = user_ids()[2]
+    work = tempfile.mkdtemp(prefix="ctx-bench.")
+    os.chmod(work, 0o755)
+    procs = []
+    try:
+        for i, b in enumerate((build, old_build)):
+            w = os.path.join(work, str(i))
+            os.makedirs(w)
+            os.chmod(w, 0o755)
+            procs.append(subprocess.Popen(launch_argv(b, make_tree(w, b, files, policy), "serve", cmds),
+                                          env={"PATH": "/usr/bin:/bin"}, stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **(kw or {})))
+        for p in procs:
+            if p.stdout.readline().strip() != "ready":
+                p.stdin.close()
+                sys.exit(f"bench: a sandboxed loop failed: {p.stderr.read()[-600:]}")
+        times = ({k: [] for k in cmds}, {k: [] for k in cmds})
+        for r in range(runs):
+            for k in cmds:
+                # Each build goes first every other time.
+                for p, t in (zip(procs, times) if r % 2 == 0 else zip(procs[::-1], times[::-1])):
+                    p.stdin.write(k + "\n")
+                    p.stdin.flush()
+                    line = p.stdout.readline()
+                    if not line:
+                        sys.exit(f"bench: a sandboxed loop failed: {p.stderr.read()[-600:]}")
+                    t[k].append(float(line))
+        return tuple({k: statistics.median(v) for k, v in t.items()} for t in times)
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait()
         shutil.rmtree(work, ignore_errors=True)
