@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/unique_fd.hpp"
+#include "sys/file.hpp"
 #include "launcher/control/request.hpp"
 #include "launcher/control/http_meta.hpp"
 #include "launcher/records/event.hpp"
@@ -69,6 +70,11 @@ class ModelGate {
   /// <m>.d/log (append_dot_log, DotLogRule::shared). plan, tree and
   /// records are borrowed.
   ModelGate(const LaunchPlan& plan, int tree, RecordSink& records);
+  /// Removes the anchor directory of the models' roots, when it is still
+  /// the one the gate made.
+  ~ModelGate();
+  ModelGate(const ModelGate&) = delete;
+  ModelGate& operator=(const ModelGate&) = delete;
 
   /// Decides a decoded call from the connection `conn`, with the caller's
   /// stdin, stdout and stderr: the answer of a refusal, or nullopt when
@@ -103,9 +109,14 @@ class ModelGate {
     std::string alias;   ///< the alias followed ("" none)
   };
   std::variant<ModelEntry, Refusal> decide(const std::string& name);
+  /// The empty host directory every model's root is mounted over (each
+  /// sandbox mounts a fresh tmpfs over it in its own mount namespace, so
+  /// that calls, even at once, share it): made at the first call, and made
+  /// again when the path no longer names the directory made.
+  Result<std::string> anchor();
   /// Starts an allowed model with the caller's stdio, its root mounted
-  /// over the empty directory `anchor`, which is removed again.
-  Result<ModelRun> start(const ModelEntry& m, const std::string& anchor, std::vector<UniqueFd> stdio);
+  /// over anchor().
+  Result<ModelRun> start(const ModelEntry& m, std::vector<UniqueFd> stdio);
   /// An HTTP call's model name, completed from its path (as the owner).
   void take_model_segment(std::string& name, HttpMeta& h) const;
   /// The answer of a refused call, recorded with the model named (after
@@ -126,6 +137,8 @@ class ModelGate {
   /// The host's resolver files a model with the network reads (inside
   /// path, the host file it resolves to), those that exist, found with base_.
   std::vector<std::pair<std::string, std::string>> net_files_;
+  /// The anchor made, with what stat said of it then.
+  std::optional<std::pair<std::string, sys::FileStat>> anchor_;
   std::map<int, ModelRun> runs_;  ///< running models, by the connection their exit answers
 };
 
