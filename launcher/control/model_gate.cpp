@@ -86,8 +86,45 @@ void ModelGate::take_model_segment(std::string& name, HttpMeta& h) const {
   h.path = end == std::string::npos ? "" : h.path.substr(end);
 }
 
+ModelAnchor::ModelAnchor(std::string prefix, std::optional<sys::Ownership> owner)
+    : prefix_(std::move(prefix)), owner_(owner) {}
+
+ModelAnchor::~ModelAnchor() {
+  if (intact()) (void)sys::remove_at(AT_FDCWD, made_->first, true);
+}
+
+bool ModelAnchor::intact() const {
+  if (!made_) return false;
+  auto st = sys::stat_at(AT_FDCWD, made_->first);
+  if (!st || !*st) return false;
+  const sys::FileStat& now = **st;
+  const sys::FileStat& then = made_->second;
+  return now.dev == then.dev && now.ino == then.ino && now.uid == then.uid && now.mode == then.mode;
+}
+
+Result<std::string> ModelAnchor::get() {
+  if (intact()) return made_->first;
+  made_.reset();
+  CTX_TRY_ASSIGN(std::string dir, sys::make_temp_dir(prefix_));
+  if (owner_) (void)sys::chown_at(AT_FDCWD, dir, *owner_);
+  auto st = sys::stat_at(AT_FDCWD, dir);
+  if (!st || !*st) {
+    (void)sys::remove_at(AT_FDCWD, dir, true);
+    return fail(st ? Error{ENOENT, dir + ": ENOENT: the models' anchor directory vanished as it was made"}
+                   : st.error());
+  }
+  made_.emplace(dir, **st);
+  return dir;
+}
+
 ModelGate::ModelGate(const LaunchPlan& plan, int tree, RecordSink& records)
-    : plan_(plan), tree_(tree), records_(records), live_(plan.ctx_root, runtime_viewer(plan)) {}
+    : plan_(plan),
+      tree_(tree),
+      records_(records),
+      live_(plan.ctx_root, runtime_viewer(plan)),
+      anchor_("/tmp/ctx-model.", plan.ids.privileged
+                                     ? std::optional<sys::Ownership>(sys::Ownership{plan.ids.fs.uid, plan.ids.fs.gid})
+                                     : std::nullopt) {}
 
 void ModelGate::record(const Event& ev) {
   records_.event(ev);
@@ -202,46 +239,8 @@ std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string
   return m;
 }
 
-namespace {
-
-// Whether two stats name one directory of one owner.
-bool same_dir(const sys::FileStat& a, const sys::FileStat& b) {
-  return a.dev == b.dev && a.ino == b.ino && a.uid == b.uid && a.mode == b.mode;
-}
-
-}  // namespace
-
-ModelGate::~ModelGate() {
-  if (!anchor_) return;
-  auto st = sys::stat_at(AT_FDCWD, anchor_->first);
-  if (st && *st && same_dir(**st, anchor_->second)) (void)sys::remove_at(AT_FDCWD, anchor_->first, true);
-}
-
-// Why kept: an rmdir on the host's /tmp (ext4) took 3.8 ms and a mkdir
-// 0.19 ms of the supervisor's time per call. A directory removed or
-// replaced on the host (only its owner or root can, /tmp being sticky) is
-// not used: the sandbox opens the anchor without following symlinks, and
-// a new one is made.
-Result<std::string> ModelGate::anchor() {
-  if (anchor_) {
-    auto st = sys::stat_at(AT_FDCWD, anchor_->first);
-    if (st && *st && same_dir(**st, anchor_->second)) return anchor_->first;
-    anchor_.reset();
-  }
-  CTX_TRY_ASSIGN(std::string dir, sys::make_temp_dir("/tmp/ctx-model."));
-  if (plan_.ids.privileged) (void)sys::chown_at(AT_FDCWD, dir, sys::Ownership{plan_.ids.fs.uid, plan_.ids.fs.gid});
-  auto st = sys::stat_at(AT_FDCWD, dir);
-  if (!st || !*st) {
-    (void)sys::remove_at(AT_FDCWD, dir, true);
-    return fail(st ? Error{ENOENT, dir + ": ENOENT: the models' anchor directory vanished as it was made"}
-                   : st.error());
-  }
-  anchor_.emplace(dir, **st);
-  return dir;
-}
-
 Result<ModelRun> ModelGate::start(const ModelEntry& m, std::vector<UniqueFd> stdio) {
-  CTX_TRY_ASSIGN(std::string anchor, this->anchor());
+  CTX_TRY_ASSIGN(std::string anchor, anchor_.get());
   if (!base_) {
     base_.emplace();
     for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})

@@ -55,6 +55,34 @@ bool cap_grants_network(std::string_view cap);
 /// valid name does: launcher/control/rate_limit.hpp counts on it). Pure.
 std::string model_call_object(const std::string& asked, const std::string& model);
 
+/// The empty host directory every model's root is mounted over: each
+/// model's sandbox mounts a fresh tmpfs over it in its own mount namespace,
+/// so that calls, even at once, share it and never see what it holds.
+/// Made (mkdtemp, 0700) at the first get() and kept, and made again when
+/// the path no longer names the directory made: removed, or replaced on
+/// the host (the sandbox opens it without following symlinks anyway).
+class ModelAnchor {
+ public:
+  /// prefix: mkdtemp's, without the X's ("/tmp/ctx-model."); owner: whom
+  /// a directory made is given to (a root supervisor's agent), if anyone.
+  ModelAnchor(std::string prefix, std::optional<sys::Ownership> owner);
+  /// Removes the directory made, when its path still names it.
+  ~ModelAnchor();
+  ModelAnchor(const ModelAnchor&) = delete;
+  ModelAnchor& operator=(const ModelAnchor&) = delete;
+  /// The directory's path; an error when one cannot be made.
+  Result<std::string> get();
+
+ private:
+  /// Whether the path made still names the directory made.
+  bool intact() const;
+
+  std::string prefix_;
+  std::optional<sys::Ownership> owner_;
+  /// The directory made, with what stat said of it then.
+  std::optional<std::pair<std::string, sys::FileStat>> made_;
+};
+
 /// A model started by ModelGate::call that has exited: the connection its
 /// exit answers, its exit status, and what the gate records of it.
 struct ModelExit {
@@ -70,11 +98,6 @@ class ModelGate {
   /// <m>.d/log (append_dot_log, DotLogRule::shared). plan, tree and
   /// records are borrowed.
   ModelGate(const LaunchPlan& plan, int tree, RecordSink& records);
-  /// Removes the anchor directory of the models' roots, when it is still
-  /// the one the gate made.
-  ~ModelGate();
-  ModelGate(const ModelGate&) = delete;
-  ModelGate& operator=(const ModelGate&) = delete;
 
   /// Decides a decoded call from the connection `conn`, with the caller's
   /// stdin, stdout and stderr: the answer of a refusal, or nullopt when
@@ -109,13 +132,8 @@ class ModelGate {
     std::string alias;   ///< the alias followed ("" none)
   };
   std::variant<ModelEntry, Refusal> decide(const std::string& name);
-  /// The empty host directory every model's root is mounted over (each
-  /// sandbox mounts a fresh tmpfs over it in its own mount namespace, so
-  /// that calls, even at once, share it): made at the first call, and made
-  /// again when the path no longer names the directory made.
-  Result<std::string> anchor();
   /// Starts an allowed model with the caller's stdio, its root mounted
-  /// over anchor().
+  /// over anchor_.
   Result<ModelRun> start(const ModelEntry& m, std::vector<UniqueFd> stdio);
   /// An HTTP call's model name, completed from its path (as the owner).
   void take_model_segment(std::string& name, HttpMeta& h) const;
@@ -137,8 +155,10 @@ class ModelGate {
   /// The host's resolver files a model with the network reads (inside
   /// path, the host file it resolves to), those that exist, found with base_.
   std::vector<std::pair<std::string, std::string>> net_files_;
-  /// The anchor made, with what stat said of it then.
-  std::optional<std::pair<std::string, sys::FileStat>> anchor_;
+  /// Why kept for the gate's life, not made and removed per call: an rmdir
+  /// on this machine's /tmp (ext4, mounted `discard`) took 2.8-3.8 ms of
+  /// the single-threaded supervisor's time, longer than a small model.
+  ModelAnchor anchor_;
   std::map<int, ModelRun> runs_;  ///< running models, by the connection their exit answers
 };
 
