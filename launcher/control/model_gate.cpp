@@ -24,6 +24,7 @@
 #include "sys/socket.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 namespace ctx::launcher {
 
@@ -86,34 +87,45 @@ void ModelGate::take_model_segment(std::string& name, HttpMeta& h) const {
   h.path = end == std::string::npos ? "" : h.path.substr(end);
 }
 
-ModelAnchor::ModelAnchor(std::string prefix, std::optional<sys::Ownership> owner)
-    : prefix_(std::move(prefix)), owner_(owner) {}
+ModelAnchor::ModelAnchor(std::string shared, std::string prefix, std::uint32_t owner, sys::MakeAs as)
+    : shared_(std::move(shared)), prefix_(std::move(prefix)), owner_(owner), as_(std::move(as)) {}
 
 ModelAnchor::~ModelAnchor() {
-  if (intact()) (void)sys::remove_at(AT_FDCWD, made_->first, true);
+  if (found_ && found_->own && intact()) (void)sys::remove_at(AT_FDCWD, found_->path, true);
 }
 
 bool ModelAnchor::intact() const {
-  if (!made_) return false;
-  auto st = sys::stat_at(AT_FDCWD, made_->first);
+  if (!found_) return false;
+  auto st = sys::stat_at(AT_FDCWD, found_->path);
   if (!st || !*st) return false;
   const sys::FileStat& now = **st;
-  const sys::FileStat& then = made_->second;
+  const sys::FileStat& then = found_->stat;
   return now.dev == then.dev && now.ino == then.ino && now.uid == then.uid && now.mode == then.mode;
 }
 
+std::optional<sys::FileStat> ModelAnchor::shared_dir() const {
+  if (!sys::make_dir_if_missing_at(AT_FDCWD, shared_, 0700, as_)) return std::nullopt;
+  auto st = sys::stat_at(AT_FDCWD, shared_);
+  if (!st || !*st || (**st).uid != owner_ || (**st).mode != (S_IFDIR | 0700)) return std::nullopt;
+  return **st;
+}
+
 Result<std::string> ModelAnchor::get() {
-  if (intact()) return made_->first;
-  made_.reset();
+  if (intact()) return found_->path;
+  found_.reset();
+  if (auto st = shared_dir()) {
+    found_ = Found{shared_, *st, false};
+    return shared_;
+  }
   CTX_TRY_ASSIGN(std::string dir, sys::make_temp_dir(prefix_));
-  if (owner_) (void)sys::chown_at(AT_FDCWD, dir, *owner_);
+  if (as_) (void)sys::chown_at(AT_FDCWD, dir, sys::Ownership{as_->uid, as_->gid});
   auto st = sys::stat_at(AT_FDCWD, dir);
   if (!st || !*st) {
     (void)sys::remove_at(AT_FDCWD, dir, true);
     return fail(st ? Error{ENOENT, dir + ": ENOENT: the models' anchor directory vanished as it was made"}
                    : st.error());
   }
-  made_.emplace(dir, **st);
+  found_ = Found{dir, **st, true};
   return dir;
 }
 
@@ -122,9 +134,8 @@ ModelGate::ModelGate(const LaunchPlan& plan, int tree, RecordSink& records)
       tree_(tree),
       records_(records),
       live_(plan.ctx_root, runtime_viewer(plan)),
-      anchor_("/tmp/ctx-model.", plan.ids.privileged
-                                     ? std::optional<sys::Ownership>(sys::Ownership{plan.ids.fs.uid, plan.ids.fs.gid})
-                                     : std::nullopt) {}
+      anchor_("/tmp/ctx-model-anchor." + std::to_string(plan.ids.fs.uid), "/tmp/ctx-model.", plan.ids.fs.uid,
+              plan.ids.privileged ? sys::MakeAs(plan.ids.fs) : std::nullopt) {}
 
 void ModelGate::record(const Event& ev) {
   records_.event(ev);

@@ -57,30 +57,44 @@ std::string model_call_object(const std::string& asked, const std::string& model
 
 /// The empty host directory every model's root is mounted over: each
 /// model's sandbox mounts a fresh tmpfs over it in its own mount namespace,
-/// so that calls, even at once, share it and never see what it holds.
-/// Made (mkdtemp, 0700) at the first get() and kept, and made again when
-/// the path no longer names the directory made: removed, or replaced on
-/// the host (the sandbox opens it without following symlinks anyway).
+/// so that calls, even at once and of several supervisors, share it and
+/// never see what it holds. The owner's shared one (`shared`, made 0700 if
+/// missing, never removed: a supervisor killed leaves nothing new); when
+/// that name is not a 0700 directory of the owner's (another user made it
+/// first), one of this supervisor's own (mkdtemp `prefix`), removed at
+/// the end. Either is made again when its path no longer names the
+/// directory found: removed, or replaced on the host (the sandbox opens it
+/// without following symlinks anyway).
 class ModelAnchor {
  public:
-  /// prefix: mkdtemp's, without the X's ("/tmp/ctx-model."); owner: whom
-  /// a directory made is given to (a root supervisor's agent), if anyone.
-  ModelAnchor(std::string prefix, std::optional<sys::Ownership> owner);
-  /// Removes the directory made, when its path still names it.
+  /// owner: the uid the directory must belong to; as: the rights it is
+  /// made with (a root supervisor: the owner's, IdPlan::fs), nullopt the
+  /// caller's own.
+  ModelAnchor(std::string shared, std::string prefix, std::uint32_t owner, sys::MakeAs as);
+  /// Removes a directory of this supervisor's own, when its path still
+  /// names it.
   ~ModelAnchor();
   ModelAnchor(const ModelAnchor&) = delete;
   ModelAnchor& operator=(const ModelAnchor&) = delete;
-  /// The directory's path; an error when one cannot be made.
+  /// The directory's path; an error when none can be made.
   Result<std::string> get();
 
  private:
-  /// Whether the path made still names the directory made.
+  struct Found {
+    std::string path;
+    sys::FileStat stat;  ///< what stat said of it when found
+    bool own = false;    ///< this supervisor's own, removed at the end
+  };
+  /// Whether the path found still names the directory found.
   bool intact() const;
+  /// The shared directory, made if missing; nullopt when it is not the owner's.
+  std::optional<sys::FileStat> shared_dir() const;
 
+  std::string shared_;
   std::string prefix_;
-  std::optional<sys::Ownership> owner_;
-  /// The directory made, with what stat said of it then.
-  std::optional<std::pair<std::string, sys::FileStat>> made_;
+  std::uint32_t owner_;
+  sys::MakeAs as_;
+  std::optional<Found> found_;
 };
 
 /// A model started by ModelGate::call that has exited: the connection its
@@ -155,9 +169,9 @@ class ModelGate {
   /// The host's resolver files a model with the network reads (inside
   /// path, the host file it resolves to), those that exist, found with base_.
   std::vector<std::pair<std::string, std::string>> net_files_;
-  /// Why kept for the gate's life, not made and removed per call: an rmdir
-  /// on this machine's /tmp (ext4, mounted `discard`) took 2.8-3.8 ms of
-  /// the single-threaded supervisor's time, longer than a small model.
+  /// Why kept, not made and removed per call: an rmdir on this machine's
+  /// /tmp (ext4, mounted `discard`) took 2.8-3.8 ms of the single-threaded
+  /// supervisor's time, longer than a small model.
   ModelAnchor anchor_;
   std::map<int, ModelRun> runs_;  ///< running models, by the connection their exit answers
 };
