@@ -24,6 +24,7 @@
 #include "sys/socket.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 namespace ctx::launcher {
 
@@ -86,8 +87,55 @@ void ModelGate::take_model_segment(std::string& name, HttpMeta& h) const {
   h.path = end == std::string::npos ? "" : h.path.substr(end);
 }
 
+ModelAnchor::ModelAnchor(std::string shared, std::string prefix, std::uint32_t owner, sys::MakeAs as)
+    : shared_(std::move(shared)), prefix_(std::move(prefix)), owner_(owner), as_(std::move(as)) {}
+
+ModelAnchor::~ModelAnchor() {
+  if (found_ && found_->own && intact()) (void)sys::remove_at(AT_FDCWD, found_->path, true);
+}
+
+bool ModelAnchor::intact() const {
+  if (!found_) return false;
+  auto st = sys::stat_at(AT_FDCWD, found_->path);
+  if (!st || !*st) return false;
+  const sys::FileStat& now = **st;
+  const sys::FileStat& then = found_->stat;
+  return now.dev == then.dev && now.ino == then.ino && now.uid == then.uid && now.mode == then.mode;
+}
+
+std::optional<sys::FileStat> ModelAnchor::shared_dir() const {
+  if (!sys::make_dir_if_missing_at(AT_FDCWD, shared_, 0700, as_)) return std::nullopt;
+  auto st = sys::stat_at(AT_FDCWD, shared_);
+  if (!st || !*st || (**st).uid != owner_ || (**st).mode != (S_IFDIR | 0700)) return std::nullopt;
+  return **st;
+}
+
+Result<std::string> ModelAnchor::get() {
+  if (intact()) return found_->path;
+  found_.reset();
+  if (auto st = shared_dir()) {
+    found_ = Found{shared_, *st, false};
+    return shared_;
+  }
+  CTX_TRY_ASSIGN(std::string dir, sys::make_temp_dir(prefix_));
+  if (as_) (void)sys::chown_at(AT_FDCWD, dir, sys::Ownership{as_->uid, as_->gid});
+  auto st = sys::stat_at(AT_FDCWD, dir);
+  if (!st || !*st) {
+    (void)sys::remove_at(AT_FDCWD, dir, true);
+    return fail(st ? Error{ENOENT, dir + ": ENOENT: the models' anchor directory vanished as it was made"}
+                   : st.error());
+  }
+  found_ = Found{dir, **st, true};
+  return dir;
+}
+
 ModelGate::ModelGate(const LaunchPlan& plan, int tree, RecordSink& records)
-    : plan_(plan), tree_(tree), records_(records), live_(plan.ctx_root, runtime_viewer(plan)) {}
+    : plan_(plan),
+      tree_(tree),
+      records_(records),
+      live_(plan.ctx_root, runtime_viewer(plan)),
+      anchor_("/tmp/ctx-model-anchor." + std::to_string(plan.ids.fs.uid), "/tmp/ctx-model.", plan.ids.fs.uid,
+              plan.ids.privileged ? sys::MakeAs(plan.ids.fs) : std::nullopt) {}
 
 void ModelGate::record(const Event& ev) {
   records_.event(ev);
@@ -202,8 +250,8 @@ std::variant<ModelEntry, ModelGate::Refusal> ModelGate::decide(const std::string
   return m;
 }
 
-Result<ModelRun> ModelGate::start(const ModelEntry& m, const std::string& anchor, std::vector<UniqueFd> stdio) {
-  if (plan_.ids.privileged) (void)sys::chown_at(AT_FDCWD, anchor, sys::Ownership{plan_.ids.fs.uid, plan_.ids.fs.gid});
+Result<ModelRun> ModelGate::start(const ModelEntry& m, std::vector<UniqueFd> stdio) {
+  CTX_TRY_ASSIGN(std::string anchor, anchor_.get());
   if (!base_) {
     base_.emplace();
     for (const char* d : {"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"})
@@ -223,7 +271,6 @@ Result<ModelRun> ModelGate::start(const ModelEntry& m, const std::string& anchor
     (void)reap_failed(sandbox->child);
     sandbox = fail(setup_error(*sandbox->setup.error));
   }
-  (void)sys::remove_at(AT_FDCWD, anchor, true);  // empty on the host: the tmpfs was the sandbox's
   if (!sandbox) return fail(sandbox.error());
   ModelRun run;
   run.child = std::move(sandbox->child);
@@ -265,11 +312,7 @@ std::optional<json> ModelGate::call(int conn, const ModelRequest& req, std::vect
   ModelEntry& m = std::get<ModelEntry>(decided);
   if (http) m.request_env = cgi_env(*http);
   const auto started = std::chrono::steady_clock::now();
-  // An empty directory for the model's root to be mounted over; what it
-  // holds is never seen (the sandbox mounts a fresh tmpfs over it).
-  auto anchor = sys::make_temp_dir("/tmp/ctx-model.");
-  if (!anchor) return refuse(name, refusal(anchor.error().code, "error", anchor.error().msg), EventStatus::error);
-  auto run = start(m, *anchor, std::move(stdio));
+  auto run = start(m, std::move(stdio));
   if (!run) {
     json answer = refuse(name, refusal(run.error().code, "error", run.error().msg), EventStatus::error);
     log_model(m.rel, {"model.call", "model/" + m.name, EventStatus::error, {{"reason", "error"}}});

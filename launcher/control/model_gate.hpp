@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/unique_fd.hpp"
+#include "sys/file.hpp"
 #include "launcher/control/request.hpp"
 #include "launcher/control/http_meta.hpp"
 #include "launcher/records/event.hpp"
@@ -53,6 +54,48 @@ bool cap_grants_network(std::string_view cap);
 /// else "model" alone (a request cannot make its record longer than a
 /// valid name does: launcher/control/rate_limit.hpp counts on it). Pure.
 std::string model_call_object(const std::string& asked, const std::string& model);
+
+/// The empty host directory every model's root is mounted over: each
+/// model's sandbox mounts a fresh tmpfs over it in its own mount namespace,
+/// so that calls, even at once and of several supervisors, share it and
+/// never see what it holds. The owner's shared one (`shared`, made 0700 if
+/// missing, never removed: a supervisor killed leaves nothing new); when
+/// that name is not a 0700 directory of the owner's (another user made it
+/// first), one of this supervisor's own (mkdtemp `prefix`), removed at
+/// the end. Either is made again when its path no longer names the
+/// directory found: removed, or replaced on the host (the sandbox opens it
+/// without following symlinks anyway).
+class ModelAnchor {
+ public:
+  /// owner: the uid the directory must belong to; as: the rights it is
+  /// made with (a root supervisor: the owner's, IdPlan::fs), nullopt the
+  /// caller's own.
+  ModelAnchor(std::string shared, std::string prefix, std::uint32_t owner, sys::MakeAs as);
+  /// Removes a directory of this supervisor's own, when its path still
+  /// names it.
+  ~ModelAnchor();
+  ModelAnchor(const ModelAnchor&) = delete;
+  ModelAnchor& operator=(const ModelAnchor&) = delete;
+  /// The directory's path; an error when none can be made.
+  Result<std::string> get();
+
+ private:
+  struct Found {
+    std::string path;
+    sys::FileStat stat;  ///< what stat said of it when found
+    bool own = false;    ///< this supervisor's own, removed at the end
+  };
+  /// Whether the path found still names the directory found.
+  bool intact() const;
+  /// The shared directory, made if missing; nullopt when it is not the owner's.
+  std::optional<sys::FileStat> shared_dir() const;
+
+  std::string shared_;
+  std::string prefix_;
+  std::uint32_t owner_;
+  sys::MakeAs as_;
+  std::optional<Found> found_;
+};
 
 /// A model started by ModelGate::call that has exited: the connection its
 /// exit answers, its exit status, and what the gate records of it.
@@ -104,8 +147,8 @@ class ModelGate {
   };
   std::variant<ModelEntry, Refusal> decide(const std::string& name);
   /// Starts an allowed model with the caller's stdio, its root mounted
-  /// over the empty directory `anchor`, which is removed again.
-  Result<ModelRun> start(const ModelEntry& m, const std::string& anchor, std::vector<UniqueFd> stdio);
+  /// over anchor_.
+  Result<ModelRun> start(const ModelEntry& m, std::vector<UniqueFd> stdio);
   /// An HTTP call's model name, completed from its path (as the owner).
   void take_model_segment(std::string& name, HttpMeta& h) const;
   /// The answer of a refused call, recorded with the model named (after
@@ -126,6 +169,10 @@ class ModelGate {
   /// The host's resolver files a model with the network reads (inside
   /// path, the host file it resolves to), those that exist, found with base_.
   std::vector<std::pair<std::string, std::string>> net_files_;
+  /// Why kept, not made and removed per call: an rmdir on this machine's
+  /// /tmp (ext4, mounted `discard`) took 2.8-3.8 ms of the single-threaded
+  /// supervisor's time, longer than a small model.
+  ModelAnchor anchor_;
   std::map<int, ModelRun> runs_;  ///< running models, by the connection their exit answers
 };
 

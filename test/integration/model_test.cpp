@@ -52,6 +52,30 @@ struct ModelTree {
     t.write("ctx/model/debug/echo.d/id", "debug/echo\n");
     t.write("ctx/model/openai/gpt-4o", "#!/bin/sh\necho gpt-ran\n", 0755);
     t.write("ctx/model/debug/fail", "#!/bin/sh\necho no-provider >&2\nexit 7\n", 0755);
+    // A call that leaves what it can for a later one: a loopback listener
+    // and an abstract socket, both handed to the agent over its stdout (a
+    // socket the agent made), a process that stays, a file in its /tmp.
+    t.write("ctx/model/debug/leave",
+            "#!/usr/bin/python3\nimport array, os, socket, time\n"
+            "tcp = socket.socket()\ntcp.bind(('127.0.0.1', 47301))\ntcp.listen()\n"
+            "unix = socket.socket(socket.AF_UNIX)\nunix.bind('\\0ctx-left-behind')\nunix.listen()\n"
+            "open('/tmp/left-behind', 'w').close()\n"
+            "out = socket.socket(fileno=os.dup(1))\n"
+            "out.sendmsg([b'left'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [tcp.fileno(), "
+            "unix.fileno()]))])\n"
+            "if os.fork() == 0:\n    os.setsid()\n    time.sleep(30)\n",
+            0755);
+    // A later call: what it can reach of the earlier one.
+    t.write("ctx/model/debug/reach",
+            "#!/usr/bin/python3\nimport os, socket\n"
+            "def dial(family, addr):\n    s = socket.socket(family)\n    try:\n        s.connect(addr)\n"
+            "        return 'connected'\n    except OSError as e:\n        return os.strerror(e.errno)\n"
+            "print('tcp 127.0.0.1:47301:', dial(socket.AF_INET, ('127.0.0.1', 47301)))\n"
+            "print('abstract ctx-left-behind:', dial(socket.AF_UNIX, '\\0ctx-left-behind'))\n"
+            "print('/tmp/left-behind:', os.path.exists('/tmp/left-behind'))\n"
+            "print('processes but its init:', sorted(open('/proc/%s/comm' % p).read().strip() "
+            "for p in os.listdir('/proc') if p.isdigit() and p != '1'))\n",
+            0755);
     t.dir().symlink("/ctx/model/debug/echo", "ctx/model/main");
     t.dir().symlink("/ctx/model/debug/echo", "ctx/model/helper");
     t.write("ctx/home/" + uid + "/model/.keep", "");
@@ -65,6 +89,7 @@ struct ModelTree {
                        "allow coder_t model:debug/fenced use\nallow coder_t model:debug/fail use\n"
                        "allow coder_t model:main use\nallow coder_t model:ungranted use\n"
                        "allow coder_t model:debug/slow use\n"
+                       "allow coder_t model:debug/leave use\nallow coder_t model:debug/reach use\n"
                        "allow coder_t model:debug/net use\nallow coder_t model:debug/resolver use\n"
                        "allow coder_t tool:fs.read execute\n"}});
   }
@@ -255,6 +280,35 @@ TEST_CASE("while a model runs, nothing in the agent's sandbox shows its credenti
   CHECK(r.out.find("/proc/") == std::string::npos);
   CHECK(r.out.find("slow-done\n") != std::string::npos);
   CHECK(r.out.rfind("procs=", 0) == 0);
+}
+
+// The attack on a network namespace kept between calls: an earlier call
+// listens on a loopback port (and an abstract socket, which is per network
+// namespace too) and keeps it past its own end, in a process it left and
+// in the descriptors it handed to the agent, which hold the listener open
+// whatever happens to the call's processes; a later call connects to it.
+TEST_CASE("nothing of an earlier model call reaches a later one: not a loopback listener handed to the agent, not a "
+          "process it left, not a file it wrote",
+          "[root][userns]") {
+  ModelTree m = make_tree();
+  const std::string agent =
+      "import array, socket, subprocess\n"
+      "a, b = socket.socketpair()\n"
+      "call = subprocess.run(['/ctx/bin/ctx', 'model', 'debug/leave'], stdin=subprocess.DEVNULL, stdout=b)\n"
+      "msg, anc, _, _ = a.recvmsg(16, socket.CMSG_SPACE(8))\n"
+      "held = array.array('i', anc[0][2]) if anc else []\n"
+      "print('first call:', call.returncode, msg.decode(), 'descriptors held:', len(held))\n"
+      "print(subprocess.run(['/ctx/bin/ctx', 'model', 'debug/reach'], stdin=subprocess.DEVNULL, "
+      "capture_output=True, text=True).stdout, end='')\n";
+  RunResult r = m.t.launch({"coder", "--", "/usr/bin/python3", "-c", agent}, m.as);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out ==
+        "first call: 0 left descriptors held: 2\n"
+        "tcp 127.0.0.1:47301: Connection refused\n"
+        "abstract ctx-left-behind: Connection refused\n"
+        "/tmp/left-behind: False\n"
+        "processes but its init: ['reach']\n");
 }
 
 TEST_CASE("a model with the network resolves names through the host's /etc/hosts, read-only; one without has no "
