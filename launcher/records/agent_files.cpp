@@ -212,8 +212,15 @@ void AgentFiles::log(const Event& e) {
 
 void AgentFiles::event(const Event& e) {
   if (!open_session()) return;
-  warn(sys::append_file(session_.get(), "events.jsonl", line_of(e, plan_.name, plan_.session), 0644, rights()),
-       own_session_path() + "/events.jsonl", Kind::appended);
+  const std::string path = own_session_path() + "/events.jsonl";
+  // Opened once: one write(2) per event afterwards (nothing else renames
+  // or replaces a session's events.jsonl).
+  if (!events_.valid()) {
+    auto fd = sys::open_append(session_.get(), "events.jsonl", 0644, rights());
+    if (!fd) return warn(fail(fd.error()), path, Kind::appended);
+    events_ = std::move(*fd);
+  }
+  warn(sys::append_whole(events_.get(), line_of(e, plan_.name, plan_.session)), path, Kind::appended);
 }
 
 void AgentFiles::event_of(const std::string& agent, const std::string& session, const Event& e) {

@@ -139,6 +139,7 @@ class AgentFiles : public RecordSink {
   int idir_;
   bool primary_;
   UniqueFd session_;
+  UniqueFd events_;  ///< the session's events.jsonl, once an event was written
   std::uint64_t log_size_ = kUnknownLogSize;
   std::set<std::pair<std::string, int>> warned_;  ///< (path, errno) already said
 };
