@@ -41,32 +41,6 @@ Result<void> write_all(int fd, std::string_view data, const char* what) {
   return {};
 }
 
-// Appends data with as few write(2)s as the kernel allows and never leaves
-// a part of it behind: when a later write fails (ENOSPC, EDQUOT, EFBIG
-// after a short write), what this call wrote is cut off again, so a file
-// of lines only ever holds whole lines. The cut is made only while this
-// call's bytes are still the end of the file (another appender may have
-// written after them; its line is not cut).
-Result<void> append_whole(int fd, std::string_view data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n > 0) {
-      done += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    int err = n < 0 ? errno : EIO;  // a regular file never takes 0 bytes of a non-empty write
-    if (done > 0) {
-      struct stat st {};
-      off_t end = ::lseek(fd, 0, SEEK_CUR);
-      if (end >= 0 && ::fstat(fd, &st) == 0 && st.st_size == end) (void)::ftruncate(fd, end - static_cast<off_t>(done));
-    }
-    return fail(sys_error("write", err));
-  }
-  return {};
-}
-
 std::uint64_t random_u64() {
   static std::mt19937_64 rng{std::random_device{}()};
   return rng();
@@ -183,6 +157,12 @@ Result<std::optional<FileContent>> read_small_file(int dirfd, const std::string&
 
 Result<UniqueFd> open_or_make_dirs(int dirfd, const std::string& rel, mode_t mode, const MakeAs& as) {
   CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
+  // Usually every directory exists: one openat2 that follows no symlink
+  // and stays beneath dirfd opens what the walk below would (three calls
+  // per component). Any failure takes the walk, which makes what is
+  // missing and words an error as before.
+  if (!rel.empty())
+    if (auto whole = open(dirfd, rel, Open::directory | Open::beneath | Open::no_symlinks)) return whole;
   int raw = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) return CTX_FAIL_ERRNO("openat .");
   UniqueFd cur(raw);
@@ -493,6 +473,26 @@ Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode, co
   CTX_TRY_ASSIGN(FileStat st, stat_fd(fd.get()));
   if (!S_ISREG(st.mode)) return fail(Error{EINVAL, name + ": EINVAL: not a regular file"});
   return fd;
+}
+
+Result<void> append_whole(int fd, std::string_view data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    int err = n < 0 ? errno : EIO;  // a regular file never takes 0 bytes of a non-empty write
+    if (done > 0) {
+      struct stat st {};
+      off_t end = ::lseek(fd, 0, SEEK_CUR);
+      if (end >= 0 && ::fstat(fd, &st) == 0 && st.st_size == end) (void)::ftruncate(fd, end - static_cast<off_t>(done));
+    }
+    return fail(sys_error("write", err));
+  }
+  return {};
 }
 
 Result<void> append_file(int dirfd, const std::string& name, std::string_view data, mode_t mode, const MakeAs& as) {

@@ -211,6 +211,14 @@ Result<std::size_t> read_at(int fd, char* buf, std::size_t size, std::uint64_t o
 /// there cannot block the caller). Opened with `as`'s rights.
 Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode, const MakeAs& as = std::nullopt);
 
+/// Appends data to the open O_APPEND descriptor fd with as few write(2)s
+/// as the kernel allows, all or nothing: when a later write fails (ENOSPC,
+/// EDQUOT, EFBIG after a short write), what this call wrote is cut off
+/// again, while its bytes are still the end of the file (another
+/// appender's line after them is not cut), so a file of lines only ever
+/// holds whole lines.
+Result<void> append_whole(int fd, std::string_view data);
+
 /// Appends data to dirfd/name (created with mode if missing) with one
 /// write(2) on an O_APPEND descriptor, so concurrent appenders of lines
 /// shorter than PIPE_BUF do not interleave. All or nothing: when the file

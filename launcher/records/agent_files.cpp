@@ -15,6 +15,7 @@
 #include "sys/fault.hpp"
 #include "sys/resolve.hpp"
 #include "sys/socket.hpp"
+#include "sys/spare_replace.hpp"
 
 namespace ctx::launcher {
 
@@ -54,15 +55,19 @@ Result<void> AgentFiles::start(pid_t supervisor) {
   const std::pair<const char*, std::string> records[] = {{"status", std::string(to_string(AgentState::start)) + "\n"},
                                                          {"pid", std::to_string(supervisor) + "\n"}};
   // The previous run's mark would make this one look exec'd already.
-  if (auto r = sys::remove_at(idir_, "exec"); !r) return fail(refusal(r.error(), instance_path("exec"), ""));
+  if (auto r = sys::retire_to_spare(idir_, "exec", idir_, spare("exec")); !r)
+    return fail(refusal(r.error(), instance_path("exec"), ""));
   for (const auto& [file, content] : records) {
-    if (auto r = sys::atomic_replace(idir_, file, content); !r)
+    if (auto r = sys::replace_via_spare(idir_, file, content, idir_, spare(file)); !r)
       return fail(refusal(r.error(), instance_path(file), ""));
     if (!primary_) continue;
-    if (auto r = sys::atomic_replace(ddir_, file, content); !r) return fail(refusal(r.error(), ddir_path(file), ""));
+    if (auto r = sys::replace_via_spare(ddir_, file, content, idir_, spare(std::string("d-") + file)); !r)
+      return fail(refusal(r.error(), ddir_path(file), ""));
   }
   return {};
 }
+
+std::string AgentFiles::spare(const std::string& record) { return ".spare." + record; }
 
 Error AgentFiles::refusal(const Error& e, const std::string& path, const std::string& why) {
   // Said here, in the launch's error; the warning would repeat it.
@@ -75,7 +80,12 @@ Error AgentFiles::refusal(const Error& e, const std::string& path, const std::st
   return out;
 }
 
-Result<void> AgentFiles::session_file(const std::string& name, const std::string& content) {
+Result<void> AgentFiles::session_file(const std::string& name, const std::string& content, Write how) {
+  switch (how) {
+    case Write::new_file: return sys::atomic_replace(session_.get(), name, content, 0644, false, rights());
+    case Write::spare:
+      return sys::replace_via_spare(session_.get(), name, content, idir_, spare("session-" + name), 0644, rights());
+  }
   return sys::atomic_replace(session_.get(), name, content, 0644, false, rights());
 }
 
@@ -143,7 +153,7 @@ Result<void> AgentFiles::begin_session() {
   std::vector<std::pair<std::string, std::string>> files{{"updated_at", now}, {"state", "running\n"}};
   if (!*created) files.insert(files.begin(), {"created_at", now});
   for (const auto& [name, content] : files)
-    if (auto r = session_file(name, content); !r) return refuse(r.error(), sdir + "/" + name);
+    if (auto r = session_file(name, content, Write::new_file); !r) return refuse(r.error(), sdir + "/" + name);
   const std::pair<const char*, std::string> steady[] = {{"cwd", plan_.cwd + "\n"},
                                                         {"meta.json", meta.dump(-1, ' ', true) + "\n"}};
   for (const auto& [name, content] : steady)
@@ -164,18 +174,20 @@ Result<void> AgentFiles::begin_session() {
 void AgentFiles::end_session(const std::string& state) {
   if (!open_session()) return;
   const std::string sdir = own_session_path();
-  warn(session_file("state", state + "\n"), sdir + "/state", Kind::replaced);
-  warn(session_file("updated_at", timestamp_now() + "\n"), sdir + "/updated_at", Kind::replaced);
+  warn(session_file("state", state + "\n", Write::spare), sdir + "/state", Kind::replaced);
+  warn(session_file("updated_at", timestamp_now() + "\n", Write::spare), sdir + "/updated_at", Kind::replaced);
 }
 
 void AgentFiles::status(AgentState s) {
   const std::string word = std::string(to_string(s)) + "\n";
-  warn(sys::atomic_replace(idir_, "status", word), instance_path("status"), Kind::replaced);
-  if (primary_) warn(sys::atomic_replace(ddir_, "status", word), ddir_path("status"), Kind::replaced);
+  warn(sys::replace_via_spare(idir_, "status", word, idir_, spare("status")), instance_path("status"), Kind::replaced);
+  if (primary_)
+    warn(sys::replace_via_spare(ddir_, "status", word, idir_, spare("d-status")), ddir_path("status"), Kind::replaced);
 }
 
 void AgentFiles::exec() {
-  warn(sys::atomic_replace(idir_, "exec", timestamp_now() + "\n"), instance_path("exec"), Kind::replaced);
+  warn(sys::replace_via_spare(idir_, "exec", timestamp_now() + "\n", idir_, spare("exec")), instance_path("exec"),
+       Kind::replaced);
 }
 
 Result<void> append_capped_log(int dirfd, const std::string& line, std::uint64_t& size) {
@@ -212,8 +224,15 @@ void AgentFiles::log(const Event& e) {
 
 void AgentFiles::event(const Event& e) {
   if (!open_session()) return;
-  warn(sys::append_file(session_.get(), "events.jsonl", line_of(e, plan_.name, plan_.session), 0644, rights()),
-       own_session_path() + "/events.jsonl", Kind::appended);
+  const std::string path = own_session_path() + "/events.jsonl";
+  // Opened once: one write(2) per event afterwards (nothing else renames
+  // or replaces a session's events.jsonl).
+  if (!events_.valid()) {
+    auto fd = sys::open_append(session_.get(), "events.jsonl", 0644, rights());
+    if (!fd) return warn(fail(fd.error()), path, Kind::appended);
+    events_ = std::move(*fd);
+  }
+  warn(sys::append_whole(events_.get(), line_of(e, plan_.name, plan_.session)), path, Kind::appended);
 }
 
 void AgentFiles::event_of(const std::string& agent, const std::string& session, const Event& e) {

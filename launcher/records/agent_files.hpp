@@ -108,7 +108,13 @@ class AgentFiles : public RecordSink {
   enum class Kind { replaced, appended };
 
   bool open_session();
-  Result<void> session_file(const std::string& name, const std::string& content);
+  /// How a session file is replaced: into a new file, or through its
+  /// spare (sys::replace_via_spare). A spare already has its disk blocks,
+  /// so only a new file tells that the disk is full: the session's start
+  /// writes new files, so that a full disk refuses a launch before any
+  /// record changes (docs/abi.md, "Sessions").
+  enum class Write { new_file, spare };
+  Result<void> session_file(const std::string& name, const std::string& content, Write how);
   /// What every file of the agent's tree (its home's directories, its
   /// sessions, events.jsonl, a child's coordination status) is made and
   /// written with: the owner's file-system ids in a root launch
@@ -118,6 +124,11 @@ class AgentFiles : public RecordSink {
   /// rights above), said before anything is made: EACCES, naming the
   /// space, its path and what to do.
   Error space_refusal(const std::string& path) const;
+  /// The name, in the instance's directory, of the file kept for the
+  /// next replace of `record` (sys::replace_via_spare): the instance's
+  /// status, pid and exec, the primary's "d-status" and "d-pid", the
+  /// session's "session-state" and "session-updated_at".
+  static std::string spare(const std::string& record);
   std::string ddir_path(const std::string& file) const;
   std::string instance_path(const std::string& file) const;
   /// Where this launch's sessions lie: the tree below the CTX root
@@ -139,6 +150,7 @@ class AgentFiles : public RecordSink {
   int idir_;
   bool primary_;
   UniqueFd session_;
+  UniqueFd events_;  ///< the session's events.jsonl, once an event was written
   std::uint64_t log_size_ = kUnknownLogSize;
   std::set<std::pair<std::string, int>> warned_;  ///< (path, errno) already said
 };

@@ -236,8 +236,9 @@ class Supervisor : private ControlHost {
   struct SocketName {
     int dir = -1;
     std::string name;
-    void remove() const {
+    void remove() {
       if (dir >= 0) (void)sys::remove_at(dir, name);
+      dir = -1;
     }
     ~SocketName() { remove(); }
   } socket_name_;

@@ -3,6 +3,7 @@
 // a failed, stale or killed instance leaves nothing behind.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -209,6 +211,42 @@ TEST_CASE("a long log does not stop the next launch (status, pid and log are not
   CtxTree t(m.owner);
   t.agent("coder", {{"log", std::string(70000, 'x') + "\n"}, {"status", "garbage that is no status\n"}});
   probe(run_probe(t, m, "coder", {"ids"}));
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+}
+
+// Records are replaced through a spare file, the previous content's,
+// which the next replace writes again (sys::replace_via_spare). A reader
+// that opened a record before it was replaced still holds that file: it
+// must never see it rewritten. And with nobody holding them, the launches
+// cycle through the same two files of each record, making none.
+TEST_CASE("a record held open is never rewritten; unheld, records reuse their files", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder", {{"status", "held open\n"}});
+  const std::string d = t.root() + "/agent/coder.d/";
+  const std::string spare = d + "instance/default/.spare.d-status";
+  int held = ::open((d + "status").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(held >= 0);
+  for (int i = 0; i < 2; ++i) probe(run_probe(t, m, "coder", {"ids"}));
+  char buf[64] = {};
+  CHECK(::pread(held, buf, sizeof buf - 1, 0) == 10);
+  CHECK(std::string(buf) == "held open\n");
+  ::close(held);
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+  auto inodes = [&] {
+    std::set<ino_t> out;
+    for (const std::string& p : {d + "status", spare, d + "instance/default/status",
+                                 d + "instance/default/.spare.status"}) {
+      struct stat st {};
+      if (::lstat(p.c_str(), &st) == 0) out.insert(st.st_ino);
+    }
+    return out;
+  };
+  probe(run_probe(t, m, "coder", {"ids"}));
+  const std::set<ino_t> before = inodes();
+  CHECK(before.size() == 4);
+  probe(run_probe(t, m, "coder", {"ids"}));
+  CHECK(inodes() == before);
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
 }
 
