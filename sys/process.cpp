@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -20,10 +21,12 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
 #include "sys/error.hpp"
+#include "sys/file.hpp"
 
 namespace ctx::sys {
 
@@ -234,6 +237,25 @@ Result<void> set_no_new_privs() {
 
 Result<void> new_session() {
   if (::setsid() < 0) return CTX_FAIL_ERRNO("setsid");
+  return {};
+}
+
+Result<void> release_code_pages() {
+  const std::string maps = read_or_empty("/proc/self", "maps");
+  if (maps.empty()) return fail(Error{EIO, "/proc/self/maps: EIO: cannot be read"});
+  std::size_t pos = 0;
+  while (pos < maps.size()) {
+    std::size_t end = maps.find('\n', pos);
+    if (end == std::string::npos) end = maps.size();
+    const std::string_view line(maps.data() + pos, end - pos);
+    pos = end + 1;
+    // "start-end perms offset dev inode path": a file's code is "r-xp" with a path.
+    unsigned long start = 0, stop = 0;
+    char perms[5] = {};
+    if (std::sscanf(std::string(line).c_str(), "%lx-%lx %4s", &start, &stop, perms) != 3) continue;
+    if (std::string_view(perms) != "r-xp" || line.find(" /") == std::string_view::npos) continue;
+    if (::madvise(reinterpret_cast<void*>(start), stop - start, MADV_DONTNEED) < 0) return CTX_FAIL_ERRNO("madvise");
+  }
   return {};
 }
 

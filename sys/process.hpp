@@ -118,6 +118,13 @@ Result<void> set_no_new_privs();
 /// the TIOCSTI channel to the caller's terminal.
 Result<void> new_session();
 
+/// Unmaps the calling process's resident pages of program code (its
+/// read-and-execute file mappings, /proc/self/maps) with MADV_DONTNEED;
+/// a page used again is faulted back in from the page cache. Code is never
+/// written, so nothing is lost. For a long-lived process forked from a
+/// bigger one (the sandbox's init) that runs little code from now on.
+Result<void> release_code_pages();
+
 /// Moves fds so that `keep[i]` becomes fd 3+i (CLOEXEC cleared) and closes
 /// every other fd above 2 (close_range).
 Result<void> keep_only_fds(const std::vector<int>& keep);

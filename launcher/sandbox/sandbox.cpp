@@ -317,6 +317,11 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   sys::close_fd(io.channel);
   sys::close_fd(io.listen_fd);
   (void)sys::fault_at("sandbox.init");
+  // The init was forked from the supervisor and ran the setup: its page
+  // tables map much of the launcher's code (each fault maps the 64 KiB
+  // around it), of which its loop below uses little. Best effort: a
+  // failure costs memory, not safety.
+  (void)sys::release_code_pages();
   if (term.peer.valid()) {
     (void)sys::set_process_group(*pid, *pid);
     (void)sys::set_foreground(term.peer.get(), *pid);
