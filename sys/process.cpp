@@ -1,6 +1,7 @@
 #include "sys/process.hpp"
 
 #include <fcntl.h>
+#include <link.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -21,7 +22,6 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -240,22 +240,31 @@ Result<void> new_session() {
   return {};
 }
 
-Result<void> release_code_pages() {
-  const std::string maps = read_or_empty("/proc/self", "maps");
-  if (maps.empty()) return fail(Error{EIO, "/proc/self/maps: EIO: cannot be read"});
-  std::size_t pos = 0;
-  while (pos < maps.size()) {
-    std::size_t end = maps.find('\n', pos);
-    if (end == std::string::npos) end = maps.size();
-    const std::string_view line(maps.data() + pos, end - pos);
-    pos = end + 1;
-    // "start-end perms offset dev inode path": a file's code is "r-xp" with a path.
-    unsigned long start = 0, stop = 0;
-    char perms[5] = {};
-    if (std::sscanf(std::string(line).c_str(), "%lx-%lx %4s", &start, &stop, perms) != 3) continue;
-    if (std::string_view(perms) != "r-xp" || line.find(" /") == std::string_view::npos) continue;
-    if (::madvise(reinterpret_cast<void*>(start), stop - start, MADV_DONTNEED) < 0) return CTX_FAIL_ERRNO("madvise");
+namespace {
+
+// One loaded object's code segments (executable, not writable), page
+// aligned, given back with MADV_DONTNEED; the vDSO is not the page
+// cache's. data: the first errno, 0 while none.
+int release_object_code(struct dl_phdr_info* info, std::size_t /*size*/, void* data) {
+  if (info->dlpi_name != nullptr && std::strstr(info->dlpi_name, "vdso") != nullptr) return 0;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0 || (ph.p_flags & PF_W) != 0) continue;
+    const std::uintptr_t start = (info->dlpi_addr + ph.p_vaddr) & ~(page - 1);
+    const std::uintptr_t end = (info->dlpi_addr + ph.p_vaddr + ph.p_memsz + page - 1) & ~(page - 1);
+    if (::madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED) < 0 && *static_cast<int*>(data) == 0)
+      *static_cast<int*>(data) = errno;
   }
+  return 0;
+}
+
+}  // namespace
+
+Result<void> release_code_pages() {
+  int err = 0;
+  ::dl_iterate_phdr(release_object_code, &err);
+  if (err != 0) return fail(sys_error("madvise MADV_DONTNEED", err));
   return {};
 }
 

@@ -118,8 +118,9 @@ Result<void> set_no_new_privs();
 /// the TIOCSTI channel to the caller's terminal.
 Result<void> new_session();
 
-/// Unmaps the calling process's resident pages of program code (its
-/// read-and-execute file mappings, /proc/self/maps) with MADV_DONTNEED;
+/// Unmaps the calling process's resident pages of program code (the
+/// executable, not writable segments of the program and of each shared
+/// object, dl_iterate_phdr; no system call but madvise) with MADV_DONTNEED;
 /// a page used again is faulted back in from the page cache. Code is never
 /// written, so nothing is lost. For a long-lived process forked from a
 /// bigger one (the sandbox's init) that runs little code from now on.
