@@ -231,9 +231,21 @@ Result<Terminal> open_terminal(const Reporter& rep) {
 // finish too. A signal forwarded from the supervisor's caller still goes
 // to the runtime alone: that is the runtime's to pass on.
 [[noreturn]] void be_init(pid_t runtime, int sigfd, int lifeline, bool terminal) {
+  // The init was forked from the supervisor and ran the setup: its page
+  // tables map much of the launcher's code (each fault maps the 64 KiB
+  // around it), of which this loop uses little. It lets go of it once the
+  // runtime has run a while, off the launch's path (a runtime that ends
+  // sooner ends the init with it). Best effort: a failure costs memory.
+  int release_in_ms = 50;
   while (true) {
     std::vector<struct pollfd> fds{{sigfd, POLLIN, 0}, {lifeline, POLLIN, 0}};
-    if (!sys::poll_fds(fds, -1)) _exit(kExitLaunchFailed);
+    auto ready = sys::poll_fds(fds, release_in_ms);
+    if (!ready) _exit(kExitLaunchFailed);
+    if (*ready == 0) {
+      (void)sys::release_code_pages();
+      release_in_ms = -1;
+      continue;
+    }
     if (fds[1].revents != 0) {
       char c = 0;
       auto got = sys::read_byte(lifeline, c);
@@ -317,11 +329,6 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   sys::close_fd(io.channel);
   sys::close_fd(io.listen_fd);
   (void)sys::fault_at("sandbox.init");
-  // The init was forked from the supervisor and ran the setup: its page
-  // tables map much of the launcher's code (each fault maps the 64 KiB
-  // around it), of which its loop below uses little. Best effort: a
-  // failure costs memory, not safety.
-  (void)sys::release_code_pages();
   if (term.peer.valid()) {
     (void)sys::set_process_group(*pid, *pid);
     (void)sys::set_foreground(term.peer.get(), *pid);
