@@ -437,7 +437,7 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
   // seen in, read once.
   std::optional<std::vector<sys::MountEntry>> host_mounts;
   if (plan.ids.privileged) {
-    CTX_TRY_ASSIGN(host_mounts, sys::read_mountinfo());
+    CTX_TRY_ASSIGN(host_mounts, sys::mount_table());
   }
   MountRun run{plan, rep, ViewMount(std::move(fuse), plan), host_mounts ? &*host_mounts : nullptr, {}, DirCache(-1), {}};
   for (const MountStep& m : plan.mounts) {
