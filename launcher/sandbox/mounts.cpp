@@ -338,7 +338,7 @@ struct MountRun {
   ViewMount view;
   const std::vector<sys::MountEntry>* seen_in;
   UniqueFd root;
-  DirCache dirs{-1};
+  DirCache dirs;
   std::vector<UniqueFd> sockets;
 };
 
