@@ -209,7 +209,6 @@ Result<void> drop_bounding_set() {
 Result<void> drop_all_capabilities() {
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
     return CTX_FAIL_ERRNO("prctl PR_CAP_AMBIENT_CLEAR_ALL");
-  CTX_TRY(drop_bounding_set());
   capng_clear(CAPNG_SELECT_CAPS);
   if (capng_apply(CAPNG_SELECT_CAPS) != 0)
     return fail(Error{EPERM, "capng_apply: EPERM: could not clear capabilities"});

@@ -103,8 +103,9 @@ Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t 
 /// so a privileged launch does it before leaving root).
 Result<void> drop_bounding_set();
 
-/// Drops every capability: bounding set, ambient, effective, permitted,
-/// inheritable (libcap-ng), and clears securebits' keep-caps.
+/// Drops every capability but the bounding set's (drop_bounding_set):
+/// ambient, effective, permitted, inheritable (libcap-ng), and clears
+/// securebits' keep-caps.
 Result<void> drop_all_capabilities();
 
 }  // namespace ctx::sys

@@ -20,8 +20,11 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 
 #include "sys/error.hpp"
+#include "sys/file.hpp"
 
 namespace ctx::sys {
 
@@ -152,9 +155,58 @@ Result<int> read_signalfd(int fd) {
   }
 }
 
+namespace {
+
+// The 16 hex digits after `key` in text[0, len), as a mask; nullopt when
+// the key is not there (whole) or the digits are not.
+std::optional<std::uint64_t> status_mask(const char* text, std::size_t len, const char* key) {
+  const std::size_t klen = std::strlen(key);
+  for (std::size_t i = 0; i + klen + 16 <= len; ++i) {
+    if ((i != 0 && text[i - 1] != '\n') || std::memcmp(text + i, key, klen) != 0) continue;
+    std::uint64_t mask = 0;
+    for (std::size_t d = i + klen; d < i + klen + 16; ++d) {
+      const char c = text[d];
+      const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (v < 0) return std::nullopt;
+      mask = mask << 4 | static_cast<std::uint64_t>(v);
+    }
+    return mask;
+  }
+  return std::nullopt;
+}
+
+// The signals whose disposition is not the default (ignored or caught),
+// bit s-1 for signal s, from the SigIgn and SigCgt lines of
+// /proc/self/status; nullopt when they cannot be read. Async-signal-safe:
+// no allocation.
+std::optional<std::uint64_t> non_default_signals() {
+  int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[8192];
+  std::size_t len = 0;
+  std::optional<std::uint64_t> ign, cgt;
+  while (len < sizeof buf && !(ign && cgt)) {
+    ssize_t n = ::read(fd, buf + len, sizeof buf - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    len += static_cast<std::size_t>(n);
+    ign = status_mask(buf, len, "SigIgn:\t");
+    cgt = status_mask(buf, len, "SigCgt:\t");
+  }
+  ::close(fd);
+  if (!ign || !cgt) return std::nullopt;
+  return *ign | *cgt;
+}
+
+}  // namespace
+
 void reset_signals() {
-  for (int s = 1; s < NSIG; ++s) {
-    if (s == SIGKILL || s == SIGSTOP) continue;
+  // Only the signals that need it: one read of the process's status
+  // against a sigaction for each of the 64 (the default already holds for
+  // nearly all of them). Where the status cannot be read, every one.
+  const std::uint64_t reset = non_default_signals().value_or(~std::uint64_t{0});
+  for (int s = 1; s < NSIG && s <= 64; ++s) {
+    if (s == SIGKILL || s == SIGSTOP || (reset >> (s - 1) & 1) == 0) continue;
     std::signal(s, SIG_DFL);
   }
   sigset_t empty;
@@ -185,6 +237,10 @@ Result<void> new_session() {
   if (::setsid() < 0) return CTX_FAIL_ERRNO("setsid");
   return {};
 }
+
+namespace {
+
+}  // namespace
 
 Result<void> keep_only_fds(const std::vector<int>& keep) {
   // First lift every kept fd above the target range [3, 3+n) so that

@@ -87,7 +87,10 @@ Result<UniqueFd> block_into_signalfd(const std::vector<int>& signals);
 Result<int> read_signalfd(int fd);
 
 /// Restores the default disposition and an empty mask for every signal
-/// (before exec, so the runtime does not inherit our blocking).
+/// (before exec, so the runtime does not inherit our blocking, nor a
+/// signal the caller ignored). Async-signal-safe: it reads which signals
+/// are ignored or caught from /proc/self/status and resets those (every
+/// signal when that cannot be read).
 void reset_signals();
 
 /// SIGPIPE ignored: a peer that goes away is an EPIPE from write(2), not

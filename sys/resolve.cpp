@@ -37,6 +37,12 @@ Result<void> make_file_at(int dirfd, const std::string& name, mode_t mode) {
   return fail(sys_error("openat " + name, err));
 }
 
+Result<UniqueFd> create_file_at(int dirfd, const std::string& name, mode_t mode) {
+  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return CTX_FAIL_ERRNO("openat " + name);
+  return UniqueFd(fd);
+}
+
 Result<void> make_symlink_at(const std::string& target, int dirfd, const std::string& name, const MakeAs& as) {
   CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
   if (::symlinkat(target.c_str(), dirfd, name.c_str()) < 0) return CTX_FAIL_ERRNO("symlinkat " + name);

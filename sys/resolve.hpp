@@ -21,6 +21,12 @@ Result<void> make_dir_at(int dirfd, const std::string& name, mode_t mode);
 /// regular file; a symlink or another type is an error (never followed).
 Result<void> make_file_at(int dirfd, const std::string& name, mode_t mode);
 
+/// Creates an empty regular file `name` below dirfd and returns it open
+/// read-only (a mount point that needs no second lookup); EEXIST when the
+/// name exists, whatever it is (nothing is followed). Errors read like
+/// make_file_at's ("openat NAME: ...").
+Result<UniqueFd> create_file_at(int dirfd, const std::string& name, mode_t mode);
+
 /// symlinkat(2): creates dirfd/name -> target, with `as`'s rights.
 Result<void> make_symlink_at(const std::string& target, int dirfd, const std::string& name,
                              const MakeAs& as = std::nullopt);

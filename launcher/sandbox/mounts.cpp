@@ -23,50 +23,103 @@ namespace {
 
 std::string rel_of(const std::string& inner) { return inner == "/" ? std::string() : inner.substr(1); }
 
-// Opens (creating when missing) the mount point `inner` below rootfd
-// without following any symlink: every component is resolved with
-// RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS, and a missing one is made with
-// mkdirat on the already-resolved parent.
-Result<UniqueFd> mount_point(int rootfd, const std::string& inner, bool directory) {
-  std::string rel = rel_of(inner);
-  auto existing = sys::open(rootfd, rel,
-                            sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
-                                sys::open_if(directory, sys::Open::directory));
-  if (existing || existing.error().code != ENOENT) return existing;
+constexpr sys::Open kInRoot = sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks;
+
+// The directory of the new root that the last steps used, kept open for
+// the next step in the same directory: /dev's nodes and links and
+// /run/ctx's sockets each need theirs, and a run of them costs one
+// openat2, not one each. A mount onto that directory or above it drops
+// it (the descriptor would name what the mount covers).
+class DirCache {
+ public:
+  explicit DirCache(int rootfd) : rootfd_(rootfd) {}
+  int root() const { return rootfd_; }
+
+  // `inner` (absolute in the new root) as an O_PATH directory, resolved
+  // in the root without following any symlink.
+  Result<int> open(const std::string& inner) {
+    if (fd_.valid() && inner == path_) return fd_.get();
+    fd_.reset();
+    CTX_TRY_ASSIGN(fd_, sys::open(rootfd_, rel_of(inner), kInRoot | sys::Open::directory));
+    path_ = inner;
+    return fd_.get();
+  }
+
+  // The descriptor of `inner` when it is the one kept open, else -1.
+  int kept(const std::string& inner) const { return fd_.valid() && inner == path_ ? fd_.get() : -1; }
+
+  // A mount was made at `target`.
+  void mounted(const std::string& target) {
+    if (fd_.valid() && path_is_at_or_under(path_, target)) fd_.reset();
+  }
+
+ private:
+  int rootfd_;
+  UniqueFd fd_;
+  std::string path_;
+};
+
+// The missing directories above `rel` (below rootfd), made one component
+// at a time, each with mkdirat on its already-resolved parent.
+Result<void> make_parents(int rootfd, const std::string& rel) {
   std::string done;
   std::size_t start = 0;
-  while (true) {
-    std::size_t slash = rel.find('/', start);
-    bool last = slash == std::string::npos;
-    std::string comp = rel.substr(start, last ? std::string::npos : slash - start);
-    CTX_TRY_ASSIGN(UniqueFd parent, sys::open(rootfd, done,
-                                              sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
-                                                  sys::Open::directory));
-    if (last && !directory) {
-      CTX_TRY(sys::make_file_at(parent.get(), comp, 0644));
-    } else {
-      CTX_TRY(sys::make_dir_at(parent.get(), comp, 0755));
-    }
+  for (std::size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', start)) {
+    const std::string comp = rel.substr(start, slash - start);
+    CTX_TRY_ASSIGN(UniqueFd parent, sys::open(rootfd, done, kInRoot | sys::Open::directory));
+    CTX_TRY(sys::make_dir_at(parent.get(), comp, 0755));
     done = done.empty() ? comp : done + "/" + comp;
-    if (last) break;
     start = slash + 1;
   }
-  return sys::open(rootfd, rel,
-                   sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
-                       sys::open_if(directory, sys::Open::directory));
+  return {};
+}
+
+// Opens (creating when missing) the mount point `inner` below the root
+// without following any symlink: it is resolved with
+// RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS, and a missing one is made with
+// mkdirat, or created as an empty file and used as it is, on its
+// already-resolved parent (made first when missing too).
+Result<UniqueFd> mount_point(DirCache& dirs, const std::string& inner, bool directory) {
+  const std::string rel = rel_of(inner);
+  const std::string above(path_dirname(inner));
+  const std::string leaf(path_basename(inner));
+  const sys::Open how = kInRoot | sys::open_if(directory, sys::Open::directory);
+  // In a directory kept open (the next /dev node) a file is created at
+  // once, and only one that exists is looked up; a directory's name alone
+  // is looked up there, and anything but a success or ENOENT again from
+  // the root so that the error names the whole path.
+  const int kept = rel.empty() ? -1 : dirs.kept(above);
+  if (kept >= 0 && !directory)
+    if (auto made = sys::create_file_at(kept, leaf, 0644); made || made.error().code != EEXIST) return made;
+  auto existing = kept >= 0 && directory ? sys::open(kept, leaf, how) : sys::open(dirs.root(), rel, how);
+  if (kept >= 0 && !existing && existing.error().code != ENOENT) existing = sys::open(dirs.root(), rel, how);
+  if (existing || existing.error().code != ENOENT || rel.empty()) return existing;
+  auto parent = dirs.open(above);
+  if (!parent && parent.error().code == ENOENT) {
+    CTX_TRY(make_parents(dirs.root(), rel));
+    parent = dirs.open(above);
+  }
+  if (!parent) return fail(parent.error());
+  if (directory) {
+    CTX_TRY(sys::make_dir_at(*parent, leaf, 0755));
+  } else {
+    auto made = sys::create_file_at(*parent, leaf, 0644);
+    if (made || made.error().code != EEXIST) return made;
+    // Made meanwhile: a plain file will do, a link or a directory not.
+    CTX_TRY(sys::make_file_at(*parent, leaf, 0644));
+  }
+  return sys::open(dirs.root(), rel, how);
 }
 
 // host_mounts: the mount table the sources are seen in, for a privileged
 // launch (nullptr otherwise), which binds only file systems of plain files.
-Result<void> bind_one(int rootfd, const BindStep& b, const std::vector<sys::MountEntry>* host_mounts) {
+Result<void> bind_one(DirCache& dirs, const BindStep& b, const std::vector<sys::MountEntry>* host_mounts) {
   // The source is opened with the owner's credentials (the caller's, or
   // the fs ids set for a privileged launch), so it must be reachable by
   // the owner; reading (and for rw, writing) it must be allowed too.
-  CTX_TRY_ASSIGN(UniqueFd src, open_bind_source(b, host_mounts));
-  CTX_TRY_ASSIGN(sys::FileStat st, sys::stat_fd(src.get()));
-  const bool dir = S_ISDIR(st.mode);
-  return bind_tree(b.source, src.get(), "", b.attrs, b.recursive ? Rbind::yes : Rbind::no,
-                   [&] { return mount_point(rootfd, b.target, dir); });
+  CTX_TRY_ASSIGN(BindSource src, open_bind_source(b, host_mounts));
+  return bind_tree(b.source, src.fd.get(), "", b.attrs, b.recursive ? Rbind::yes : Rbind::no,
+                   [&] { return mount_point(dirs, b.target, src.dir); });
 }
 
 Result<void> mask_one(int rootfd, const MaskStep& m) {
@@ -109,25 +162,21 @@ Result<UniqueFd> make_root(const RootStep& r, const std::vector<sys::MountEntry>
 }
 
 // A host device node, bound onto an empty file of the same name.
-Result<void> bind_dev_node(int rootfd, const DevNodeStep& n) {
+Result<void> bind_dev_node(DirCache& dirs, const DevNodeStep& n) {
   return bind_tree(n.source, AT_FDCWD, n.source, n.attrs, Rbind::no,
-                   [&] { return mount_point(rootfd, n.target, false); });
+                   [&] { return mount_point(dirs, n.target, false); });
 }
 
 // A supervisor socket: bound here, in the sandbox's own mount namespace,
 // so it never has a name anywhere else, not for an instant; anyone in the
 // sandbox may use it (iso uid runs as another uid than the owner it was
 // bound as), and the supervisor checks that each peer is in the sandbox.
-Result<UniqueFd> bind_socket(int rootfd, const SocketStep& s) {
-  const std::string dir(path_dirname(s.target));
+Result<UniqueFd> bind_socket(DirCache& dirs, const SocketStep& s) {
   const std::string leaf(path_basename(s.target));
-  CTX_TRY_ASSIGN(UniqueFd d,
-                 sys::open(rootfd, rel_of(dir),
-                           sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks | sys::Open::directory));
-  Result<UniqueFd> sock =
-      s.datagram ? sys::bind_datagram_at(d.get(), leaf, s.target) : sys::listen_unix_at(d.get(), leaf, s.target);
+  CTX_TRY_ASSIGN(int d, dirs.open(std::string(path_dirname(s.target))));
+  Result<UniqueFd> sock = s.datagram ? sys::bind_datagram_at(d, leaf, s.target) : sys::listen_unix_at(d, leaf, s.target);
   if (!sock) return fail(sock.error());
-  CTX_TRY(sys::chmod_at(d.get(), leaf, 0666));
+  CTX_TRY(sys::chmod_at(d, leaf, 0666));
   return std::move(*sock);
 }
 
@@ -141,8 +190,9 @@ class ViewMount {
   ViewMount(UniqueFd fuse, const LaunchPlan& plan) : fuse_(std::move(fuse)), plan_(plan) {}
   // One step: the view's subtree m.source (the whole view for "") at
   // m.target.
-  Result<void> attach(int rootfd, const ViewStep& m, const Reporter& rep) {
-    if (m.built) return build(rootfd, m, *m.built);
+  Result<void> attach(DirCache& dirs, const ViewStep& m, const Reporter& rep) {
+    const int rootfd = dirs.root();
+    if (m.built) return build(dirs, m, *m.built);
     if (!mnt_.valid()) {
       if (!fuse_.valid()) return fail(Error{EPROTO, "no /dev/fuse descriptor for the agent view"});
       CTX_TRY_ASSIGN(sys::Creds me, sys::current_creds());
@@ -153,7 +203,7 @@ class ViewMount {
     bool made_point = false;
     auto r = bind_tree("the agent view's " + m.source, mnt_.get(), m.source, m.attrs, Rbind::no, [&] {
       made_point = true;
-      return mount_point(rootfd, m.target, true);
+      return mount_point(dirs, m.target, true);
     });
     if (!r && !made_point && r.error().code == ENOENT && !m.source.empty()) return absent(rootfd, m);
     return r;
@@ -172,13 +222,14 @@ class ViewMount {
  private:
   // Static: the step's tmpfs, filled with the view's binds as the tree and
   // the policy are now, then sealed.
-  Result<void> build(int rootfd, const ViewStep& m, const mountspec::StaticBuild& b) {
+  Result<void> build(DirCache& dirs, const ViewStep& m, const mountspec::StaticBuild& b) {
+    const int rootfd = dirs.root();
     if (!static_) {
       CTX_TRY_ASSIGN(StaticView s, StaticView::open(plan_));
       static_.emplace(std::move(s));
     }
     if (!static_->shows(m.source)) return absent(rootfd, m);
-    CTX_TRY_ASSIGN(UniqueFd point, mount_point(rootfd, m.target, true));
+    CTX_TRY_ASSIGN(UniqueFd point, mount_point(dirs, m.target, true));
     CTX_TRY(static_->count_mount());
     CTX_TRY(sys::mount_fresh("tmpfs", point.get(), fs_flags(b.tmpfs), b.tmpfs_options));
     // The directory again: now the new file system's root.
@@ -278,11 +329,106 @@ Result<void> bind_tree(const std::string& source, int dirfd, const std::string& 
   return sys::attach_tree(cloned->get(), target.get());
 }
 
+namespace {
+
+// What the steps of one apply_mounts share.
+struct MountRun {
+  const LaunchPlan& plan;
+  Reporter& rep;
+  ViewMount view;
+  const std::vector<sys::MountEntry>* seen_in;
+  UniqueFd root;
+  DirCache dirs;
+  std::vector<UniqueFd> sockets;
+};
+
+// One step of the plan.
+Result<void> apply_step(MountRun& run, const MountStep& m) {
+  const LaunchPlan& plan = run.plan;
+  switch (mountspec::kind_of(m)) {
+    case StepKind::root: {
+      const auto& rs = std::get<RootStep>(m);
+      auto r = make_root(rs, run.seen_in);
+      if (!r) return fail(rs.fresh ? r.error() : r.error().with_context(plan.name + ".d/root"));
+      run.root = std::move(*r);
+      run.dirs = DirCache(run.root.get());
+      return {};
+    }
+    case StepKind::bind: {
+      const auto& b = std::get<BindStep>(m);
+      auto r = bind_one(run.dirs, b, run.seen_in);
+      if (!r) return fail(r.error().with_context(mount_line_context(plan, b)));
+      return {};
+    }
+    case StepKind::view: {
+      const auto& v = std::get<ViewStep>(m);
+      auto r = run.view.attach(run.dirs, v, run.rep);
+      if (!r && v.line > 0)
+        return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(v.line) + ": the agent view at " +
+                                           v.target));
+      if (!r) return fail(r.error().with_context("the agent view at " + v.target));
+      return {};
+    }
+    case StepKind::mask: {
+      const auto& k = std::get<MaskStep>(m);
+      CTX_TRY_CTX(mask_one(run.root.get(), k), "masking " + k.target + " (" + k.why + ")");
+      return {};
+    }
+    case StepKind::fs: {
+      const auto& f = std::get<FsStep>(m);
+      CTX_TRY_ASSIGN(UniqueFd point, mount_point(run.dirs, f.target, true));
+      auto r = sys::mount_fresh(f.fstype, point.get(), fs_flags(f.attrs), f.options);
+      if (!r) return fail(fresh_fs_error(f, r.error()).with_context(f.target));
+      return {};
+    }
+    case StepKind::dev_node: {
+      const auto& n = std::get<DevNodeStep>(m);
+      CTX_TRY_CTX(bind_dev_node(run.dirs, n), n.target);
+      return {};
+    }
+    case StepKind::symlink: {
+      const auto& l = std::get<SymlinkStep>(m);
+      CTX_TRY_ASSIGN(int dir, run.dirs.open(std::string(path_dirname(l.target))));
+      CTX_TRY_CTX(sys::make_symlink_at(l.link, dir, std::string(path_basename(l.target))), l.target);
+      return {};
+    }
+    case StepKind::socket: {
+      CTX_TRY_ASSIGN(UniqueFd sock, bind_socket(run.dirs, std::get<SocketStep>(m)));
+      run.sockets.push_back(std::move(sock));
+      return {};
+    }
+    case StepKind::seal: {
+      const auto& z = std::get<SealStep>(m);
+      CTX_TRY_ASSIGN(int dir, run.dirs.open(z.target));
+      CTX_TRY_CTX(sys::set_mount_attrs(dir, z.attrs, false), z.target);
+      return {};
+    }
+  }
+  return {};
+}
+
+// Whether a step puts a mount at its target (which covers what a kept
+// directory descriptor there or below names).
+bool mounts_at_target(const MountStep& m) {
+  switch (mountspec::kind_of(m)) {
+    case StepKind::root:
+    case StepKind::bind:
+    case StepKind::view:
+    case StepKind::mask:
+    case StepKind::fs:
+    case StepKind::dev_node: return true;
+    case StepKind::symlink:
+    case StepKind::socket:
+    case StepKind::seal: return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // The one function that makes the sandbox's mounts: the plan's steps, in
 // order. The sockets of /run/ctx go to the supervisor over the channel.
 Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse) {
-  UniqueFd root;
-  ViewMount view(std::move(fuse), plan);
   if (std::any_of(plan.mounts.begin(), plan.mounts.end(),
                   [](const MountStep& m) { return std::holds_alternative<ViewStep>(m); }))
     CTX_TRY_CTX(send_tool_tree(plan, rep), "the tools of " + plan.ctx_root);
@@ -291,83 +437,22 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
   // seen in, read once.
   std::optional<std::vector<sys::MountEntry>> host_mounts;
   if (plan.ids.privileged) {
-    CTX_TRY_ASSIGN(host_mounts, sys::read_mountinfo());
+    CTX_TRY_ASSIGN(host_mounts, sys::mount_table());
   }
-  const std::vector<sys::MountEntry>* seen_in = host_mounts ? &*host_mounts : nullptr;
-  std::vector<UniqueFd> sockets;
+  MountRun run{plan, rep, ViewMount(std::move(fuse), plan), host_mounts ? &*host_mounts : nullptr, {}, DirCache(-1), {}};
   for (const MountStep& m : plan.mounts) {
     if (Step t = timing_step(m); t != rep.current()) rep.enter(t);
-    switch (mountspec::kind_of(m)) {
-      case StepKind::root: {
-        const auto& rs = std::get<RootStep>(m);
-        auto r = make_root(rs, seen_in);
-        if (!r) return fail(rs.fresh ? r.error() : r.error().with_context(plan.name + ".d/root"));
-        root = std::move(*r);
-        break;
-      }
-      case StepKind::bind: {
-        const auto& b = std::get<BindStep>(m);
-        auto r = bind_one(root.get(), b, seen_in);
-        if (!r) return fail(r.error().with_context(mount_line_context(plan, b)));
-        break;
-      }
-      case StepKind::view: {
-        const auto& v = std::get<ViewStep>(m);
-        auto r = view.attach(root.get(), v, rep);
-        if (!r && v.line > 0)
-          return fail(r.error().with_context(plan.name + ".d/mount:" + std::to_string(v.line) + ": the agent view at " +
-                                             v.target));
-        if (!r) return fail(r.error().with_context("the agent view at " + v.target));
-        break;
-      }
-      case StepKind::mask: {
-        const auto& k = std::get<MaskStep>(m);
-        CTX_TRY_CTX(mask_one(root.get(), k), "masking " + k.target + " (" + k.why + ")");
-        break;
-      }
-      case StepKind::fs: {
-        const auto& f = std::get<FsStep>(m);
-        CTX_TRY_ASSIGN(UniqueFd point, mount_point(root.get(), f.target, true));
-        auto r = sys::mount_fresh(f.fstype, point.get(), fs_flags(f.attrs), f.options);
-        if (!r) return fail(fresh_fs_error(f, r.error()).with_context(f.target));
-        break;
-      }
-      case StepKind::dev_node: {
-        const auto& n = std::get<DevNodeStep>(m);
-        CTX_TRY_CTX(bind_dev_node(root.get(), n), n.target);
-        break;
-      }
-      case StepKind::symlink: {
-        const auto& l = std::get<SymlinkStep>(m);
-        CTX_TRY_ASSIGN(UniqueFd dir, sys::open(root.get(), rel_of(std::string(path_dirname(l.target))),
-                                               sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
-                                                   sys::Open::directory));
-        CTX_TRY_CTX(sys::make_symlink_at(l.link, dir.get(), std::string(path_basename(l.target))), l.target);
-        break;
-      }
-      case StepKind::socket: {
-        CTX_TRY_ASSIGN(UniqueFd sock, bind_socket(root.get(), std::get<SocketStep>(m)));
-        sockets.push_back(std::move(sock));
-        break;
-      }
-      case StepKind::seal: {
-        const auto& z = std::get<SealStep>(m);
-        CTX_TRY_ASSIGN(UniqueFd dir, sys::open(root.get(), rel_of(z.target),
-                                               sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks |
-                                                   sys::Open::directory));
-        CTX_TRY_CTX(sys::set_mount_attrs(dir.get(), z.attrs, false), z.target);
-        break;
-      }
-    }
+    CTX_TRY(apply_step(run, m));
+    if (mounts_at_target(m)) run.dirs.mounted(mountspec::target_of(m));
   }
-  view.report(rep);
+  run.view.report(rep);
   // A model's sandbox has none (launcher/plan/model_plan.hpp); an agent's both.
-  if (sockets.size() == 2) {
-    rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {sockets[0].get(), sockets[1].get()});
-  } else if (!sockets.empty()) {
-    return fail(Error{EPROTO, "the mount plan holds " + std::to_string(sockets.size()) + " sockets, not 2 or none"});
+  if (run.sockets.size() == 2) {
+    rep.send({Record::Kind::sockets, Step::run_ctx, 0, 0, {}}, {run.sockets[0].get(), run.sockets[1].get()});
+  } else if (!run.sockets.empty()) {
+    return fail(Error{EPROTO, "the mount plan holds " + std::to_string(run.sockets.size()) + " sockets, not 2 or none"});
   }
-  return root;
+  return std::move(run.root);
 }
 
 }  // namespace ctx::launcher

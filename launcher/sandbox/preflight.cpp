@@ -194,7 +194,7 @@ void check_runtime(const LaunchPlan& plan, std::vector<Error>& out) {
 void check_sources(const LaunchPlan& plan, std::vector<Error>& out) {
   std::optional<std::vector<sys::MountEntry>> host_mounts;
   if (plan.ids.privileged)
-    if (auto m = sys::read_mountinfo()) host_mounts = std::move(*m);
+    if (auto m = sys::mount_table()) host_mounts = std::move(*m);
   const std::vector<sys::MountEntry>* seen_in = host_mounts ? &*host_mounts : nullptr;
   for (const auto& s : plan.mounts) {
     if (const auto* root = std::get_if<RootStep>(&s); root != nullptr && !root->fresh)

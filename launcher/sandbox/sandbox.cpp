@@ -91,6 +91,12 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   if (ids.map_via_helpers) CTX_TRY_CTX(sys::set_ids(ids.uid, ids.gid, ids.groups), "setting ids");
   // Credential changes cleared PDEATHSIG; arm it again.
   CTX_TRY(sys::set_parent_death_signal(SIGKILL));
+  // Emptied once in the namespace the runtime runs in: a launch that left
+  // root above did it there, unless a user namespace made since (which
+  // starts with a full set) holds the runtime. Again without CAP_SETPCAP it
+  // would cost a failed drop and a read a capability.
+  if (!ids.host_ids || ids.user_ns_after_mounts)
+    CTX_TRY_CTX(sys::drop_bounding_set(), "dropping capabilities");
   CTX_TRY_CTX(sys::drop_all_capabilities(), "dropping capabilities");
   CTX_TRY(sys::set_no_new_privs());
   CTX_TRY(sys::new_session());

@@ -51,7 +51,7 @@ Result<UniqueFd> open_source(const BindStep& b) {
 
 }  // namespace
 
-Result<UniqueFd> open_bind_source(const BindStep& b, const std::vector<sys::MountEntry>* host_mounts) {
+Result<BindSource> open_bind_source(const BindStep& b, const std::vector<sys::MountEntry>* host_mounts) {
   // The source is opened with the owner's credentials (the caller's, or
   // the fs ids set for a privileged launch), so it must be reachable by
   // the owner; reading (and for rw, writing) it must be allowed too.
@@ -67,7 +67,7 @@ Result<UniqueFd> open_bind_source(const BindStep& b, const std::vector<sys::Moun
   if (auto r = sys::access_fd(src.get(), need); !r)
     return fail(Error{EACCES, "source " + b.source + ": EACCES: the owner may not " +
                                   (b.need_write ? "read and write" : "read") + " it"});
-  return src;
+  return BindSource{std::move(src), dir};
 }
 
 std::string mount_line_context(const LaunchPlan& plan, const BindStep& m) {

@@ -26,13 +26,20 @@ Result<UniqueFd> open_no_symlinks(const std::string& what, const std::string& pa
 /// (mountspec/source_fs.hpp).
 Result<UniqueFd> open_root_source(const mountspec::RootStep& root, const std::vector<sys::MountEntry>* host_mounts);
 
+/// An opened bind source and whether it is a directory (its mount point
+/// must be one too).
+struct BindSource {
+  UniqueFd fd;
+  bool dir = false;
+};
+
 /// A bind's source as the sandbox opens it, with the checks made before
 /// it is mounted: never through a symbolic link, reachable and readable
 /// (writable for rw) by the owner, and for a privileged launch
 /// (host_mounts: the mount table it is seen in, else nullptr) only from
 /// file systems of plain files, submounts of an rbind included
 /// (mountspec/source_fs.hpp).
-Result<UniqueFd> open_bind_source(const mountspec::BindStep& b, const std::vector<sys::MountEntry>* host_mounts);
+Result<BindSource> open_bind_source(const mountspec::BindStep& b, const std::vector<sys::MountEntry>* host_mounts);
 
 /// "<name>.d/mount:<line>: <source> -> <target>", what a bind's errors
 /// are said with.

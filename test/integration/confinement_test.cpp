@@ -54,6 +54,33 @@ TEST_CASE("no capabilities, no_new_privs, only ABI fds, a new session", "[root][
   CHECK(j["sid"]["sid"] == 1);
 }
 
+// The runtime starts with every signal's default disposition and none
+// blocked, whatever its launcher ignored (nohup ignores SIGHUP, a shell's
+// background job SIGINT and SIGQUIT) or blocked: only the signals the
+// launcher's process had changed are reset before the exec, so this checks
+// that the ones inherited from the caller are among them.
+TEST_CASE("signals the launcher's caller ignored or blocked are default in the runtime", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  const std::vector<int> ignored{SIGHUP, SIGINT, SIGQUIT, SIGUSR2, SIGTERM, SIGRTMIN + 4, SIGRTMAX};
+  auto sp = ctx::test::spawn_command(
+      {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "signals"}, m.as,
+      {}, [&] {
+        for (int s : ignored)
+          if (::signal(s, SIG_IGN) == SIG_ERR) return false;
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGUSR1);
+        sigaddset(&set, SIGALRM);
+        return ::sigprocmask(SIG_BLOCK, &set, nullptr) == 0;
+      });
+  json j = probe(ctx::test::wait_command(sp));
+  CHECK(j["signals"]["SigIgn"] == "0000000000000000");
+  CHECK(j["signals"]["SigBlk"] == "0000000000000000");
+  CHECK(j["signals"]["SigCgt"] == "0000000000000000");
+}
+
 TEST_CASE("no network but loopback without network:default connect", "[root][userns]") {
   Mode m = mode();
   CtxTree t(m.owner);

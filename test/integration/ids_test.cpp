@@ -52,10 +52,16 @@ TEST_CASE("iso shared: the owner's own host ids", "[root][userns]") {
   Mode m = mode();
   CtxTree t(m.owner);
   t.agent("coder", {{"iso", "shared\n"}});
-  json j = probe(run_probe(t, m, "coder", {"ids"}));
+  json j = probe(run_probe(t, m, "coder", {"ids", "caps"}));
   CHECK(j["ids"]["uid"] == json{m.owner.uid, m.owner.uid, m.owner.uid});
   CHECK(j["ids"]["gid"] == json{m.owner.gid, m.owner.gid, m.owner.gid});
   CHECK(j["ids"]["groups"] == json::array());
+  // No capability, the bounding set's included, whichever namespace the
+  // runtime ends up in.
+  for (const char* k : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+    INFO(k);
+    CHECK(j["caps"][k] == "0000000000000000");
+  }
 }
 
 TEST_CASE("iso uid: the agent's own host uid, gid and groups", "[root][userns]") {
@@ -63,12 +69,16 @@ TEST_CASE("iso uid: the agent's own host uid, gid and groups", "[root][userns]")
   CtxTree t(m.owner);
   // 2000001.. lies in the range scripts/setup delegates to the test user.
   t.agent("coder", {{"iso", "uid\n"}, {"uid", "2000001\n"}, {"gid", "2000002\n"}, {"groups", "2000003\n"}});
-  RunResult r = run_probe(t, m, "coder", {"ids"});
+  RunResult r = run_probe(t, m, "coder", {"ids", "caps"});
   INFO(r.err);
   json j = probe(r);
   CHECK(j["ids"]["uid"] == json{2000001, 2000001, 2000001});
   CHECK(j["ids"]["gid"] == json{2000002, 2000002, 2000002});
   CHECK(j["ids"]["groups"] == json{2000003});
+  for (const char* k : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+    INFO(k);
+    CHECK(j["caps"][k] == "0000000000000000");
+  }
 }
 
 TEST_CASE("iso uid outside the delegated range fails with the fix", "[userns]") {

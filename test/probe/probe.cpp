@@ -1,7 +1,7 @@
 // ctx-probe: runs inside a sandbox and reports what it sees as one JSON
 // object on stdout, so that integration tests check sandbox properties
 // from the inside. Each argument is one check:
-//   ids caps fds sid env pids mounts cwd net hostname
+//   ids caps signals fds sid env pids mounts cwd net hostname
 //   write:PATH read:PATH exec:PATH statvfs:PATH exists:PATH remount:PATH
 //   connect:HOST:PORT notify:MESSAGE sleep:SECONDS
 //   denied (each call of the seccomp deny-list, its errno name or "ok")
@@ -128,6 +128,19 @@ std::optional<json> look(const std::string& what, const std::string& arg) {
     std::string line;
     while (std::getline(in, line))
       for (const char* k : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"})
+        if (line.rfind(std::string(k) + ":", 0) == 0) {
+          std::string v = line.substr(std::strlen(k) + 1);
+          v.erase(0, v.find_first_not_of(" \t"));
+          j[k] = v;
+        }
+    return j;
+  }
+  if (what == "signals") {  // the dispositions and the mask the runtime was started with
+    json j;
+    std::istringstream in(slurp("/proc/self/status"));
+    std::string line;
+    while (std::getline(in, line))
+      for (const char* k : {"SigBlk", "SigIgn", "SigCgt"})
         if (line.rfind(std::string(k) + ":", 0) == 0) {
           std::string v = line.substr(std::strlen(k) + 1);
           v.erase(0, v.find_first_not_of(" \t"));
