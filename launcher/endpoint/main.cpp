@@ -1,10 +1,13 @@
 // ctx-model-endpoint: the HTTP model endpoint (docs/models.md, "The HTTP
-// endpoint"). Started by the sandbox's init beside the runtime
-// (launcher/sandbox/endpoint_start.hpp) with its listening socket at fd 3
-// and the launch's token in CTX_MODEL_TOKEN. It has the agent's authority
-// and no more: every call is `ctx model` over the control socket (call.hpp),
-// which the model gate decides and records. HTTP is libmicrohttpd's, one
-// thread per connection.
+// endpoint"), and in a sandbox without network its HTTP proxy, which
+// refuses every request with the reason ("Without network"). Started by
+// the sandbox's init at the first connection to its socket
+// (launcher/sandbox/endpoint_start.hpp), with that listening socket at fd
+// 3, the launch's token in CTX_MODEL_TOKEN when a model is granted and the
+// proxy's answer in CTX_NETWORK_REFUSAL. It has the agent's authority and
+// no more: every model call is `ctx model` over the control socket
+// (call.hpp), which the model gate decides and records. HTTP is
+// libmicrohttpd's, one thread per connection.
 #include <microhttpd.h>
 
 #include <csignal>
