@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,18 +21,28 @@ namespace {
 // nobody can open it until the lease ends with the descriptor. An opener
 // waits for that (it breaks the lease); its notice to us is SIGURG, whose
 // default is to be ignored, not SIGIO, whose default ends the process.
-// Any doubt is no spare (an invalid descriptor).
-UniqueFd leased_spare(int spare_dirfd, const std::string& spare, mode_t mode, std::size_t& size) {
-  int raw = ::openat(spare_dirfd, spare.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-                     mode);
+// A spare that was there already is used only if it is what a replace
+// leaves: a regular file with one link, of the user the call writes as
+// (`uid`) and of `mode`. So a file someone else put at the name (another
+// user's file its directory's owner could only rename there) is never
+// opened for writing, chmod'ed or truncated. Any doubt is no spare (an
+// invalid descriptor).
+UniqueFd leased_spare(int spare_dirfd, const std::string& spare, mode_t mode, uid_t uid, std::size_t& size) {
+  constexpr int kFlags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+  bool made = true;
+  int raw = ::openat(spare_dirfd, spare.c_str(), kFlags | O_CREAT | O_EXCL, mode);
+  if (raw < 0 && errno == EEXIST) {
+    made = false;
+    raw = ::openat(spare_dirfd, spare.c_str(), kFlags);
+  }
   if (raw < 0) return UniqueFd();
   UniqueFd fd(raw);
   struct stat st {};
-  if (::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) return UniqueFd();
+  if (::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != uid) return UniqueFd();
+  if (!made && (st.st_mode & 07777) != mode) return UniqueFd();
   if (::fcntl(fd.get(), F_SETSIG, SIGURG) < 0 || ::fcntl(fd.get(), F_SETLEASE, F_WRLCK) < 0) return UniqueFd();
-  // fchmod: a spare made under a narrower umask, or an old record of
-  // another mode.
-  if ((st.st_mode & 07777) != mode && ::fchmod(fd.get(), mode) < 0) return UniqueFd();
+  // fchmod: a spare just made under a narrower umask.
+  if (made && (st.st_mode & 07777) != mode && ::fchmod(fd.get(), mode) < 0) return UniqueFd();
   size = static_cast<std::size_t>(st.st_size);
   return fd;
 }
@@ -57,7 +68,9 @@ Result<void> replace_via_spare(int dirfd, const std::string& name, std::string_v
   if (!data.empty()) {
     CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
     std::size_t old_size = 0;
-    UniqueFd fd = leased_spare(spare_dirfd, spare, mode, old_size);
+    // setfsuid(-1) changes nothing and returns the ids files are made with.
+    const auto uid = static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1)));
+    UniqueFd fd = leased_spare(spare_dirfd, spare, mode, uid, old_size);
     const bool written = fd.valid() && rewrite(fd.get(), data, old_size);
     fd.reset();  // the lease ends here, before the spare is the record
     if (written) {

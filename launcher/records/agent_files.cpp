@@ -84,7 +84,11 @@ Result<void> AgentFiles::session_file(const std::string& name, const std::string
   switch (how) {
     case Write::new_file: return sys::atomic_replace(session_.get(), name, content, 0644, false, rights());
     case Write::spare:
-      return sys::replace_via_spare(session_.get(), name, content, idir_, spare("session-" + name), 0644, rights());
+      // The spare beside the record: the session's directory may be
+      // writable by the agent (or by others in a shared space), and what
+      // they leave at the record's name must stay there, never be moved
+      // into the owner's .d by the exchange.
+      return sys::replace_via_spare(session_.get(), name, content, session_.get(), spare(name), 0644, rights());
   }
   return sys::atomic_replace(session_.get(), name, content, 0644, false, rights());
 }

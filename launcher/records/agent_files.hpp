@@ -124,10 +124,11 @@ class AgentFiles : public RecordSink {
   /// rights above), said before anything is made: EACCES, naming the
   /// space, its path and what to do.
   Error space_refusal(const std::string& path) const;
-  /// The name, in the instance's directory, of the file kept for the
-  /// next replace of `record` (sys::replace_via_spare): the instance's
-  /// status, pid and exec, the primary's "d-status" and "d-pid", the
-  /// session's "session-state" and "session-updated_at".
+  /// The name of the file kept for the next replace of `record`
+  /// (sys::replace_via_spare): in the instance's directory for the
+  /// instance's status, pid and exec and the primary's "d-status" and
+  /// "d-pid" (all in the owner's .d); beside the record for the session's
+  /// state and updated_at (".spare.state" in the session's directory).
   static std::string spare(const std::string& record);
   std::string ddir_path(const std::string& file) const;
   std::string instance_path(const std::string& file) const;

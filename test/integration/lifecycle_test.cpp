@@ -26,6 +26,7 @@ using ctx::test::probe;
 using ctx::test::processes_mentioning;
 using ctx::test::run_probe;
 using ctx::test::RunResult;
+using ctx::test::TestUser;
 using nlohmann::json;
 
 namespace {
@@ -248,6 +249,58 @@ TEST_CASE("a record held open is never rewritten; unheld, records reuse their fi
   probe(run_probe(t, m, "coder", {"ids"}));
   CHECK(inodes() == before);
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+}
+
+// The attack review of the spares (docs/security.md, "Records written
+// through kept spare files"): a root launch never writes through a file
+// the owner planted at a spare's name (here root's own 0600 file, which
+// the owner of the .d could rename there but not write), and what stands
+// at a session record's name when it is replaced stays in the session's
+// directory, never moved into the owner's .d.
+TEST_CASE("a spare the owner planted is never written through", "[root]") {
+  auto u = ctx::test::test_user();
+  REQUIRE(u);
+  CtxTree t(*u);
+  t.agent("coder");
+  const TestUser root{0, 0, "root"};
+  REQUIRE(t.launch({"coder", "--", "/probe", "ids"}, root).exit_code == 0);
+  const std::string planted = t.root() + "/agent/coder.d/instance/default/.spare.status";
+  ::unlink(planted.c_str());
+  int fd = ::open(planted.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, "root's secret\n", 14) == 14);
+  ::close(fd);
+  REQUIRE(t.launch({"coder", "--", "/probe", "ids"}, root).exit_code == 0);
+  struct stat st {};
+  REQUIRE(::lstat(planted.c_str(), &st) == 0);
+  CHECK(st.st_uid == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+  CHECK(ctx::test::read_file(planted) == "root's secret\n");
+  CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
+}
+
+TEST_CASE("what stands at a session record's name stays in the session", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  auto sp = t.spawn({"coder", "--", "/probe", "notify:READY=1", "sleep:2"}, m.as);
+  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "ready\n"));
+  // The agent (or another user of a shared space) puts a directory at
+  // its session's state while it runs.
+  const std::string session = home_of(t, "coder") + "/session/default";
+  REQUIRE(::unlink((session + "/state").c_str()) == 0);
+  REQUIRE(::mkdir((session + "/state").c_str(), 0755) == 0);
+  REQUIRE(::chmod((session + "/state").c_str(), 0777) == 0);
+  CHECK(ctx::test::wait_command(sp, 30).exit_code == 0);
+  struct stat st {};
+  CHECK(::lstat((t.root() + "/agent/coder.d/instance/default/.spare.session-state").c_str(), &st) != 0);
+  for (const auto& e : std::filesystem::directory_iterator(t.root() + "/agent/coder.d/instance/default")) {
+    INFO(e.path());
+    CHECK(e.is_regular_file());
+  }
+  REQUIRE(::lstat((session + "/.spare.state").c_str(), &st) == 0);
+  CHECK(S_ISDIR(st.st_mode));
+  CHECK(t.dir().read(session.substr(t.dir().path().size() + 1) + "/state") == "done\n");
 }
 
 // A flood of sd_notify messages is rate-limited, and the log is capped.
