@@ -78,7 +78,8 @@ TEST_CASE("signals the launcher's caller ignored or blocked are default in the r
   json j = probe(ctx::test::wait_command(sp));
   CHECK(j["signals"]["SigIgn"] == "0000000000000000");
   CHECK(j["signals"]["SigBlk"] == "0000000000000000");
-  CHECK(j["signals"]["SigCgt"] == "0000000000000000");
+  // Caught signals no exec passes on; the probe's own (a sanitizer build
+  // catches SIGBUS, SIGFPE and SIGSEGV) are no concern of this test.
 }
 
 TEST_CASE("no network but loopback without network:default connect", "[root][userns]") {
