@@ -19,7 +19,6 @@ using nlohmann::json;
 
 namespace ms = ctx::mountspec;
 
-
 TEST_CASE("plan_to_json: every step kind with its own fields", "[unit]") {
   LaunchPlan p;
   ms::RootStep root;
@@ -112,11 +111,15 @@ TEST_CASE("plan_to_json: every step kind with its own fields", "[unit]") {
   CHECK(m[8] == json{{"step", "socket"}, {"target", "/run/ctx/notify"}, {"socket", "datagram"}});
   CHECK(m[9] == json{{"step", "socket"}, {"target", "/run/ctx/supervisor"}, {"socket", "stream, listening"}});
   CHECK(m[10] == json{{"step", "seal"}, {"target", "/run/ctx"}, {"flags", {"ro"}}});
-  // The live view says so; a view of a subtree names it and why.
-  view.built.reset();
+}
+
+TEST_CASE("plan_to_json: the live view says so; a view of a subtree names it and why", "[unit]") {
+  LaunchPlan p;
+  ms::ViewStep view;
+  view.target = "/ctx";
+  view.attrs.rdonly = true;
   view.source = "shared/p/tool";
   view.why = "a tool tier the bind brings";
-  view.line = 0;
   p.mounts = {view};
   CHECK(plan_to_json(p)["mounts"][0] == json{{"step", "view"},
                                              {"target", "/ctx"},
@@ -197,4 +200,22 @@ TEST_CASE("plan_to_json: a static view step is as docs/launcher.md shows it", "[
   LaunchPlan p;
   p.mounts = {view};
   CHECK(plan_to_json(p)["mounts"][0] == shown);
+}
+
+TEST_CASE("plan_to_json: the model endpoint, and the proxy of a sandbox without network", "[unit]") {
+  LaunchPlan p;
+  CHECK(plan_to_json(p)["model_endpoint"].is_null());
+  p.endpoint = ctx::launcher::EndpointPlan{7180, std::string(64, 'a'), "ctx-agent-run: EACCES: no network"};
+  CHECK(plan_to_json(p)["model_endpoint"] == json{{"program", "ctx-model-endpoint"},
+                                                  {"listen", "127.0.0.1:7180"},
+                                                  {"started", "at the first connection"},
+                                                  {"models", true},
+                                                  {"proxy", "ctx-agent-run: EACCES: no network"}});
+  // The host's network and a model: no proxy; the token is never shown.
+  p.endpoint = ctx::launcher::EndpointPlan{0, std::string(64, 'a'), ""};
+  const json e = plan_to_json(p)["model_endpoint"];
+  CHECK(e["listen"] == "127.0.0.1, a port the kernel picks");
+  CHECK(e["models"] == true);
+  CHECK(e["proxy"].is_null());
+  CHECK(plan_to_json(p).dump().find(std::string(64, 'a')) == std::string::npos);
 }
