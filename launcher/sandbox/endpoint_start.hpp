@@ -1,8 +1,8 @@
 // The HTTP model endpoint's start inside the sandbox (docs/models.md,
 // "The HTTP endpoint"): the init binds its socket before the runtime
-// exists and forks it at the first connection, with the runtime's own confinement and no authority beyond the
-// agent's; it dies with the sandbox (its pid namespace), and the init
-// never waits for it.
+// exists and forks it at the first connection, with the runtime's own
+// confinement and no authority beyond the agent's; it dies with the
+// sandbox (its pid namespace), and the init never waits for it.
 #pragma once
 
 #include <string>
