@@ -37,7 +37,7 @@ Result<void> set_hostname(const std::string& name) {
 }
 
 Result<unsigned long> ns_inode(pid_t pid, const std::string& ns) {
-  std::string path = "/proc/" + std::to_string(pid) + "/ns/" + ns;
+  std::string path = (pid == 0 ? std::string("/proc/self") : "/proc/" + std::to_string(pid)) + "/ns/" + ns;
   struct stat st {};
   if (::stat(path.c_str(), &st) < 0) return CTX_FAIL_ERRNO("stat " + path);
   return static_cast<unsigned long>(st.st_ino);

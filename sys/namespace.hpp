@@ -19,7 +19,8 @@ Result<void> loopback_up();
 /// sethostname(2) (in a new UTS namespace).
 Result<void> set_hostname(const std::string& name);
 
-/// The inode number of /proc/<pid>/ns/<ns> (the namespace's id).
+/// The inode number of /proc/<pid>/ns/<ns> (the namespace's id); pid 0
+/// is the caller.
 Result<unsigned long> ns_inode(pid_t pid, const std::string& ns);
 
 }  // namespace ctx::sys

@@ -87,6 +87,31 @@ std::vector<BindReport> decode_static_binds(std::string_view d) {
   return out;
 }
 
+std::string encode_namespaces(const std::vector<NamespaceReport>& ns) {
+  std::string out;
+  for (const auto& n : ns) out += n.name + "=" + std::to_string(n.inode) + "\n";
+  return out;
+}
+
+std::vector<NamespaceReport> decode_namespaces(std::string_view d) {
+  std::vector<NamespaceReport> out;
+  while (!d.empty()) {
+    std::size_t nl = d.find('\n');
+    std::string_view line = d.substr(0, nl);
+    d.remove_prefix(nl == std::string_view::npos ? d.size() : nl + 1);
+    std::size_t eq = line.find('=');
+    if (eq == 0 || eq == std::string_view::npos || eq + 1 == line.size() || line.size() - eq - 1 > 19) continue;
+    unsigned long v = 0;
+    bool digits = true;
+    for (char c : line.substr(eq + 1)) {
+      if (c < '0' || c > '9') digits = false;
+      else v = v * 10 + static_cast<unsigned long>(c - '0');
+    }
+    if (digits && v != 0) out.push_back({std::string(line.substr(0, eq)), v});
+  }
+  return out;
+}
+
 std::string encode(const Record& r) {
   std::string out(kHeader, '\0');
   out[0] = static_cast<char>(r.kind);

@@ -45,6 +45,7 @@ struct Record {
     view,          ///< carries the /dev/fuse descriptor of the agent view's mount (1 fd)
     tools,         ///< carries a detached read-only clone of the CTX root: the tools `ctx tool` runs (1 fd)
     static_binds,  ///< `detail` holds binds a static agent view made at launch (encode_static_binds)
+    namespaces,    ///< `detail` holds the sandbox's namespaces, as it read them itself (encode_namespaces)
     error,         ///< `step` failed with `code` (errno); `detail` says what, for people
   };
   Kind kind = Kind::timings;
@@ -77,6 +78,18 @@ struct BindReport {
 /// kMaxRecordSize with its header, and back (a malformed tail is skipped).
 std::vector<std::string> encode_static_binds(const std::vector<BindReport>& b);
 std::vector<BindReport> decode_static_binds(std::string_view detail);
+
+/// One of the sandbox's namespaces: its name in /proc/PID/ns and its inode.
+struct NamespaceReport {
+  std::string name;
+  unsigned long inode = 0;
+  bool operator==(const NamespaceReport&) const = default;
+};
+
+/// Namespaces as the detail of one `namespaces` record ("name=inode\n"
+/// each), and back (a malformed line is skipped).
+std::string encode_namespaces(const std::vector<NamespaceReport>& ns);
+std::vector<NamespaceReport> decode_namespaces(std::string_view detail);
 
 /// The bytes of one message.
 std::string encode(const Record& r);

@@ -13,6 +13,7 @@
 #include "launcher/sandbox/endpoint_start.hpp"
 #include "launcher/sandbox/preflight.hpp"
 #include "launcher/sandbox/reporter.hpp"
+#include "launcher/sandbox/start.hpp"
 #include "mountspec/geometry.hpp"
 #include "sys/fault.hpp"
 #include "sys/file.hpp"
@@ -87,6 +88,10 @@ Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
     CTX_TRY(sys::set_dumpable());
     CTX_TRY_CTX(sys::unshare_ns(plan.unshare_flags), "user namespace");
     CTX_TRY_CTX(sys::write_id_maps(0, ids.uid_map, ids.gid_map, ids.deny_setgroups), "user namespace");
+    // The user namespace the runtime runs in is this one, not the one
+    // reported at the start.
+    CTX_TRY_ASSIGN(unsigned long user, sys::ns_inode(0, "user"));
+    rep.send({Record::Kind::namespaces, rep.current(), 0, 0, encode_namespaces({{"user", user}})}, {});
   }
   if (ids.map_via_helpers) CTX_TRY_CTX(sys::set_ids(ids.uid, ids.gid, ids.groups), "setting ids");
   // Credential changes cleared PDEATHSIG; arm it again.
@@ -286,6 +291,33 @@ struct PendingEndpoint {
   }
 }
 
+// A sandbox the supervisor does not hold (supervisor_maps_ids): a
+// supervisor that died before PDEATHSIG was set has closed the lifeline;
+// the id maps of an unprivileged launch, written for its own user
+// namespace (one line, the caller's ids, setgroups denied: what the kernel
+// lets a process write without privilege); then its namespaces as it
+// reads them, for the supervisor, whose /proc/PID/ns reads would race
+// with this process becoming undumpable (at its credential changes).
+void map_itself(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep) {
+  std::vector<struct pollfd> life{{io.lifeline, POLLIN | POLLRDHUP, 0}};
+  if (auto n = sys::poll_fds(life, 0); !n || (life[0].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0)
+    _exit(kExitLaunchFailed);
+  const IdPlan& ids = plan.ids;
+  if (ids.user_ns && !ids.user_ns_after_mounts)
+    if (auto r = sys::write_id_maps(0, ids.uid_map, ids.gid_map, ids.deny_setgroups); !r) {
+      Error e = r.error().with_context(io.id_maps_context);
+      die(rep, io.userns_remedy ? with_userns_remedy(plan, e) : e);
+    }
+  std::vector<NamespaceReport> ns;
+  for (const char* n : {"pid", "user", "mnt", "net", "uts", "ipc", "cgroup"}) {
+    if (!io.all_namespaces && ns.size() == 1) break;
+    auto ino = sys::ns_inode(0, n);
+    if (!ino) die(rep, ino.error().with_context("reading the sandbox's namespaces"));
+    ns.push_back({n, *ino});
+  }
+  rep.send({Record::Kind::namespaces, rep.current(), 0, 0, encode_namespaces(ns)}, {});
+}
+
 }  // namespace
 
 void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
@@ -297,8 +329,12 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // The sandbox dies with its supervisor; a supervisor that died before
   // this line is caught by the read below (EOF).
   if (auto r = sys::set_parent_death_signal(SIGKILL); !r) die(rep, r.error());
-  char go = 0;
-  if (auto got = sys::read_byte(io.lifeline, go); !got || !*got) _exit(kExitLaunchFailed);
+  if (supervisor_maps_ids(plan.ids)) {
+    char go = 0;
+    if (auto got = sys::read_byte(io.lifeline, go); !got || !*got) _exit(kExitLaunchFailed);
+  } else {
+    map_itself(plan, io, rep);
+  }
   // The supervisor keeps the lifeline's other end open for its whole
   // life, so EOF here later means it is gone. That, unlike PDEATHSIG,
   // survives the credential changes below (which clear PDEATHSIG).

@@ -15,8 +15,8 @@ namespace ctx::launcher {
 
 /// The descriptors the child needs from the supervisor.
 struct SandboxIo {
-  /// The lifeline, a socketpair: one byte once the id maps are written,
-  /// EOF when the supervisor dies; in an interactive launch the init
+  /// The lifeline, a socketpair: one byte once the supervisor wrote the
+  /// id maps (supervisor_maps_ids; else nothing), EOF when it dies; in an interactive launch the init
   /// writes 'S' when the runtime stopped and takes 'c' to continue it.
   int lifeline = -1;
   /// The sandbox's end of the SOCK_SEQPACKET channel (channel.hpp):
@@ -27,6 +27,11 @@ struct SandboxIo {
   /// The HTTP model endpoint's program (O_PATH), when the plan has an
   /// endpoint and the program was found (launcher/sandbox/endpoint_start.hpp).
   int endpoint_exe = -1;
+  /// A sandbox that maps itself reports all its namespaces, not only its
+  /// pid namespace (SandboxStart::all_namespaces).
+  bool all_namespaces = false;
+  std::string id_maps_context;  ///< what its failed id maps are said with
+  bool userns_remedy = false;   ///< they name the remedies (with_userns_remedy)
 };
 
 /// Exit codes of the sandbox's init that are not the runtime's own.

@@ -36,6 +36,9 @@ void SetupReport::take(Record r, std::vector<UniqueFd> fds, const std::function<
     case Record::Kind::static_binds:
       for (auto& b : decode_static_binds(r.detail)) static_binds.push_back(std::move(b));
       break;
+    case Record::Kind::namespaces:
+      for (auto& n : decode_namespaces(r.detail)) namespaces.push_back(std::move(n));
+      break;
     case Record::Kind::error: error = std::move(r); break;
   }
 }
@@ -60,6 +63,8 @@ Error with_userns_remedy(const LaunchPlan& plan, Error e) {
   return e;
 }
 
+bool supervisor_maps_ids(const IdPlan& ids) { return ids.user_ns && !ids.user_ns_after_mounts && ids.map_via_helpers; }
+
 namespace {
 
 // The clone's child: the descriptors it is given, then the sandbox's side.
@@ -67,14 +72,21 @@ namespace {
   if (how.stdio)
     for (int i = 0; i < 3; ++i)
       if (!sys::dup_to((*how.stdio)[static_cast<std::size_t>(i)], i)) _exit(kExitLaunchFailed);
-  run_sandbox(plan, SandboxIo{lifeline, channel, how.listen_fd, how.endpoint_exe});
+  SandboxIo io;
+  io.lifeline = lifeline;
+  io.channel = channel;
+  io.listen_fd = how.listen_fd;
+  io.endpoint_exe = how.endpoint_exe;
+  io.all_namespaces = how.all_namespaces;
+  io.id_maps_context = how.id_maps_context;
+  io.userns_remedy = how.userns_remedy;
+  run_sandbox(plan, io);
 }
 
 Result<void> write_id_maps(const LaunchPlan& plan, const SandboxStart& how, pid_t pid) {
   const IdPlan& ids = plan.ids;
-  if (!ids.user_ns || ids.user_ns_after_mounts) return {};
-  Result<void> r = ids.map_via_helpers ? sys::run_id_map_helpers(pid, ids.uid_map, ids.gid_map)
-                                       : sys::write_id_maps(pid, ids.uid_map, ids.gid_map, ids.deny_setgroups);
+  if (!supervisor_maps_ids(ids)) return {};
+  Result<void> r = sys::run_id_map_helpers(pid, ids.uid_map, ids.gid_map);
   if (r) return {};
   Error e = r.error().with_context(how.id_maps_context);
   return fail(how.userns_remedy ? with_userns_remedy(plan, e) : e);
@@ -120,13 +132,17 @@ Result<StartedSandbox> start_sandbox(const LaunchPlan& plan, const SandboxStart&
     (void)sys::wait_pid(s.child.pid);
     return fail(e);
   };
-  if (how.held)
+  // Only a sandbox whose maps the supervisor writes waits for them (and
+  // for its go byte); any other goes on alone from its clone.
+  const bool hold = supervisor_maps_ids(plan.ids);
+  if (hold && how.held)
     if (auto r = how.held(s.child); !r) return abort(r.error());
   if (auto r = write_id_maps(plan, how, s.child.pid); !r) return abort(r.error());
   if (how.mapped)
     if (auto r = how.mapped(); !r) return abort(r.error());
   char go = 1;
-  if (auto r = sys::write_all(sync.second.get(), &go, 1); !r) return abort(r.error());
+  if (hold)
+    if (auto r = sys::write_all(sync.second.get(), &go, 1); !r) return abort(r.error());
   // Open until the supervisor exits: EOF there ends the sandbox.
   s.lifeline = std::move(sync.second);
   if (how.released)

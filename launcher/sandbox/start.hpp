@@ -1,6 +1,7 @@
 // Starting a sandbox, the agent's and every model's, written once: the
 // lifeline and the channel, the clone into the plan's namespaces (and
-// cgroup), the id maps, the go byte, and the setup's records until the
+// cgroup), the id maps and the go byte where the supervisor writes them
+// (supervisor_maps_ids), and the setup's records until the
 // runtime's exec (EOF) or the error that ended it. What differs between
 // an agent's launch and a model call is a parameter (SandboxStart). The
 // sandbox's side of it is run_sandbox (sandbox.hpp).
@@ -31,6 +32,7 @@ struct SetupReport {
   UniqueFd master;                  ///< the runtime's pty (an interactive launch)
   UniqueFd tools;                   ///< the read-only clone of the CTX root `ctx tool` runs tools from
   std::vector<BindReport> static_binds;  ///< the binds a static agent view made at launch, in order
+  std::vector<NamespaceReport> namespaces;  ///< what a sandbox that mapped itself read of its namespaces
   std::optional<Record> error;      ///< the error that ended the setup
 
   /// Takes one record with the descriptors that came with it. A kind's
@@ -59,10 +61,16 @@ struct SandboxStart {
   /// A refused clone into a user namespace, or refused id maps, name the
   /// remedies (with_userns_remedy).
   bool userns_remedy = false;
-  /// After the clone, while the sandbox is held before its id maps: what
-  /// must be read of it before it takes its ids (its namespaces).
+  /// The sandbox reports every namespace of its own (SetupReport::
+  /// namespaces), not only its pid namespace, when it maps itself.
+  bool all_namespaces = false;
+  /// After the clone, only while a sandbox whose id maps the supervisor
+  /// writes (supervisor_maps_ids) is held before them: what must be read
+  /// of it before it takes its ids (its namespaces). A sandbox that maps
+  /// itself reports them instead (SetupReport::namespaces).
   std::function<Result<void>(const sys::Child&)> held;
-  /// After the id maps, before the sandbox is released.
+  /// After the clone (and the id maps the supervisor writes), before the
+  /// records are read.
   std::function<Result<void>()> mapped;
   /// Once released, while the sandbox sets itself up, before its records
   /// are read.
@@ -99,6 +107,14 @@ int reap_failed(const sys::Child& sandbox);
 /// `e`, with the remedies added when it means the kernel will not give
 /// this unprivileged caller a user namespace.
 Error with_userns_remedy(const LaunchPlan& plan, Error e);
+
+/// Whether the supervisor writes the sandbox's id maps (newuidmap and
+/// newgidmap for an unprivileged `iso uid`), holding the sandbox until
+/// they are written. Otherwise the sandbox goes on alone at once: the
+/// maps of an unprivileged launch (one line, the caller's own ids, with
+/// setgroups denied) are the kind a process may write for its own user
+/// namespace, and a root launch makes its user namespace later, itself.
+bool supervisor_maps_ids(const IdPlan& ids);
 
 /// A running model.
 struct ModelRun {

@@ -429,8 +429,12 @@ std::optional<int> Supervisor::start_sandbox() {
   how.id_maps_context = "writing id maps";
   how.report_context = "the sandbox's report";
   how.userns_remedy = true;
+  how.all_namespaces = opts_.json_status_fd >= 0;
   how.held = [this](const sys::Child& c) { return read_namespaces(c); };
-  how.mapped = [] { return sys::fault_at("supervisor.id_maps"); };
+  how.mapped = []() -> Result<void> {
+    CTX_TRY(sys::fault_at("supervisor.clone"));
+    return sys::fault_at("supervisor.id_maps");
+  };
   how.released = [this] { return write_start_records(); };
   how.on_view = [this](UniqueFd fuse) -> Result<void> {
     // In the agent's cgroup (its own leaf): what an agent makes the view
@@ -453,9 +457,10 @@ std::optional<int> Supervisor::start_sandbox() {
 // runtime that exits at once would take them with it, and once the
 // sandbox has taken its ids its memory is not dumpable, so an
 // unprivileged supervisor may no longer read /proc/<pid>/ns (EACCES).
+// A sandbox that is not held (supervisor_maps_ids) reports them itself,
+// before anything else it sends (take_namespaces).
 // The sandbox's pid namespace: only its processes may use the sockets.
 Result<void> Supervisor::read_namespaces(const sys::Child& sandbox) {
-  CTX_TRY(sys::fault_at("supervisor.clone"));
   auto pidns = sys::ns_inode(sandbox.pid, "pid");
   if (!pidns) return fail(pidns.error().with_context("the sandbox's pid namespace"));
   sandbox_pidns_ = *pidns;
@@ -493,6 +498,16 @@ std::optional<int> Supervisor::finish_setup() {
   if (vanished)
     setup_.error = Record{Record::Kind::error, Step::run_ctx, ECHILD, 0,
                           "the sandbox ended during its setup, before it handed over its sockets"};
+  if (!setup_.error && sandbox_pidns_ == 0) {
+    // Reported by the sandbox before any other record: while only the
+    // launcher's code runs in it, before the runtime exists.
+    for (const auto& n : setup_.namespaces) {
+      if (n.name == "pid") sandbox_pidns_ = n.inode;
+      if (opts_.json_status_fd >= 0) namespaces_[n.name] = n.inode;
+    }
+    if (sandbox_pidns_ == 0)
+      setup_.error = Record{Record::Kind::error, Step::start, EIO, 0, "the sandbox did not report its namespaces"};
+  }
   if (!setup_.error)
     if (auto r = sys::set_nonblocking(setup_.control.get()); !r)
       setup_.error = Record{Record::Kind::error, Step::run_ctx, r.error().code, 0, r.error().msg};

@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <string>
 
@@ -63,6 +66,33 @@ TEST_CASE("--json-status-fd reports pid, namespaces, timings and exit status", "
     CHECK(started["timings_us"].contains(step));
   }
   CHECK(exited == json{{"event", "exited"}, {"agent", "coder"}, {"exit_status", 0}});
+}
+
+// The sandbox reports its namespaces itself when the supervisor does not
+// write its id maps (launcher/sandbox/start.hpp, supervisor_maps_ids); the
+// supervisor's peer checks rest on the pid namespace among them. Each
+// must be the sandbox's own, as root reads it from outside.
+TEST_CASE("--json-status-fd: the namespaces reported are the sandbox's own", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  auto sp = t.spawn({"--json-status-fd", "1", "coder", "--", "/probe", "sleep:30"}, m.as);
+  std::string first;
+  char c;
+  while (::read(sp.out_fd, &c, 1) == 1 && c != '\n') first += c;
+  json started = json::parse(first);
+  const std::string proc = "/proc/" + std::to_string(started["pid"].get<int>()) + "/ns/";
+  for (const char* ns : {"pid", "user", "mnt", "net", "uts", "ipc", "cgroup"}) {
+    INFO(ns);
+    struct stat st {};
+    REQUIRE(::stat((proc + ns).c_str(), &st) == 0);
+    CHECK(started["namespaces"][ns].get<unsigned long>() == st.st_ino);
+    struct stat own {};
+    REQUIRE(::stat((std::string("/proc/self/ns/") + ns).c_str(), &own) == 0);
+    if (std::string(ns) != "cgroup") CHECK(st.st_ino != own.st_ino);
+  }
+  ::kill(sp.pid, SIGTERM);
+  CHECK(ctx::test::wait_command(sp, 30).exit_code == 128 + SIGTERM);
 }
 
 TEST_CASE("the command line: --version, the usage line, a closed --json-status-fd", "[fs]") {

@@ -38,7 +38,7 @@ void check_same(const Record& got, const Record& want) {
 
 TEST_CASE("channel: every record kind decodes to what was encoded", "[unit]") {
   for (auto kind : {Record::Kind::timings, Record::Kind::sockets, Record::Kind::pty, Record::Kind::view,
-                    Record::Kind::tools, Record::Kind::static_binds, Record::Kind::error}) {
+                    Record::Kind::tools, Record::Kind::static_binds, Record::Kind::namespaces, Record::Kind::error}) {
     INFO(static_cast<int>(kind));
     Record r;
     r.kind = kind;
@@ -155,4 +155,17 @@ TEST_CASE("channel: a static view's binds survive in records of the largest size
   CHECK(encode_static_binds({}).empty());
   // A pair cut short: the whole ones stay.
   CHECK(decode_static_binds(std::string("file\0/a\0dir", 11)) == std::vector<BindReport>{{"file", "/a"}});
+}
+
+TEST_CASE("channel: the namespaces a sandbox reports round-trip; malformed lines are skipped", "[unit]") {
+  using ctx::launcher::NamespaceReport;
+  const std::vector<NamespaceReport> ns{{"pid", 4026532281ul}, {"user", 4026532280ul}, {"cgroup", 1}};
+  const std::string d = ctx::launcher::encode_namespaces(ns);
+  CHECK(d == "pid=4026532281\nuser=4026532280\ncgroup=1\n");
+  CHECK(ctx::launcher::decode_namespaces(d) == ns);
+  // No name, no value, a zero, a non-digit, a value of 20 digits (which
+  // could overflow), no '=': skipped; the last line needs no newline.
+  const std::string bad = "=5\npid=\nnet=0\nuts=12a\nipc=99999999999999999999\nmnt\nx=7\nmnt=9";
+  CHECK(ctx::launcher::decode_namespaces(bad) == std::vector<NamespaceReport>{{"x", 7}, {"mnt", 9}});
+  CHECK(ctx::launcher::decode_namespaces("").empty());
 }

@@ -114,3 +114,12 @@ TEST_CASE("a failed setup's error: the sandbox's errno and detail, EIO when it n
         Error{ENOENT, "runtime x: ENOENT"});
   CHECK(setup_error(record(Record::Kind::error, Step::exec, 0, "it ended")) == Error{EIO, "it ended"});
 }
+
+TEST_CASE("a setup's records: the namespaces a sandbox reports are kept, malformed lines dropped", "[unit]") {
+  SetupReport s;
+  s.take(record(Record::Kind::namespaces, Step::id_maps, 0, "pid=4026532281\nuser=x\n"), fds(1), no_view);
+  REQUIRE(s.namespaces.size() == 1);
+  CHECK(s.namespaces[0].name == "pid");
+  CHECK(s.namespaces[0].inode == 4026532281ul);
+  CHECK_FALSE(s.error);
+}
