@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -30,6 +31,7 @@
 #include "launcher/plan/plan_json.hpp"
 #include "launcher/sandbox/sandbox.hpp"
 #include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/watchdog.hpp"
 #include "sys/process.hpp"
 #include "sys/pty.hpp"
 
@@ -200,17 +202,20 @@ ctx::Result<void> check_sessions(const ctx::agentdir::AgentSpec& spec, const Arg
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The watchdog of a supervisor that is gone (launcher/supervisor/watchdog.hpp).
+  if (argc == 3 && std::strcmp(argv[1], "--watchdog") == 0) return ctx::launcher::run_watchdog(argv[2]);
   ctx::sys::ignore_sigpipe();
   Args a;
   if (auto code = parse_args(argc, argv, a)) return *code;
   ctx::agentdir::LoadOptions lo;
-  lo.require_trusted_files = ::geteuid() == 0;
+  const uid_t euid = ::geteuid();
+  lo.require_trusted_files = euid == 0;
   // An owned child (--owned-by) is always a system agent.
   auto tier =
       a.system || a.owned_by != 0
           ? ctx::Result<ctx::agentdir::Tier>(std::nullopt)
           : ctx::agentdir::find_tier(a.ctx_root, a.name,
-                                     a.user < 0 ? std::nullopt : std::optional<std::uint32_t>(a.user), ::geteuid());
+                                     a.user < 0 ? std::nullopt : std::optional<std::uint32_t>(a.user), euid);
   if (!tier) return report(tier.error(), ctx::launcher::kExitLaunchFailed);
   lo.user = *tier;
   auto spec = ctx::agentdir::load(a.ctx_root, a.name, lo);

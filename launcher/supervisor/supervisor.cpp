@@ -32,6 +32,7 @@
 #include "launcher/sandbox/start.hpp"
 #include "launcher/control/tool_gate.hpp"
 #include "launcher/supervisor/view_process.hpp"
+#include "launcher/supervisor/watchdog.hpp"
 #include "sys/fault.hpp"
 #include "sys/file.hpp"
 #include "sys/landlock.hpp"
@@ -83,92 +84,6 @@ bool in_sandbox(unsigned long sandbox_pidns, const Result<pid_t>& pid) {
   if (!pid || *pid <= 0 || sandbox_pidns == 0) return false;
   auto ns = sys::ns_inode(*pid, "pid");
   return ns && *ns == sandbox_pidns;
-}
-
-// The watchdog: a small process outside the agent's cgroup that outlives
-// a supervisor killed by SIGKILL and then does what its teardown would
-// have done: waits for the owned children (they got PR_SET_PDEATHSIG and
-// cancel themselves; the supervisor hands it each child's pidfd as the
-// child starts, so it waits for them with or without a cgroup), kills and
-// removes the cgroup subtree, removes the instance's socket and marks it
-// dead. Started as soon as the instance's locks are taken, before the
-// cgroup exists (the supervisor hands it the placement's descriptors), so
-// that a supervisor killed at any later step of a launch leaves nothing
-// behind; it closes every fd it does not need, the sandbox's lifeline
-// among them. A supervisor that ends normally sends 'c' and reaps it. It
-// keeps the instance's locks (the shared open files of <name>.d and of
-// its instance directory) while it cleans. Messages: "c" (done), "p" + a
-// child's pidfd, "g" + a cgroup handover (cgroup::Placement::handover),
-// and the caller's terminal while the relay has it raw (TerminalKeeper),
-// put back first of all.
-struct WatchdogJob {
-  const LaunchPlan& plan;
-  int agents, ddir;
-  int idir;            ///< <name>.d/instance/<session>, whose lock it keeps too
-  bool primary;        ///< the instance owns <name>.d/status and pid
-  std::string socket;  ///< the instance's socket name in `agents`
-  int grace_ms;
-  std::string handoff_dir;  ///< an owned child's coordination directory, or ""
-};
-
-// Until every pidfd is readable (its process ended), at most timeout_ms.
-void wait_pidfds(std::vector<UniqueFd>& pidfds, int timeout_ms) {
-  const std::uint64_t deadline = sys::now_us() + static_cast<std::uint64_t>(timeout_ms) * 1000;
-  while (!pidfds.empty()) {
-    std::uint64_t now = sys::now_us();
-    if (now >= deadline) return;
-    std::vector<struct pollfd> fds;
-    for (const auto& fd : pidfds) fds.push_back({fd.get(), POLLIN, 0});
-    if (!sys::poll_fds(fds, static_cast<int>((deadline - now + 999) / 1000))) return;
-    for (std::size_t i = fds.size(); i-- > 0;)
-      if (fds[i].revents != 0) pidfds.erase(pidfds.begin() + static_cast<std::ptrdiff_t>(i));
-  }
-}
-
-[[noreturn]] void be_watchdog(const WatchdogJob& job, UniqueFd sock) {
-  // The supervisor's signal mask is inherited: SIGINT, SIGTERM etc. stay
-  // blocked here, so a ^C to the process group does not stop the cleanup.
-  if (!sys::close_fds_except({2, sock.get(), job.agents, job.ddir, job.idir})) _exit(1);
-  std::vector<UniqueFd> children;
-  std::optional<cgroup::Placement> placement;
-  TerminalKeeper terminal;
-  while (true) {
-    auto m = sys::recv_message(sock.get(), 8192, 2);
-    if (!m && m.error().code == EMSGSIZE) continue;
-    if (!m || !*m) break;  // EOF: the supervisor is gone
-    std::string_view bytes = (*m)->bytes;
-    if (bytes == "c") _exit(0);
-    if (terminal.take(bytes, (*m)->fds)) continue;
-    if (bytes == "p" && (*m)->fds.size() == 1) children.push_back(std::move((*m)->fds[0]));
-    if (!bytes.empty() && bytes[0] == 'g')
-      if (auto p = cgroup::Placement::adopt(bytes.substr(1), std::move((*m)->fds))) placement.emplace(std::move(*p));
-  }
-  terminal.restore();
-  AgentFiles files(job.plan, job.ddir, job.idir, job.primary);
-  files.status(AgentState::stopping);
-  wait_pidfds(children, job.grace_ms + kChildRecordsMs);
-  if (placement) {
-    (void)placement->wait_children_gone(job.grace_ms + kChildRecordsMs);
-    (void)placement->remove();
-  }
-  (void)sys::remove_at(job.agents, job.socket);
-  files.status(AgentState::dead);
-  const Event stop{"agent.stop", "", EventStatus::error, {{"reason", "supervisor_killed"}}};
-  files.log(stop);
-  files.event(stop);
-  files.end_session("failed");
-  if (!job.handoff_dir.empty()) files.context_status(job.handoff_dir, "failed");
-  _exit(0);
-}
-
-Result<std::pair<UniqueFd, pid_t>> start_watchdog(const WatchdogJob& job) {
-  CTX_TRY_ASSIGN(auto pair, sys::make_seqpacket_pair());
-  CTX_TRY_ASSIGN(pid_t pid, sys::fork_process());
-  if (pid == 0) {
-    pair.second.reset();
-    be_watchdog(job, std::move(pair.first));
-  }
-  return std::pair<UniqueFd, pid_t>(std::move(pair.second), pid);
 }
 
 // A run id for the `parent` file of the children this run creates.
@@ -244,7 +159,7 @@ class Supervisor : private ControlHost {
   } socket_name_;
   std::optional<AgentFiles> files_;
   std::optional<cgroup::Placement> placement_;
-  std::optional<std::pair<UniqueFd, pid_t>> watchdog_;
+  std::optional<Watchdog> watchdog_;
   std::optional<sys::Child> child_;
   UniqueFd lifeline_;
   bool lifeline_ended_ = false;  ///< the sandbox's end closed it: no longer polled
@@ -374,7 +289,7 @@ std::optional<int> Supervisor::place() {
   if (*pl) {
     placement_ = std::move(**pl);
     auto [bytes, fds] = placement_->handover();
-    if (auto r = sys::send_message(watchdog_->first.get(), "g" + bytes, fds); !r)
+    if (auto r = sys::send_message(watchdog_->socket(), "g" + bytes, fds); !r)
       return fail_launch(r.error().with_context("handing the cgroup to the watchdog"));
     if (auto f = sys::fault_at("supervisor.place"); !f) return fail_launch(f.error());
     return std::nullopt;
@@ -402,9 +317,9 @@ std::optional<int> Supervisor::watch() {
                   socket_name(),
                   opts_.cancel_grace_ms,
                   spec_.parent ? opts_.handoff_dir : std::string()};
-  auto w = start_watchdog(job);
+  auto w = Watchdog::start(job);
   if (!w) return fail_launch(w.error().with_context("the watchdog"));
-  watchdog_ = std::move(*w);
+  watchdog_.emplace(std::move(*w));
   if (auto f = sys::fault_at("supervisor.watchdog"); !f) return fail_launch(f.error());
   return std::nullopt;
 }
@@ -520,7 +435,7 @@ std::optional<int> Supervisor::finish_setup() {
     // Output goes to the caller's terminal; to stdout when that is not one
     // (the runtime's stdout stays whatever the caller gave it then).
     int out = sys::is_terminal(1) ? 1 : sys::is_terminal(2) ? 2 : 1;
-    if (auto r = PtyRelay::start(0, out, std::move(setup_.master), watchdog_->first.get()); r) {
+    if (auto r = PtyRelay::start(0, out, std::move(setup_.master), watchdog_->socket()); r) {
       relay_.emplace(std::move(*r));
     } else {
       setup_.error =
@@ -608,7 +523,7 @@ std::optional<std::string> Supervisor::inner_path(const std::string& host) const
 }
 
 void Supervisor::child_spawned(int pidfd) {
-  if (watchdog_) (void)sys::send_message(watchdog_->first.get(), "p", {pidfd});
+  if (watchdog_) (void)sys::send_message(watchdog_->socket(), "p", {pidfd});
 }
 
 void Supervisor::set_state(AgentState s) {
@@ -826,13 +741,9 @@ int Supervisor::run() {
                  abi, sys::kLandlockScopeAbi);
   // Every return from here on releases the watchdog, if one was started.
   struct WatchdogGuard {
-    std::optional<std::pair<UniqueFd, pid_t>>& w;
+    std::optional<Watchdog>& w;
     ~WatchdogGuard() {
-      if (!w) return;
-      char c = 'c';
-      (void)sys::write_all(w->first.get(), &c, 1);
-      w->first.reset();
-      (void)sys::wait_pid(w->second);
+      if (w) w->finish();
     }
   } watchdog_guard{watchdog_};
   if (auto code = watch()) return *code;

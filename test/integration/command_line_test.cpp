@@ -108,4 +108,12 @@ TEST_CASE("the command line: --version, the usage line, a closed --json-status-f
   CHECK(fd.err ==
         "ctx-agent-run: --json-status-fd 9: EBADF: not an open file descriptor; open it for the launcher "
         "(e.g. 3>file)\n");
+  // The watchdog's own entry (launcher/supervisor/watchdog.hpp) takes only
+  // the memfd a watchdog recorded: by hand it refuses and does nothing.
+  for (const char* arg : {"2", "x", "99999999999"}) {
+    INFO(arg);
+    RunResult w = ctx::test::run_command({run, "--watchdog", arg});
+    CHECK(w.exit_code == 2);
+    CHECK(w.err == "ctx-agent-run: --watchdog is the launcher's own; it is not run by hand\n");
+  }
 }
