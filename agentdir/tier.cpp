@@ -33,10 +33,9 @@ Result<Tier> resolve_tier(std::string_view ctx_root, std::string_view name, Tier
 
 Result<Tier> find_tier(const std::string& ctx_root, const std::string& name, Tier user_flag, std::uint32_t caller_uid) {
   if (user_flag || agent_name_issue(name)) return user_flag;  // load() says what is wrong with the name
+  // One fstatat each: <name>.d itself is not followed if it is a link.
   auto exists = [&](Tier t) {
-    auto dir = sys::open(sys::at_cwd, path_join(ctx_root, agents_rel(t)), sys::Open::directory);
-    if (!dir) return false;
-    auto st = sys::stat_at(dir->get(), name + ".d");
+    auto st = sys::stat_at(sys::at_cwd, path_join(path_join(ctx_root, agents_rel(t)), name + ".d"));
     return st && *st;
   };
   return resolve_tier(ctx_root, name, user_flag, caller_uid, exists(std::nullopt), exists(caller_uid));

@@ -28,6 +28,19 @@ std::optional<Cgroup2Mount> find_cgroup2(const std::vector<sys::MountEntry>& mou
   return std::nullopt;
 }
 
+Result<std::optional<Cgroup2Mount>> find_cgroup2_mount() {
+  // Where systemd and most distributions mount it (pure v2, then the
+  // hybrid layout's), two system calls each; else the first of the table.
+  // Each place counts only if the cgroup2 mount is on top there.
+  for (const char* at : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+    auto m = sys::mount_at(at, sys::kCgroup2);
+    if (!m) break;  // no statx mount id or statmount here: the table
+    if (*m) return std::optional<Cgroup2Mount>(Cgroup2Mount{(*m)->target, (*m)->root});
+  }
+  CTX_TRY_ASSIGN(std::vector<sys::MountEntry> mounts, sys::mount_table_of(sys::kCgroup2));
+  return find_cgroup2(mounts);
+}
+
 std::optional<std::string> v2_path(std::string_view proc_cgroup) {
   for (auto line : split(proc_cgroup, '\n'))
     if (line.substr(0, 3) == "0::") return std::string(line.substr(3));

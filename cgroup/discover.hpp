@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.hpp"
 #include "sys/mountinfo.hpp"
 
 namespace ctx::cgroup {
@@ -20,6 +21,11 @@ struct Cgroup2Mount {
 /// The first cgroup2 mount of a mount table (sys::mount_table_of(sys::kCgroup2)
 /// on the launcher's path, sys::read_mountinfo() in tests).
 std::optional<Cgroup2Mount> find_cgroup2(const std::vector<sys::MountEntry>& mounts);
+
+/// The cgroup2 mount this process uses: the one on top at /sys/fs/cgroup,
+/// else at /sys/fs/cgroup/unified (each looked up alone, sys::mount_at),
+/// else the first of the mount table (find_cgroup2).
+Result<std::optional<Cgroup2Mount>> find_cgroup2_mount();
 
 /// The v2 path ("0::/path") in /proc/<pid>/cgroup text.
 std::optional<std::string> v2_path(std::string_view proc_cgroup);

@@ -112,8 +112,7 @@ Result<std::optional<Placement>> Placement::create(const PlacementOptions& o, st
                                                    bool& reaped_leftovers) {
   reaped_leftovers = false;
   BaseInputs in;
-  CTX_TRY_ASSIGN(std::vector<sys::MountEntry> mounts, sys::mount_table_of(sys::kCgroup2));
-  in.mount = find_cgroup2(mounts);
+  CTX_TRY_ASSIGN(in.mount, find_cgroup2_mount());
   if (in.mount) {
     CTX_TRY_ASSIGN(std::string self, read_proc("cgroup"));
     in.own_path = v2_path(self).value_or("");

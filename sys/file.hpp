@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.hpp"
@@ -210,6 +211,9 @@ Result<std::size_t> read_at(int fd, char* buf, std::size_t size, std::uint64_t o
 /// through a symlink, and only if it is a regular file (a FIFO planted
 /// there cannot block the caller). Opened with `as`'s rights.
 Result<UniqueFd> open_append(int dirfd, const std::string& name, mode_t mode, const MakeAs& as = std::nullopt);
+/// open_append, with the file's size when opened.
+Result<std::pair<UniqueFd, std::uint64_t>> open_append_sized(int dirfd, const std::string& name, mode_t mode,
+                                                             const MakeAs& as = std::nullopt);
 
 /// Appends data to the open O_APPEND descriptor fd with as few write(2)s
 /// as the kernel allows, all or nothing: when a later write fails (ENOSPC,

@@ -104,8 +104,8 @@ Result<std::vector<std::uint32_t>> user_groups(std::uint32_t uid, std::uint32_t 
 Result<void> drop_bounding_set();
 
 /// Drops every capability but the bounding set's (drop_bounding_set):
-/// ambient, effective, permitted, inheritable (libcap-ng), and clears
-/// securebits' keep-caps.
+/// the ambient set (prctl), then the effective, permitted and inheritable
+/// sets (one capset).
 Result<void> drop_all_capabilities();
 
 }  // namespace ctx::sys

@@ -1,6 +1,8 @@
 #include "sys/mountinfo.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <libmount/libmount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -190,7 +192,37 @@ Result<std::vector<MountEntry>> statmount_all(const std::optional<FsType>& type)
   return out;
 }
 
+// statx's unique mount id (Linux 6.8, the id statmount takes).
+constexpr unsigned kStatxMntIdUnique = 0x4000U;
+
 }  // namespace
+
+Result<std::optional<MountEntry>> mount_at(const std::string& path, const FsType& type) {
+  struct statx sx {};
+  if (::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, kStatxMntIdUnique, &sx) < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::optional<MountEntry>();
+    return CTX_FAIL_ERRNO("statx " + path);
+  }
+  if ((sx.stx_mask & kStatxMntIdUnique) == 0) return fail(Error{ENOSYS, "statx: ENOSYS: no unique mount id"});
+  std::vector<std::uint64_t> storage((sizeof(Statmount) + 2 * 4096 + 256) / sizeof(std::uint64_t));
+  MntIdReq req{kMntIdReqSizeVer0, 0, sx.stx_mnt_id,
+               kStatmountSbBasic | kStatmountMntRoot | kStatmountMntPoint | kStatmountFsType};
+  if (::syscall(SYS_statmount, &req, storage.data(), storage.size() * sizeof(std::uint64_t), 0) < 0) {
+    if (errno == ENOENT) return std::optional<MountEntry>();  // unmounted since
+    return CTX_FAIL_ERRNO("statmount");
+  }
+  const char* buf = reinterpret_cast<const char*>(storage.data());
+  Statmount sm;
+  std::memcpy(&sm, buf, sizeof sm);
+  std::size_t written = std::min<std::size_t>(sm.size, storage.size() * sizeof(std::uint64_t));
+  MountEntry e{statmount_string(sm, buf, written, kStatmountMntPoint, sm.mnt_point),
+               statmount_string(sm, buf, written, kStatmountFsType, sm.fs_type),
+               statmount_string(sm, buf, written, kStatmountMntRoot, sm.mnt_root)};
+  // The mount on top at path, and path its mount point (not a directory
+  // inside another file system).
+  if (sm.sb_magic != type.magic || e.fstype != type.name || e.target != path) return std::optional<MountEntry>();
+  return std::optional<MountEntry>(std::move(e));
+}
 
 Result<std::vector<MountEntry>> read_mountinfo() {
   CTX_TRY_ASSIGN(const Libmount* lm, libmount());

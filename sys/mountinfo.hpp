@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,11 @@ inline constexpr FsType kCgroup2{"cgroup2", 0x63677270};
 /// superblock has the type's magic (statmount's strings cost about three
 /// times its numbers).
 Result<std::vector<MountEntry>> mount_table_of(const FsType& type);
+
+/// The mount of `type` whose mount point is path, if the mount on top
+/// there is one: statx's unique mount id and one statmount (Linux 6.8;
+/// ENOSYS before), not the whole table.
+Result<std::optional<MountEntry>> mount_at(const std::string& path, const FsType& type);
 
 /// The path an open descriptor refers to in the caller's mount namespace
 /// (readlink of /proc/self/fd/N).

@@ -35,10 +35,18 @@ Result<void> bind_at(int fd, int dirfd, const std::string& name, const std::stri
       return fail(Error{EEXIST, display_path + ": EEXIST: exists and is not a socket; remove it"});
     if (::unlinkat(dirfd, name.c_str(), 0) < 0) return CTX_FAIL_ERRNO("unlinkat " + display_path);
   }
-  // bind(2) takes a path; /proc/self/fd/<dirfd>/<name> would follow the
-  // dirfd, but sun_path is short, so bind relative to the directory by
-  // changing into it in a way that cannot race: fchdir is process-wide,
-  // acceptable in the single-threaded supervisor.
+  // bind(2) takes a path: /proc/self/fd/<dirfd>/<name> reaches the name
+  // in exactly the directory dirfd is, however it was renamed or linked
+  // meanwhile. Where that does not fit sun_path, or there is no /proc,
+  // bind relative to the directory by changing into it in a way that
+  // cannot race either: fchdir is process-wide, acceptable in the
+  // single-threaded supervisor and the sandbox's setup.
+  const std::string via_proc = "/proc/self/fd/" + std::to_string(dirfd) + "/" + name;
+  if (via_proc.size() < sizeof(sockaddr_un::sun_path) && name.find('/') == std::string::npos) {
+    CTX_TRY_ASSIGN(sockaddr_un a, make_addr(via_proc));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return {};
+    if (errno != ENOENT && errno != ENOTDIR) return fail(sys_error("bind " + display_path, errno));
+  }
   int cwd = ::open(".", O_PATH | O_CLOEXEC);
   if (cwd < 0) return CTX_FAIL_ERRNO("open .");
   UniqueFd cwd_guard(cwd);

@@ -22,11 +22,12 @@ Result<Caller> probe_caller(const agentdir::AgentSpec& spec) {
     CTX_TRY_ASSIGN(c.owner_ids, agentdir::read_owner_ids(spec.owner));
     c.owner_primary_gid = c.owner_ids.primary_gid;
     c.owner_groups = c.owner_ids.groups;
-  } else if (auto pw = sys::lookup_user(spec.owner); pw && *pw) {
-    c.owner_primary_gid = (*pw)->gid;
   }
   if (c.uid == 0 && c.owner_groups.empty()) c.owner_groups = {c.owner_primary_gid.value_or(spec.gid)};
-  if (c.uid != 0) {
+  // Only an unprivileged `iso uid` maps ids beyond the caller's own: the
+  // id map helpers and the subordinate ranges are read for it alone (an
+  // NSS lookup and four files that no other launch needs).
+  if (c.uid != 0 && spec.iso == agentdir::Iso::uid) {
     auto bin = sys::open(sys::at_cwd, "/usr/bin", sys::Open::directory);
     if (bin) {
       auto a = sys::stat_at(bin->get(), "newuidmap");

@@ -31,9 +31,10 @@ struct Caller {
   /// What the owner may give an agent (a root caller only): the identity
   /// entitlement of DESIGN.md 4b.
   agentdir::OwnerIds owner_ids;
-  /// The owner's primary gid (passwd), when known.
+  /// The owner's primary gid (passwd), when known (a root caller only).
   std::optional<std::uint32_t> owner_primary_gid;
-  /// newuidmap/newgidmap are installed (the uidmap package).
+  /// newuidmap/newgidmap are installed (the uidmap package); read for an
+  /// unprivileged `iso uid` only, like the ranges below.
   bool have_id_map_helpers = false;
   /// Subordinate id ranges delegated to the caller (/etc/subuid, subgid).
   std::vector<std::pair<std::uint32_t, std::uint32_t>> subuid, subgid;  ///< (start, count)

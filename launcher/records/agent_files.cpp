@@ -195,9 +195,16 @@ void AgentFiles::exec() {
 }
 
 Result<void> append_capped_log(int dirfd, const std::string& line, std::uint64_t& size) {
+  // The first append of a run counts the log as it finds it: opened,
+  // then its size from the descriptor (no stat of the name before).
   if (size == kUnknownLogSize) {
-    auto st = sys::stat_at(dirfd, "log");
-    size = st && *st ? (*st)->size : 0;
+    CTX_TRY_ASSIGN(auto opened, sys::open_append_sized(dirfd, "log", 0644));
+    size = opened.second;
+    if (size + line.size() <= kMaxLogBytes || size == 0) {
+      CTX_TRY(sys::append_whole(opened.first.get(), line));
+      size += line.size();
+      return {};
+    }
   }
   if (size + line.size() > kMaxLogBytes && size > 0) {
     // Several instances append to one log: another may have rotated it

@@ -72,7 +72,8 @@ void warn(const std::string& what) {
 
 UniqueFd open_endpoint_program() {
   std::vector<std::string> candidates;
-  if (auto self = sys::real_path("/proc/self/exe"))
+  // The link names the executable as the kernel resolved it: no path walk.
+  if (auto self = sys::read_link_at(sys::at_cwd, "/proc/self/exe"))
     candidates.push_back(std::string(path_dirname(*self)) + "/" + kEndpointProgram);
   candidates.push_back(std::string(CTX_LIBEXECDIR) + "/" + kEndpointProgram);
   for (const auto& c : candidates)

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <ctime>
 #include <regex>
 
 #include "base/result.hpp"
@@ -48,4 +49,22 @@ TEST_CASE("errno_name names errno values", "[unit]") {
 TEST_CASE("timestamps are RFC 3339 UTC with milliseconds", "[unit]") {
   std::string ts = ctx::timestamp_now();
   CHECK(std::regex_match(ts, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+  // The calendar arithmetic agrees with the C library's UTC (the same
+  // second, or the next one when the clock ticked between the two).
+  for (int i = 0; i < 3; ++i) {
+    std::time_t before = std::time(nullptr);
+    std::string now = ctx::timestamp_now();
+    std::time_t after = std::time(nullptr);
+    std::string seconds = now.substr(0, 19);
+    bool matches = false;
+    for (std::time_t t = before; t <= after; ++t) {
+      std::tm tm{};
+      ::gmtime_r(&t, &tm);
+      char want[32];
+      std::strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%S", &tm);
+      matches = matches || seconds == want;
+    }
+    INFO(now);
+    CHECK(matches);
+  }
 }

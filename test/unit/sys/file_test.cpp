@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "sys/file.hpp"
+#include "sys/socket.hpp"
 #include "test/support/tempdir.hpp"
 
 using ctx::test::TempDir;
@@ -177,4 +179,47 @@ TEST_CASE("read_dir_from resumes at a position through another descriptor", "[fs
   REQUIRE_FALSE(beyond);
   CHECK(beyond.error().code == EINVAL);
   CHECK(beyond.error().msg == "lseek: EINVAL: directory position 9223372036854775808 is out of range");
+}
+
+TEST_CASE("list_dir lists every name, sorted, over several reads of the directory", "[fs]") {
+  TempDir t;
+  // More names than one 8 KiB read of the directory holds.
+  std::vector<std::string> want;
+  for (int i = 0; i < 600; ++i) {
+    std::string n = "entry-with-a-longish-name-" + std::to_string(i);
+    want.push_back(n);
+    FILE* f = std::fopen((t.path() + "/" + n).c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fclose(f);
+  }
+  std::sort(want.begin(), want.end());
+  auto d = ctx::sys::open(ctx::sys::at_cwd, t.path(), ctx::sys::Open::directory);
+  REQUIRE(d);
+  auto got = ctx::sys::list_dir(d->get());
+  REQUIRE(got);
+  CHECK(*got == want);
+  // Its own position: a second listing through the same descriptor is whole.
+  auto again = ctx::sys::list_dir(d->get());
+  REQUIRE(again);
+  CHECK(*again == want);
+}
+
+TEST_CASE("a socket is bound at its name in the directory given, short names and long ones alike", "[fs]") {
+  TempDir t;
+  auto d = ctx::sys::open(ctx::sys::at_cwd, t.path(), ctx::sys::Open::directory);
+  REQUIRE(d);
+  // Short: bound through /proc/self/fd/<dir>/<name>; long (past sun_path
+  // that way): bound from inside the directory. Both end up there.
+  for (const std::string& name : {std::string("a.sock"), std::string(96, 'n') + ".sock"}) {
+    INFO(name.size());
+    auto s = ctx::sys::listen_unix_at(d->get(), name, t.path() + "/" + name);
+    REQUIRE(s);
+    struct stat st {};
+    REQUIRE(::fstatat(d->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0);
+    CHECK(S_ISSOCK(st.st_mode));
+  }
+  // The working directory is where it was.
+  char cwd[4096];
+  REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
+  CHECK(std::string(cwd) != t.path());
 }

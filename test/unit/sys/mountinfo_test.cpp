@@ -148,3 +148,35 @@ TEST_CASE("the mounts of one type, by superblock magic, are the table's of that 
     CHECK(*of == only(*lm, std::string(type.name)));
   }
 }
+
+TEST_CASE("mount_at: the mount of a type whose mount point is the path, alone", "[unit]") {
+  auto lm = ctx::sys::read_mountinfo();
+  REQUIRE(lm);
+  const auto cgroup2 = only(*lm, "cgroup2");
+  for (const auto& m : cgroup2) {
+    INFO(m.target);
+    auto at = ctx::sys::mount_at(m.target, ctx::sys::kCgroup2);
+    REQUIRE(at);
+    // The one on top there: the last mounted at that point.
+    const ctx::sys::MountEntry* top = nullptr;
+    for (const auto& e : *lm)
+      if (e.target == m.target) top = &e;
+    if (top->fstype == "cgroup2") {
+      REQUIRE(*at);
+      CHECK(**at == *top);
+    } else {
+      CHECK_FALSE(*at);
+    }
+  }
+  // Not a mount point, another type, nothing there.
+  for (const char* p : {"/", "/proc", "/sys/fs", "/nonexistent/path"}) {
+    INFO(p);
+    auto at = ctx::sys::mount_at(p, ctx::sys::kCgroup2);
+    REQUIRE(at);
+    CHECK_FALSE(*at);
+  }
+  auto proc = ctx::sys::mount_at("/proc", ctx::sys::FsType{"proc", 0x9fa0});
+  REQUIRE(proc);
+  REQUIRE(*proc);
+  CHECK((*proc)->target == "/proc");
+}
