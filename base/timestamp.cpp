@@ -16,9 +16,9 @@ std::string timestamp_now() {
   const hh_mm_ss<milliseconds> t{now - day};
   char out[48];
   std::snprintf(out, sizeof out, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(ymd.year()),
-                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), static_cast<int>(t.hours().count()),
-                static_cast<int>(t.minutes().count()), static_cast<int>(t.seconds().count()),
-                static_cast<int>(t.subseconds().count()));
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(t.hours().count()), static_cast<int>(t.minutes().count()),
+                static_cast<int>(t.seconds().count()), static_cast<int>(t.subseconds().count()));
   return out;
 }
 

@@ -65,8 +65,8 @@ def write(path, text, mode=0o644):
 
 
 def make_tree(work, build, files, policy):
-    """The CTX tree of agent `bench` in work (the helper of build as
-    /ctx/bin/ctx); returns the CTX root."""
+    """The CTX tree of agent `bench` in work (the helpers of build in
+    /ctx/bin/); returns the CTX root."""
     uid, gid, kw = user_ids()
     root = os.path.join(work, "ctx")
     aroot = os.path.join(root, "home", str(uid), "agent", "bench", "root")
@@ -74,7 +74,16 @@ def make_tree(work, build, files, policy):
     for l in ("bin", "lib", "lib64", "sbin"):
         os.symlink(f"usr/{l}", os.path.join(aroot, l))
     os.makedirs(os.path.join(root, "bin"))
-    shutil.copy(os.path.abspath(os.path.join(build, "ctx", "ctx")), os.path.join(root, "bin", "ctx"))
+    # As `ctx init` lays bin/ out: the small program of tool and model
+    # calls at bin/ctx and the full helper beside it, where the build has
+    # the small one; else the full helper at bin/ctx.
+    call = os.path.abspath(os.path.join(build, "ctx", "ctx-call"))
+    full = os.path.abspath(os.path.join(build, "ctx", "ctx"))
+    if os.path.exists(call):
+        shutil.copy(call, os.path.join(root, "bin", "ctx"))
+        shutil.copy(full, os.path.join(root, "bin", "ctx-helper"))
+    else:
+        shutil.copy(full, os.path.join(root, "bin", "ctx"))
     bench = os.path.join(work, "bench")
     write(os.path.join(bench, "runner.py"), RUNNER)
     for rel, (text, mode) in files.items():

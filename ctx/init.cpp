@@ -1,6 +1,7 @@
 #include "ctx/init.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "base/path.hpp"
 #include "base/text.hpp"
 #include "ctx/new_options.hpp"
+#include "ctx/tool.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
@@ -280,10 +282,29 @@ int run_init(const std::string& ctx_root, const std::vector<std::string>& shared
   if (!bin) return error(bin.error());
   auto self = sys::read_link_at(AT_FDCWD, "/proc/self/exe");
   if (!self) return error(self.error());
-  if (auto r = sys::copy_file_new(*self, bin->get(), "ctx", 0755); r) {
-    made.push_back(ctx_root + "/bin/ctx");
-  } else if (r.error().code != EEXIST) {
-    return error(r.error().with_context(ctx_root + "/bin/ctx"));
+  // bin/ctx: the small program of tool and model calls (ctx/call_main.cpp)
+  // with this helper beside it as bin/ctx-helper, where the small one is
+  // installed (beside this program in a build, else the package's); this
+  // helper alone at bin/ctx otherwise. What exists is left as it is.
+  std::vector<std::pair<std::string, std::string>> copies;  // (source, name in bin/)
+  std::string call;
+  for (const std::string& c : {std::string(path_dirname(*self)) + "/ctx-call", std::string(CTX_CALL_PATH)})
+    if (auto st = sys::stat_at(AT_FDCWD, c); st && *st && S_ISREG((*st)->mode)) {
+      call = c;
+      break;
+    }
+  if (call.empty()) {
+    copies.emplace_back(*self, "ctx");
+  } else {
+    copies.emplace_back(call, "ctx");
+    copies.emplace_back(*self, kFullHelperName);
+  }
+  for (const auto& [from, name] : copies) {
+    if (auto r = sys::copy_file_new(from, bin->get(), name, 0755); r) {
+      made.push_back(ctx_root + "/bin/" + name);
+    } else if (r.error().code != EEXIST) {
+      return error(r.error().with_context(ctx_root + "/bin/" + name));
+    }
   }
   for (const auto& m : made) std::printf("created %s\n", m.c_str());
   std::printf("%s is a CTX tree for uid %s%s; next: ctx new NAME --ctx-root %s\n", ctx_root.c_str(), uid.c_str(),

@@ -302,18 +302,6 @@ void add_setup_commands(CLI::App& app, std::string& ctx_root, std::string& name,
   });
 }
 
-// `ctx tool NAME [JSON]` with no argument the parser would read as an
-// option, as "--" or as a bracketed list ("[1,2]", which it splits):
-// (NAME, [JSON]), as the parser would give them, else nullopt. Such a
-// call skips the parser; every other command line (help, a missing or an
-// extra argument, an option) takes it and keeps its messages.
-std::optional<std::pair<std::string, std::vector<std::string>>> plain_tool_call(int argc, char** argv) {
-  if (argc < 3 || argc > 4 || std::strcmp(argv[1], "tool") != 0) return std::nullopt;
-  for (int i = 2; i < argc; ++i)
-    if (argv[i][0] == '-' || argv[i][0] == '[') return std::nullopt;
-  return std::pair<std::string, std::vector<std::string>>(argv[2], std::vector<std::string>(argv + 3, argv + argc));
-}
-
 // A tool call, made before the executable's other constructors run: the
 // C++ runtime's (iostream, the locale) and CLI11's globals cost a tool
 // call one in eight of the helper's page faults, and it needs none of
@@ -331,7 +319,8 @@ __attribute__((constructor(101))) void tool_call_first(int argc, char** argv, ch
   std::string run_as = ctx::sys::exec_path();
   if (auto direct = ctx::helper::direct_call(run_as.empty() ? argv[0] : run_as.c_str()))
     std::exit(ctx::helper::call_tool(direct->second, std::vector<std::string>(argv + 1, argv + argc), direct->first));
-  if (auto plain = plain_tool_call(argc, argv)) std::exit(ctx::helper::call_tool(plain->first, plain->second));
+  if (auto plain = ctx::helper::plain_call(argc, argv, "tool"))
+    std::exit(ctx::helper::call_tool(plain->first, plain->second));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "base/names.hpp"
@@ -45,6 +46,13 @@ int call_tool(const std::string& name, const std::vector<std::string>& args, con
   return e.code == ENOENT ? 127 : 126;
 }
 
+std::optional<std::pair<std::string, std::vector<std::string>>> plain_call(int argc, char** argv, const char* verb) {
+  if (argc < 3 || argc > 4 || std::strcmp(argv[1], verb) != 0) return std::nullopt;
+  for (int i = 2; i < argc; ++i)
+    if (argv[i][0] == '-' || argv[i][0] == '[') return std::nullopt;
+  return std::pair<std::string, std::vector<std::string>>(argv[2], std::vector<std::string>(argv + 3, argv + argc));
+}
+
 std::optional<std::pair<std::string, std::string>> direct_call(const char* run_as) {
   std::string a = run_as == nullptr ? "" : run_as;
   // The path as the sandbox resolves it: a relative name (./fs.read,
@@ -55,7 +63,7 @@ std::optional<std::pair<std::string, std::string>> direct_call(const char* run_a
   if (slash == std::string::npos) return std::nullopt;
   std::string dir = slash == 0 ? "/" : a.substr(0, slash);
   std::string name = a.substr(slash + 1);
-  if (name == "ctx" || tool_name_issue(name)) return std::nullopt;
+  if (name == "ctx" || name == kFullHelperName || tool_name_issue(name)) return std::nullopt;
   return std::pair<std::string, std::string>(dir, name);
 }
 

@@ -211,11 +211,10 @@ int main(int argc, char** argv) {
   const uid_t euid = ::geteuid();
   lo.require_trusted_files = euid == 0;
   // An owned child (--owned-by) is always a system agent.
-  auto tier =
-      a.system || a.owned_by != 0
-          ? ctx::Result<ctx::agentdir::Tier>(std::nullopt)
-          : ctx::agentdir::find_tier(a.ctx_root, a.name,
-                                     a.user < 0 ? std::nullopt : std::optional<std::uint32_t>(a.user), euid);
+  auto tier = a.system || a.owned_by != 0
+                  ? ctx::Result<ctx::agentdir::Tier>(std::nullopt)
+                  : ctx::agentdir::find_tier(a.ctx_root, a.name,
+                                             a.user < 0 ? std::nullopt : std::optional<std::uint32_t>(a.user), euid);
   if (!tier) return report(tier.error(), ctx::launcher::kExitLaunchFailed);
   lo.user = *tier;
   auto spec = ctx::agentdir::load(a.ctx_root, a.name, lo);

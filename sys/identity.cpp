@@ -1,14 +1,14 @@
 #include "sys/identity.hpp"
 
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <pwd.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/fsuid.h>
 #include <sys/ioctl.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>

@@ -114,8 +114,7 @@ struct Args {
       const unsigned char* d = CMSG_DATA(&ctl.h);
       for (std::size_t i = 0; i < count && nfds < kMaxFds; ++i) {
         int fd = 0;
-        for (std::size_t k = 0; k < sizeof(int); ++k)
-          reinterpret_cast<unsigned char*>(&fd)[k] = d[i * sizeof(int) + k];
+        for (std::size_t k = 0; k < sizeof(int); ++k) reinterpret_cast<unsigned char*>(&fd)[k] = d[i * sizeof(int) + k];
         fds[nfds++] = fd;
       }
     }

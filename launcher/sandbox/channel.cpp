@@ -104,8 +104,10 @@ std::vector<NamespaceReport> decode_namespaces(std::string_view d) {
     unsigned long v = 0;
     bool digits = true;
     for (char c : line.substr(eq + 1)) {
-      if (c < '0' || c > '9') digits = false;
-      else v = v * 10 + static_cast<unsigned long>(c - '0');
+      if (c < '0' || c > '9')
+        digits = false;
+      else
+        v = v * 10 + static_cast<unsigned long>(c - '0');
     }
     if (digits && v != 0) out.push_back({std::string(line.substr(0, eq)), v});
   }

@@ -9,8 +9,8 @@
 #include <csignal>
 
 #include "launcher/sandbox/channel.hpp"
-#include "launcher/sandbox/mounts.hpp"
 #include "launcher/sandbox/endpoint_start.hpp"
+#include "launcher/sandbox/mounts.hpp"
 #include "launcher/sandbox/preflight.hpp"
 #include "launcher/sandbox/reporter.hpp"
 #include "launcher/sandbox/start.hpp"

@@ -21,8 +21,8 @@
 // cleans up (run_watchdog).
 #pragma once
 
-#include <string>
 #include <sys/types.h>
+#include <string>
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"

@@ -49,12 +49,13 @@ TEST_CASE("meson install puts the programs, man pages, completion, unit and prof
     // Stripped: no debug sections left (the build tree keeps them).
     if (strip) CHECK(ctx::test::read_file(root + f).find(".debug_info") == std::string::npos);
   }
-  // The forwarding model driver that model entries exec (docs/agents.md).
-  {
+  // The forwarding model driver that model entries exec (docs/agents.md),
+  // and the small program `ctx init` installs as a tree's bin/ctx.
+  for (const std::string f : {"ctx-model-forward", "ctx-call"}) {
     struct stat st {};
-    const std::string fwd = root + "/" + libexecdir + "/ctx-agent-run/ctx-model-forward";
-    INFO(fwd);
-    REQUIRE(::stat(fwd.c_str(), &st) == 0);
+    const std::string path = root + "/" + libexecdir + "/ctx-agent-run/" + f;
+    INFO(path);
+    REQUIRE(::stat(path.c_str(), &st) == 0);
     CHECK((st.st_mode & 0111) != 0);
     CHECK((st.st_mode & (S_ISUID | S_ISGID)) == 0);
   }

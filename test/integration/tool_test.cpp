@@ -85,6 +85,34 @@ bool deny_user(const std::string& dir, uid_t uid) {
 
 }  // namespace
 
+// bin/ctx as `ctx init` lays it out (ctx/call_main.cpp): the small static
+// program makes the tool call itself and runs the full helper beside it,
+// bin/ctx-helper, for every other command line.
+TEST_CASE("bin/ctx as ctx init installs it: tool calls by the small program, the rest by the full helper",
+          "[root][userns]") {
+  ToolTree tt = make_tree();
+  tt.t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx-call")), 0755);
+  tt.t.write("ctx/bin/ctx-helper", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
+  RunResult r = tt.sh(
+      "printf 'in put' | /ctx/bin/ctx tool echo.args '{\"k\":1}'; echo rc=$?; "
+      "/ctx/bin/ctx --version; /ctx/bin/ctx tool; echo rc=$?; /ctx/bin/ctx tool nosuch; echo rc=$?");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("args:{\"k\":1}\nin putrc=0\n") == 0);
+  CHECK(r.out.find("\nctx 0.1.0") != std::string::npos);  // the full helper's
+  // The full helper's parser and its messages; a refusal of the small one.
+  CHECK(r.err.find("NAME is required") != std::string::npos);
+  CHECK(r.out.find("rc=2\n") != std::string::npos);
+  CHECK(r.out.find("rc=13\n") != std::string::npos);  // the policy allows no tool of that name
+  CHECK(r.err.find("\"code\":\"EACCES\"") != std::string::npos);
+  // Without the full helper: the small one says what is missing.
+  ::unlink((tt.t.root() + "/bin/ctx-helper").c_str());
+  RunResult m = tt.sh("/ctx/bin/ctx --version; echo rc=$?");
+  INFO(m.out << m.err);
+  CHECK(m.out.find("rc=127") != std::string::npos);
+  CHECK(m.err.find("/ctx/bin/ctx-helper") != std::string::npos);
+}
+
 TEST_CASE("ctx tool runs an allowed tool with stdin and stdout untouched", "[root][userns]") {
   ToolTree tt = make_tree();
   RunResult r = tt.sh("printf 'in put' | /ctx/bin/ctx tool echo.args '{\"k\":1}'");

@@ -155,12 +155,21 @@ TEST_CASE("the ways around the tool gate that the durable tree offered are close
 
 TEST_CASE("a tool run through the view is recorded once, as through ctx tool", "[root][userns]") {
   const std::string backend = GENERATE(as<std::string>{}, "fuse", "static");
-  INFO("backend " << backend);
+  // bin/ as a test writes it (the full helper at bin/ctx) and as ctx init
+  // lays it out (the small program of tool calls, the full helper beside).
+  const std::string helpers = GENERATE(as<std::string>{}, "full", "small");
+  INFO("backend " << backend << ", bin/ctx " << helpers);
   ViewTree v = make_tree(backend);
+  if (helpers == "small") {
+    v.t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx-call")), 0755);
+    v.t.write("ctx/bin/ctx-helper", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
+  }
   std::string before = v.events();
-  RunResult d = v.sh("/ctx/tool/fs.read; /ctx/bin/ctx tool fs.read </dev/null; cat /ctx/tool/fs.read >/dev/null");
+  RunResult d = v.sh(
+      "/ctx/tool/fs.read; /ctx/bin/ctx tool fs.read </dev/null; cat /ctx/tool/fs.read >/dev/null; "
+      "/ctx/bin/ctx --version");
   INFO(d.out << d.err);
-  CHECK(d.out == "read-ran\nread-ran\n");
+  CHECK(d.out == "read-ran\nread-ran\nctx 0.1.0\n");
   std::string added = v.events().substr(before.size());
   CHECK(count_of(added, "\"type\":\"tool.call\"") == 2);  // two runs; reading it is not a call
   CHECK(count_of(added, "\"object\":\"tool/fs.read\"") == 2);

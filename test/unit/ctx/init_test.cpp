@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test/support/launch.hpp"
@@ -42,10 +43,17 @@ TEST_CASE("ctx init makes what is missing of a CTX tree and changes nothing that
     CHECK(std::filesystem::is_directory(root + "/" + d));
     CHECK(r.out.find("created " + root + "/" + d + "\n") != std::string::npos);
   }
-  struct stat st {};
-  REQUIRE(::stat((root + "/bin/ctx").c_str(), &st) == 0);
-  CHECK((st.st_mode & 0777) == 0755);
-  CHECK(ctx::test::read_file(root + "/bin/ctx") == ctx::test::read_file(ctx::test::built("ctx/ctx")));
+  // bin/ctx: the small program of tool and model calls (built beside the
+  // helper), with the full helper beside it as bin/ctx-helper.
+  for (const auto& [name, built] :
+       {std::pair<std::string, std::string>{"ctx", "ctx/ctx-call"}, {"ctx-helper", "ctx/ctx"}}) {
+    INFO(name);
+    struct stat st {};
+    REQUIRE(::stat((root + "/bin/" + name).c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0755);
+    CHECK(ctx::test::read_file(root + "/bin/" + name) == ctx::test::read_file(ctx::test::built(built)));
+    CHECK(r.out.find("created " + root + "/bin/" + name + "\n") != std::string::npos);
+  }
   t.write("ctx/tool/mine", "#!/bin/sh\n", 0700);
   auto again = ctx_cmd({"init", "--ctx-root", root});
   CHECK(again.exit_code == 0);
