@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "sys/error.hpp"
 
@@ -149,6 +150,30 @@ std::string statmount_string(const Statmount& sm, const char* buf, std::size_t w
   return std::string(s, ::strnlen(s, written - sizeof sm - offset));
 }
 
+// One mount's point, type and root, with its superblock's magic; nullopt
+// when it was unmounted since its id was learnt. `storage` grows on
+// EOVERFLOW (a path longer than it holds), up to 1 MiB.
+Result<std::optional<std::pair<MountEntry, std::uint64_t>>> statmount_entry(std::uint64_t id,
+                                                                            std::vector<std::uint64_t>& storage) {
+  MntIdReq req{kMntIdReqSizeVer0, 0, id, kStatmountSbBasic | kStatmountMntRoot | kStatmountMntPoint | kStatmountFsType};
+  long rc = 0;
+  while ((rc = ::syscall(SYS_statmount, &req, storage.data(), storage.size() * sizeof(std::uint64_t), 0)) < 0 &&
+         errno == EOVERFLOW && storage.size() < kMaxStatmountWords)
+    storage.resize(storage.size() * 2);
+  if (rc < 0) {
+    if (errno == ENOENT) return std::optional<std::pair<MountEntry, std::uint64_t>>();
+    return CTX_FAIL_ERRNO("statmount");
+  }
+  const char* buf = reinterpret_cast<const char*>(storage.data());
+  Statmount sm;
+  std::memcpy(&sm, buf, sizeof sm);
+  std::size_t written = std::min<std::size_t>(sm.size, storage.size() * sizeof(std::uint64_t));
+  MountEntry e{statmount_string(sm, buf, written, kStatmountMntPoint, sm.mnt_point),
+               statmount_string(sm, buf, written, kStatmountFsType, sm.fs_type),
+               statmount_string(sm, buf, written, kStatmountMntRoot, sm.mnt_root)};
+  return std::optional<std::pair<MountEntry, std::uint64_t>>(std::pair(std::move(e), sm.sb_magic));
+}
+
 // Every mount below the caller's root, or only those of `type`: then a
 // first statmount asks for the numbers alone, and the strings are asked
 // for when the superblock has the type's magic. The name is checked too:
@@ -170,24 +195,8 @@ Result<std::vector<MountEntry>> statmount_all(const std::optional<FsType>& type)
       }
       if (head.sb_magic != type->magic) continue;
     }
-    MntIdReq req{kMntIdReqSizeVer0, 0, id,
-                 kStatmountSbBasic | kStatmountMntRoot | kStatmountMntPoint | kStatmountFsType};
-    long rc = 0;
-    while ((rc = ::syscall(SYS_statmount, &req, storage.data(), storage.size() * sizeof(std::uint64_t), 0)) < 0 &&
-           errno == EOVERFLOW && storage.size() < kMaxStatmountWords)
-      storage.resize(storage.size() * 2);
-    if (rc < 0) {
-      if (errno == ENOENT) continue;
-      return CTX_FAIL_ERRNO("statmount");
-    }
-    const char* buf = reinterpret_cast<const char*>(storage.data());
-    Statmount sm;
-    std::memcpy(&sm, buf, sizeof sm);
-    std::size_t written = std::min<std::size_t>(sm.size, storage.size() * sizeof(std::uint64_t));
-    MountEntry e{statmount_string(sm, buf, written, kStatmountMntPoint, sm.mnt_point),
-                 statmount_string(sm, buf, written, kStatmountFsType, sm.fs_type),
-                 statmount_string(sm, buf, written, kStatmountMntRoot, sm.mnt_root)};
-    if (!type || e.fstype == type->name) out.push_back(std::move(e));
+    CTX_TRY_ASSIGN(auto got, statmount_entry(id, storage));
+    if (got && (!type || got->first.fstype == type->name)) out.push_back(std::move(got->first));
   }
   return out;
 }
@@ -205,23 +214,12 @@ Result<std::optional<MountEntry>> mount_at(const std::string& path, const FsType
   }
   if ((sx.stx_mask & kStatxMntIdUnique) == 0) return fail(Error{ENOSYS, "statx: ENOSYS: no unique mount id"});
   std::vector<std::uint64_t> storage((sizeof(Statmount) + 2 * 4096 + 256) / sizeof(std::uint64_t));
-  MntIdReq req{kMntIdReqSizeVer0, 0, sx.stx_mnt_id,
-               kStatmountSbBasic | kStatmountMntRoot | kStatmountMntPoint | kStatmountFsType};
-  if (::syscall(SYS_statmount, &req, storage.data(), storage.size() * sizeof(std::uint64_t), 0) < 0) {
-    if (errno == ENOENT) return std::optional<MountEntry>();  // unmounted since
-    return CTX_FAIL_ERRNO("statmount");
-  }
-  const char* buf = reinterpret_cast<const char*>(storage.data());
-  Statmount sm;
-  std::memcpy(&sm, buf, sizeof sm);
-  std::size_t written = std::min<std::size_t>(sm.size, storage.size() * sizeof(std::uint64_t));
-  MountEntry e{statmount_string(sm, buf, written, kStatmountMntPoint, sm.mnt_point),
-               statmount_string(sm, buf, written, kStatmountFsType, sm.fs_type),
-               statmount_string(sm, buf, written, kStatmountMntRoot, sm.mnt_root)};
+  CTX_TRY_ASSIGN(auto got, statmount_entry(sx.stx_mnt_id, storage));
   // The mount on top at path, and path its mount point (not a directory
   // inside another file system).
-  if (sm.sb_magic != type.magic || e.fstype != type.name || e.target != path) return std::optional<MountEntry>();
-  return std::optional<MountEntry>(std::move(e));
+  if (!got || got->second != type.magic || got->first.fstype != type.name || got->first.target != path)
+    return std::optional<MountEntry>();
+  return std::optional<MountEntry>(std::move(got->first));
 }
 
 Result<std::vector<MountEntry>> read_mountinfo() {
