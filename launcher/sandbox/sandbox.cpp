@@ -327,7 +327,8 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   if (auto r = sys::close_fds_except({0, 1, 2, io.lifeline, io.channel, io.listen_fd, io.endpoint_exe}); !r)
     die(rep, r.error());
   // The sandbox dies with its supervisor; a supervisor that died before
-  // this line is caught by the read below (EOF).
+  // this line is caught below: EOF for the go byte, or the closed lifeline
+  // map_itself finds.
   if (auto r = sys::set_parent_death_signal(SIGKILL); !r) die(rep, r.error());
   if (supervisor_maps_ids(plan.ids)) {
     char go = 0;
