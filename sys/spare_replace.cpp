@@ -29,11 +29,13 @@ namespace {
 // invalid descriptor).
 UniqueFd leased_spare(int spare_dirfd, const std::string& spare, mode_t mode, uid_t uid, std::size_t& size) {
   constexpr int kFlags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
-  bool made = true;
-  int raw = ::openat(spare_dirfd, spare.c_str(), kFlags | O_CREAT | O_EXCL, mode);
-  if (raw < 0 && errno == EEXIST) {
-    made = false;
-    raw = ::openat(spare_dirfd, spare.c_str(), kFlags);
+  // Usually there from the last replace: opened first, made only when
+  // missing (one system call a record fewer than making it first).
+  bool made = false;
+  int raw = ::openat(spare_dirfd, spare.c_str(), kFlags);
+  if (raw < 0 && errno == ENOENT) {
+    made = true;
+    raw = ::openat(spare_dirfd, spare.c_str(), kFlags | O_CREAT | O_EXCL, mode);
   }
   if (raw < 0) return UniqueFd();
   UniqueFd fd(raw);
