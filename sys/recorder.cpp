@@ -29,21 +29,23 @@ constexpr bool kSharesMemory = false;
 
 // A system call that touches neither errno nor anything else in memory
 // but what its arguments point to: the result, or -errno.
-[[gnu::always_inline]] inline long raw_call(long n, long a = 0, long b = 0, long c = 0) {
+[[gnu::always_inline]] inline long raw_call(long n, long a = 0, long b = 0, long c = 0, long d = 0) {
 #if defined(__x86_64__)
   long ret;
-  asm volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+  register long r10 asm("r10") = d;
+  asm volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
   return ret;
 #elif defined(__aarch64__)
   register long x8 asm("x8") = n;
   register long x0 asm("x0") = a;
   register long x1 asm("x1") = b;
   register long x2 asm("x2") = c;
-  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+  register long x3 asm("x3") = d;
+  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
   return x0;
 #else
   // Forked here (kSharesMemory): errno is the child's own.
-  long r = ::syscall(n, a, b, c);
+  long r = ::syscall(n, a, b, c, d);
   return r < 0 ? -errno : r;
 #endif
 }
@@ -66,6 +68,8 @@ struct Args {
   char* argv[kMaxArgs + 1] = {};
   char* envp[1] = {};
   char exe[16] = "/proc/self/exe";
+  char null[16] = "/dev/null";
+  long size = 0;  ///< of the file when the recorder starts: where its first record goes
   char strings[kStrings] = {};
 };
 
@@ -81,12 +85,20 @@ struct Args {
 // instrumented: the memory is the starter's while it runs.
 [[gnu::noinline]] CTX_RECORDER_UNINSTRUMENTED int recorder_main(void* p) {
   const Args* a = static_cast<const Args*>(p);
-  int next = 0;
+  // 0 and 1 stay open (the starter's), so that no descriptor it is sent
+  // takes their numbers; they become /dev/null before the exec.
+  int next = 2;
   for (int i = 0; i < a->nkeep; ++i) {
+    if (a->keep[i] < next) continue;
     if (a->keep[i] > next) (void)raw_call(SYS_close_range, next, a->keep[i] - 1, 0);
     next = a->keep[i] + 1;
   }
   (void)raw_call(SYS_close_range, next, static_cast<long>(~0U), 0);
+  // A file past RLIMIT_FSIZE is a short write, not a SIGXFSZ that ends
+  // the recorder (the mask is this process's own).
+  std::uint64_t xfsz = std::uint64_t{1} << (SIGXFSZ - 1);
+  (void)raw_call(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&xfsz), 0, sizeof xfsz);
+  long size = a->size;
   char buf[8192];
   union {
     cmsghdr h;
@@ -125,6 +137,7 @@ struct Args {
     }
     if (n == 1 && buf[0] == 'c' && nfds == 0) (void)raw_call(SYS_exit_group, 0);
     std::uint32_t head[2] = {static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(nfds)};
+    const long whole = static_cast<long>(sizeof head) + n + static_cast<long>(sizeof(int)) * nfds;
     iovec out[3];
     out[0].iov_base = head;
     out[0].iov_len = sizeof head;
@@ -132,7 +145,20 @@ struct Args {
     out[1].iov_len = static_cast<std::size_t>(n);
     out[2].iov_base = fds;
     out[2].iov_len = sizeof(int) * static_cast<std::size_t>(nfds);
-    (void)raw_call(SYS_writev, a->log, reinterpret_cast<long>(out), 3);
+    // Whole records only: a short write (no memory for the file) is cut
+    // back, and that message is lost, not every one after it.
+    if (raw_call(SYS_writev, a->log, reinterpret_cast<long>(out), 3) == whole) {
+      size += whole;
+    } else {
+      (void)raw_call(SYS_ftruncate, a->log, size);
+      (void)raw_call(SYS_lseek, a->log, size, SEEK_SET);
+    }
+  }
+  const long null = raw_call(SYS_openat, AT_FDCWD, reinterpret_cast<long>(a->null), O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    (void)raw_call(SYS_dup3, null, 0, 0);
+    (void)raw_call(SYS_dup3, null, 1, 0);
+    (void)raw_call(SYS_close, null);
   }
   for (int i = 0; i < a->ninherit; ++i) (void)raw_call(SYS_fcntl, a->inherit[i], F_SETFD, 0);
   (void)raw_call(SYS_execve, reinterpret_cast<long>(a->exe), reinterpret_cast<long>(a->argv),
@@ -167,6 +193,13 @@ Result<Recorder> start_recorder(const RecorderSetup& s) {
   Args* a = new (region) Args;
   a->sock = s.sock;
   a->log = s.log;
+  struct stat st {};
+  if (::fstat(s.log, &st) < 0) {
+    Error e = sys_error("fstat", errno);
+    ::munmap(region, kRegion);
+    return fail(e);
+  }
+  a->size = static_cast<long>(st.st_size);
   for (int fd : keep) a->keep[a->nkeep++] = fd;
   for (int fd : keep)
     if (fd != s.sock) a->inherit[a->ninherit++] = fd;

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/kcmp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -117,4 +118,41 @@ TEST_CASE("a recorder's file: read back whole records only, descriptors that are
   got->clear();
   CHECK(::fcntl(p[0], F_GETFD) < 0);  // closed with its record
   ::close(p[1]);
+}
+
+TEST_CASE("a recorder cut short by its file's size limit keeps its records whole and goes on", "[unit]") {
+  auto pair = ctx::sys::make_seqpacket_pair();
+  REQUIRE(pair);
+  auto log = ctx::sys::make_recorder_log("ctx-test-recorder");
+  REQUIRE(log);
+  REQUIRE(ctx::sys::append_recorded(log->get(), "job", {}));  // 11 bytes
+  ctx::sys::RecorderSetup s;
+  s.sock = pair->first.get();
+  s.log = log->get();
+  s.keep = {2};
+  s.argv = {"never-run"};
+  // The recorder takes this process's limits at its start: 64 bytes of file.
+  struct rlimit old {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  struct rlimit small = old;
+  small.rlim_cur = 64;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  auto rec = ctx::sys::start_recorder(s);
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
+  REQUIRE(rec);
+  pair->first.reset();
+  CHECK(ctx::sys::send_message(pair->second.get(), "p", {2}));                   // 13 bytes: 24
+  CHECK(ctx::sys::send_message(pair->second.get(), std::string(100, 'x'), {}));  // past 64: cut back
+  CHECK(ctx::sys::send_message(pair->second.get(), "ok", {}));                   // 10 bytes: 34
+  CHECK(ctx::sys::send_message(pair->second.get(), "c", {}));
+  int st = 0;
+  REQUIRE(::waitpid(rec->pid, &st, 0) == rec->pid);
+  INFO("status " << st);
+  CHECK(WIFEXITED(st));  // not ended by SIGXFSZ
+  rec->release();
+  auto r = records(contents(log->get()));
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].first == "job");
+  CHECK(r[1] == std::pair<std::string, std::uint32_t>{"p", 1});
+  CHECK(r[2] == std::pair<std::string, std::uint32_t>{"ok", 0});
 }
