@@ -254,10 +254,22 @@ TEST_CASE("a record held open is never rewritten; unheld, records reuse their fi
     }
     return out;
   };
+  // Which file has which inode, for a failure's message.
+  auto names = [&] {
+    std::string out;
+    for (const std::string& p : {d + "status", spare, d + "instance/default/status",
+                                 d + "instance/default/.spare.status"}) {
+      struct stat st {};
+      out += p.substr(d.size()) + "=" + (::lstat(p.c_str(), &st) == 0 ? std::to_string(st.st_ino) : "-") + " ";
+    }
+    return out;
+  };
   probe(run_probe(t, m, "coder", {"ids"}));
   const std::set<ino_t> before = inodes();
+  const std::string named = names();
   CHECK(before.size() == 4);
   probe(run_probe(t, m, "coder", {"ids"}));
+  INFO("before: " << named << "; after: " << names() << "; log: " << t.dir().read("ctx/agent/coder.d/log"));
   CHECK(inodes() == before);
   CHECK(t.dir().read("ctx/agent/coder.d/status") == "dead\n");
 }
