@@ -257,8 +257,8 @@ TEST_CASE("a record held open is never rewritten; unheld, records reuse their fi
   // Which file has which inode, for a failure's message.
   auto names = [&] {
     std::string out;
-    for (const std::string& p : {d + "status", spare, d + "instance/default/status",
-                                 d + "instance/default/.spare.status"}) {
+    for (const std::string& p :
+         {d + "status", spare, d + "instance/default/status", d + "instance/default/.spare.status"}) {
       struct stat st {};
       out += p.substr(d.size()) + "=" + (::lstat(p.c_str(), &st) == 0 ? std::to_string(st.st_ino) : "-") + " ";
     }
