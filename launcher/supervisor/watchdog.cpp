@@ -89,12 +89,9 @@ int clean_up(const WatchdogJob& job, std::vector<sys::RecordedMessage> messages)
 
 }  // namespace
 
-Watchdog::Watchdog(UniqueFd sock, UniqueFd log, sys::Recorder rec)
-    : sock_(std::move(sock)), log_(std::move(log)), rec_(rec) {}
+Watchdog::Watchdog(UniqueFd sock, sys::Recorder rec) : sock_(std::move(sock)), rec_(rec) {}
 
-Watchdog::Watchdog(Watchdog&& o) noexcept : sock_(std::move(o.sock_)), log_(std::move(o.log_)), rec_(o.rec_) {
-  o.rec_ = sys::Recorder{};
-}
+Watchdog::Watchdog(Watchdog&& o) noexcept : sock_(std::move(o.sock_)), rec_(o.rec_) { o.rec_ = sys::Recorder{}; }
 
 Watchdog::~Watchdog() { finish(); }
 
@@ -118,9 +115,10 @@ Result<Watchdog> Watchdog::start(const WatchdogJob& job) {
   s.keep = {2, job.agents, job.ddir, job.idir};
   s.argv = {"ctx-agent-run", "--watchdog", std::to_string(log.get())};
   CTX_TRY_ASSIGN(sys::Recorder rec, sys::start_recorder(s));
-  // The recorder has its own copies (its descriptor table is its own).
+  // The recorder has its own copies of its end and of the memfd (its
+  // descriptor table is its own): the supervisor keeps neither.
   pair.first.reset();
-  return Watchdog(std::move(pair.second), std::move(log), rec);
+  return Watchdog(std::move(pair.second), rec);
 }
 
 int run_watchdog(const char* arg) {

@@ -55,8 +55,8 @@ class Watchdog {
   void finish();
 
  private:
-  Watchdog(UniqueFd sock, UniqueFd log, sys::Recorder rec);
-  UniqueFd sock_, log_;
+  Watchdog(UniqueFd sock, sys::Recorder rec);
+  UniqueFd sock_;
   sys::Recorder rec_;
 };
 
