@@ -3,11 +3,14 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "base/name_rules.hpp"
+
 namespace ctx {
 
 namespace {
 
-bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+using names::is_alnum;
+
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 bool ends_with(std::string_view s, std::string_view suf) {
@@ -18,13 +21,17 @@ bool ends_with(std::string_view s, std::string_view suf) {
 // punctuation allowed besides alphanumerics.
 std::optional<std::string> simple_issue(std::string_view n, std::size_t max, std::string_view extra,
                                         std::string_view what) {
-  if (n.empty()) return std::string(what) + " is empty";
-  if (n.size() > max) return std::string(what) + " is longer than " + std::to_string(max) + " bytes";
-  if (!is_alnum(n.front())) return std::string(what) + " must begin with a letter or digit";
-  for (char c : n)
-    if (!is_alnum(c) && extra.find(c) == std::string_view::npos)
-      return std::string(what) + " may contain only letters, digits and '" + std::string(extra) + "'";
-  return std::nullopt;
+  const std::string allowed(extra);
+  switch (names::simple_rule(n.data(), n.size(), max, allowed.c_str())) {
+    case names::Broken::none: return std::nullopt;
+    case names::Broken::empty: return std::string(what) + " is empty";
+    case names::Broken::too_long: return std::string(what) + " is longer than " + std::to_string(max) + " bytes";
+    case names::Broken::first_char: return std::string(what) + " must begin with a letter or digit";
+    case names::Broken::char_set:
+    case names::Broken::dot_dot:
+    case names::Broken::last_char: break;
+  }
+  return std::string(what) + " may contain only letters, digits and '" + allowed + "'";
 }
 
 }  // namespace
@@ -32,10 +39,16 @@ std::optional<std::string> simple_issue(std::string_view n, std::size_t max, std
 std::optional<std::string> agent_name_issue(std::string_view n) { return simple_issue(n, 64, "_-", "agent name"); }
 
 std::optional<std::string> tool_name_issue(std::string_view n) {
-  if (auto e = simple_issue(n, 128, "_.-", "tool name")) return e;
-  if (n.find("..") != std::string_view::npos) return "tool name must not contain '..'";
-  if (n.back() == '.' || ends_with(n, ".d")) return "tool name must not end in '.' or '.d'";
-  return std::nullopt;
+  switch (names::tool_name_rule(n.data(), n.size())) {
+    case names::Broken::none: return std::nullopt;
+    case names::Broken::dot_dot: return "tool name must not contain '..'";
+    case names::Broken::last_char: return "tool name must not end in '.' or '.d'";
+    case names::Broken::empty:
+    case names::Broken::too_long:
+    case names::Broken::first_char:
+    case names::Broken::char_set: break;
+  }
+  return simple_issue(n, 128, "_.-", "tool name");
 }
 
 std::optional<std::string> model_name_issue(std::string_view n) {

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "base/text_core.hpp"
+
 namespace ctx {
 
 Error located(std::string_view file, int line, int col, int code, std::string_view text) {
@@ -100,66 +102,10 @@ Result<Line> single_value(std::string_view file, std::string_view content) {
 
 int column_of(std::string_view line, std::string_view part) { return static_cast<int>(part.data() - line.data()) + 1; }
 
-namespace {
-
-// The length of the valid UTF-8 sequence at s[i] and its code point, or 0
-// when the bytes there are not one (overlong, surrogate, out of range,
-// truncated).
-std::size_t utf8_at(std::string_view s, std::size_t i, char32_t& cp) {
-  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  unsigned char c = b(0);
-  std::size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
-  if (n == 0 || c > 0xf4 || i + n > s.size()) return 0;
-  cp = c & (0x7f >> n);
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((b(k) & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (b(k) & 0x3f);
-  }
-  const char32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return n;
-}
-
-// Code points that reorder or hide text on a terminal: the C1 controls and
-// the bidirectional formatting characters.
-bool hidden_control(char32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-         (cp >= 0x2066 && cp <= 0x2069);
-}
-
-}  // namespace
-
 std::string printable(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  char buf[16];
-  for (std::size_t i = 0; i < s.size();) {
-    auto u = static_cast<unsigned char>(s[i]);
-    if (u < 0x80) {
-      if (u < 0x20 || u == 0x7f) {
-        std::snprintf(buf, sizeof buf, "\\x%02x", u);
-        out += buf;
-      } else {
-        out += s[i];
-      }
-      ++i;
-      continue;
-    }
-    char32_t cp = 0;
-    std::size_t n = utf8_at(s, i, cp);
-    if (n == 0) {  // not UTF-8: the byte, escaped
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-      ++i;
-    } else if (hidden_control(cp)) {
-      std::snprintf(buf, sizeof buf, "\\u{%x}", static_cast<unsigned>(cp));
-      out += buf;
-      i += n;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
+  text::printable_to(s.data(), s.size(), [&](const char* p, std::size_t n) { out.append(p, n); });
   return out;
 }
 

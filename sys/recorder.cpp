@@ -16,38 +16,18 @@
 #include <new>
 
 #include "sys/error.hpp"
+#include "sys/raw.hpp"
 
 namespace ctx::sys {
 
 namespace {
 
-#if defined(__x86_64__) || defined(__aarch64__)
-constexpr bool kSharesMemory = true;
-#else
-constexpr bool kSharesMemory = false;
-#endif
+// Shared memory needs system calls made without the C library (errno is
+// the supervisor's); elsewhere the recorder is forked.
+constexpr bool kSharesMemory = raw::kRawSyscalls;
 
-// A system call that touches neither errno nor anything else in memory
-// but what its arguments point to: the result, or -errno.
 [[gnu::always_inline]] inline long raw_call(long n, long a = 0, long b = 0, long c = 0, long d = 0) {
-#if defined(__x86_64__)
-  long ret;
-  register long r10 asm("r10") = d;
-  asm volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
-  return ret;
-#elif defined(__aarch64__)
-  register long x8 asm("x8") = n;
-  register long x0 asm("x0") = a;
-  register long x1 asm("x1") = b;
-  register long x2 asm("x2") = c;
-  register long x3 asm("x3") = d;
-  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
-  return x0;
-#else
-  // Forked here (kSharesMemory): errno is the child's own.
-  long r = ::syscall(n, a, b, c, d);
-  return r < 0 ? -errno : r;
-#endif
+  return raw::call(n, a, b, c, d);
 }
 
 constexpr std::size_t kRegion = 64 * 1024;

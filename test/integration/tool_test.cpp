@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -563,4 +564,147 @@ TEST_CASE("ctx tool's command line reads the same with and without the parser", 
     CHECK(e.out == "");
     CHECK(e.err == err);
   }
+}
+
+// bin/ctx's small program (ctx/call_bare.cpp on x86-64 and arm64) against
+// the full helper, command line by command line in one sandbox: the same
+// standard output, standard error and exit status. Answers of the real
+// supervisor, and then a stand-in's that no supervisor sends (no tool,
+// not JSON, unknown codes, escapes, no newline), reached by CTX_SUPERVISOR.
+TEST_CASE("bin/ctx's small program answers every call as the full helper does", "[root][userns]") {
+  ToolTree tt = make_tree();
+  tt.t.write("ctx/bin/ctx", ctx::test::read_file(ctx::test::built("ctx/ctx-call")), 0755);
+  tt.t.write("ctx/bin/ctx-helper", ctx::test::read_file(ctx::test::built("ctx/ctx")), 0755);
+  // One connection per answer, in order; each answer is written as given.
+  const std::string w = tt.home + "/agent/coder/eq";  // the agent's own, writable
+  const std::string host_w = "ctx/home/" + std::to_string(tt.t.owner().uid) + "/agent/coder/eq";
+  tt.t.write(host_w + "/in", "in put", 0644);
+  auto quoted = [](const std::string& a) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  tt.t.write(host_w + "/stand-in.py",
+             "import socket, sys\n"
+             "s = socket.socket(socket.AF_UNIX)\n"
+             "s.bind(sys.argv[1]); s.listen(8)\n"
+             "open(sys.argv[1] + '.up', 'w').close()\n"
+             "for a in sys.argv[2:]:\n"
+             "    c, _ = s.accept(); c.recv(65536); c.sendall(a.encode('utf-8', 'surrogateescape')); c.close()\n",
+             0644);
+  const std::string long_path = "/tmp/" + std::string(120, 's');
+  const std::vector<std::string> calls = {
+      "tool echo.args '{\"k\":1}' < " + w + "/in",
+      "tool echo.args",
+      "tool nosuch",
+      "tool 'bad name!'",
+      "tool \"$(printf 'a\\001\\342\\200\\256b\\303\\251')\"",
+      "tool \"$(printf 'x\\377y')\"",
+      "tool fenced",
+      "model nosuch '{}'",
+      "model nosuch",
+      "model nosuch \"$(head -c 70000 /dev/zero | tr '\\0' a)\"",
+      "CTX_SUPERVISOR=/nowhere tool echo.args",
+      "CTX_SUPERVISOR=@nowhere model m",
+      "CTX_SUPERVISOR=" + long_path + " tool echo.args",
+  };
+  const std::vector<std::string> answers = {
+      R"({"ok":true,"op":"tool","name":"echo.args"})"
+      "\n",
+      "not json\n",
+      R"({"ok":false,"code":"EACCES","reason":"r\u0001","message":"m\u202e\ud83d\ude00 \"q\"","agent":"a\u00e9"})"
+      "\n",
+      R"({"ok":false,"code":"EWHAT"})"
+      "\n",
+      R"({"ok":false,"code":"ENOTSUP","agent":7})"
+      "\n",
+      R"({"ok":false})",
+      R"( { "exit_status" : 7 , "ok" : true } )"
+      "\n",
+      R"({"ok":true,"exit_status":300})"
+      "\n",
+      R"({"ok":true})"
+      "\n",
+      "",
+      R"({"ok":false,"code":"ECANCELED","message":"stopping"}trailing)"
+      "\n",
+  };
+  const std::vector<std::string> stand_in_calls = {"tool echo.args", "tool echo.args", "tool echo.args", "tool x",
+                                                   "model m",        "tool x",         "model m",        "model m",
+                                                   "model m",        "tool x",         "tool x"};
+  REQUIRE(answers.size() == stand_in_calls.size());
+  std::string script;
+  auto run_each = [&](const std::string& bin, const std::string& call, int k) {
+    const std::string out = w + "/o" + std::to_string(k);
+    std::string env, rest = call;
+    if (rest.rfind("CTX_SUPERVISOR=", 0) == 0) {
+      env = rest.substr(0, rest.find(' ') + 1);
+      rest = rest.substr(rest.find(' ') + 1);
+    }
+    return "( " + env + bin + " " + rest + " >" + out + ".out 2>" + out + ".err; echo $? >" + out + ".rc ); ";
+  };
+  int k = 0;
+  for (const auto& c : calls) {
+    script += run_each("/ctx/bin/ctx", c, k++);
+    script += run_each("/ctx/bin/ctx-helper", c, k++);
+  }
+  for (const char* bin : {"/ctx/bin/ctx", "/ctx/bin/ctx-helper"}) {
+    script += "rm -f " + w + "/f.sock " + w + "/f.sock.up; python3 " + w + "/stand-in.py " + w + "/f.sock";
+    for (const auto& a : answers) script += " " + quoted(a);
+    script += " & while [ ! -e " + w + "/f.sock.up ]; do sleep 0.01; done; ";
+    for (const auto& c : stand_in_calls) script += run_each("CTX_SUPERVISOR=" + w + "/f.sock " + bin, c, k++);
+    script += "wait; ";
+  }
+  script +=
+      "cd " + w +
+      " && for f in o*.rc; do b=${f%.rc}; printf '\\n@@%s\\n' \"$b\"; cat $b.rc $b.out $b.err; done; printf '\\n@@end\\n'";
+  RunResult r = tt.sh(script);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // Split the dump by call.
+  std::map<int, std::string> results;
+  std::istringstream in(r.out);
+  std::string line;
+  int current = -1;
+  while (std::getline(in, line) && line != "@@end") {
+    if (line.size() > 3 && line.rfind("@@o", 0) == 0 && std::all_of(line.begin() + 3, line.end(), ::isdigit)) {
+      current = std::stoi(line.substr(3));
+      continue;
+    }
+    results[current] += line + "\n";
+  }
+  results.erase(-1);                                // the newline before the first
+  for (auto& [n, text] : results) text.pop_back();  // the newline before the next
+  INFO(r.out);
+  REQUIRE(results.size() == static_cast<std::size_t>(k));
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    INFO(calls[i]);
+    if (i == 5) {
+      // A name that is not UTF-8: the full helper's request ends it by an
+      // exception (SIGABRT); the small program refuses it, in JSON.
+      const std::string& small = results[static_cast<int>(2 * i)];
+      CHECK(small.rfind("22\n", 0) == 0);
+      CHECK(small.find("\"code\":\"EINVAL\"") != std::string::npos);
+      CHECK(small.find("\"tool\":\"x\\ufffdy\"") != std::string::npos);
+      CHECK(small.find("ctx tool: x\\xffy: EINVAL: EINVAL: the call's name or directory is not UTF-8") !=
+            std::string::npos);
+      continue;
+    }
+    CHECK(results[static_cast<int>(2 * i)] == results[static_cast<int>(2 * i + 1)]);
+  }
+  const int base = static_cast<int>(2 * calls.size());
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    INFO(answers[i] << " to " << stand_in_calls[i]);
+    CHECK(results[base + static_cast<int>(i)] == results[base + static_cast<int>(answers.size() + i)]);
+  }
+  // The comparison says something: the calls succeeded, were refused and
+  // failed in the ways listed.
+  CHECK(results[0] == "0\nargs:{\"k\":1}\nin put");
+  CHECK(results[4].find("\"code\":\"EACCES\"") != std::string::npos);
+  CHECK(results[base + 6].rfind("7\n", 0) == 0);
+  CHECK(results[base + 1].find("EIO: the supervisor closed the connection without an answer") != std::string::npos);
+  CHECK(results[base + 2].find("\\u202e\\ud83d\\ude00") != std::string::npos);
+  CHECK(results[base + 8] == "1\n");  // a model call allowed with no exit status: 1, nothing said
+  CHECK(results[base + 0].find("EIO: the supervisor allowed the call but sent no tool") != std::string::npos);
+  CHECK(results[base + 5].find("\"code\":\"EIO\"") != std::string::npos);
 }
