@@ -76,6 +76,10 @@ struct ModelTree {
             "print('processes but its init:', sorted(open('/proc/%s/comm' % p).read().strip() "
             "for p in os.listdir('/proc') if p.isdigit() and p != '1'))\n",
             0755);
+    // A model that leaves a writer behind, and one killed by a signal.
+    t.write("ctx/model/debug/late", "#!/bin/sh\n(sleep 0.05; while :; do echo late; sleep 0.01; done) &\necho early\n",
+            0755);
+    t.write("ctx/model/debug/killed", "#!/bin/sh\necho dying\nkill -KILL $$\n", 0755);
     t.dir().symlink("/ctx/model/debug/echo", "ctx/model/main");
     t.dir().symlink("/ctx/model/debug/echo", "ctx/model/helper");
     t.write("ctx/home/" + uid + "/model/.keep", "");
@@ -91,6 +95,7 @@ struct ModelTree {
                        "allow coder_t model:debug/slow use\n"
                        "allow coder_t model:debug/leave use\nallow coder_t model:debug/reach use\n"
                        "allow coder_t model:debug/net use\nallow coder_t model:debug/resolver use\n"
+                       "allow coder_t model:debug/late use\nallow coder_t model:debug/killed use\n"
                        "allow coder_t tool:fs.read execute\n"}});
   }
   std::vector<nlohmann::json> lines(const std::string& rel) {
@@ -320,4 +325,26 @@ TEST_CASE("a model with the network resolves names through the host's /etc/hosts
   CHECK(r.exit_code == 0);
   CHECK(r.out ==
         "has /etc/resolv.conf\nhas /etc/hosts\nhas /etc/nsswitch.conf\nresolves-localhost\n--\n");
+}
+
+// The answer of a call comes once nothing of the model's sandbox runs (it
+// is the exit of the sandbox's init, whose end kills the rest), so nothing
+// the model left writes to the caller's stdout after it. An exit code from
+// a signal comes through as 128 + the signal.
+TEST_CASE("a model call is answered when nothing of its sandbox runs; its exit code as the model ended",
+          "[root][userns]") {
+  ModelTree m = make_tree();
+  RunResult r = m.sh(
+      "/ctx/bin/ctx model debug/late </dev/null >/work/late.out; echo rc=$?; sleep 0.3; cat /work/late.out; "
+      "/ctx/bin/ctx model debug/killed </dev/null; echo rc=$?");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "rc=0\nearly\ndying\nrc=137\n");
+  int calls = 0;
+  for (const auto& ev : m.events())
+    if (ev["type"] == "model.call") {
+      ++calls;
+      CHECK(ev["exit_status"] == (ev["object"] == "model/debug/late" ? 0 : 137));
+    }
+  CHECK(calls == 2);
 }
