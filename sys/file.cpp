@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <limits>
 #include <random>
 #include <string_view>
@@ -41,8 +43,17 @@ Result<void> write_all(int fd, std::string_view data, const char* what) {
   return {};
 }
 
+// Temporary names only: unpredictable enough that no other process guesses
+// one first. Seeded by getrandom(2): std::random_device's start asks the
+// processor for RDRAND with CPUID, which in a virtual machine exits to the
+// hypervisor (20 us of a launch, docs/performance.md).
 std::uint64_t random_u64() {
-  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mt19937_64 rng{[] {
+    std::uint64_t seed = 0;
+    if (::getrandom(&seed, sizeof seed, GRND_NONBLOCK) != sizeof seed)
+      seed = static_cast<std::uint64_t>(::getpid()) ^ static_cast<std::uint64_t>(::time(nullptr));
+    return seed;
+  }()};
   return rng();
 }
 
