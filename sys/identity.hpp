@@ -18,6 +18,7 @@ struct IdMapLine {
   std::uint32_t inner = 0;
   std::uint32_t outer = 0;
   std::uint32_t count = 1;
+  bool operator==(const IdMapLine&) const = default;
 };
 
 /// Writes /proc/<pid>/setgroups ("deny" when deny_setgroups) and the

@@ -1,5 +1,6 @@
 #include "sys/namespace.hpp"
 
+#include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -17,6 +18,18 @@ namespace ctx::sys {
 Result<void> unshare_ns(int flags) {
   if (::unshare(flags) < 0) return CTX_FAIL_ERRNO("unshare");
   return {};
+}
+
+Result<void> join_ns(int fd, int nstype) {
+  if (::setns(fd, nstype) < 0) return CTX_FAIL_ERRNO("setns");
+  return {};
+}
+
+Result<UniqueFd> open_own_ns(const std::string& ns) {
+  const std::string path = "/proc/self/ns/" + ns;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return CTX_FAIL_ERRNO("open " + path);
+  return UniqueFd(fd);
 }
 
 Result<void> loopback_up() {

@@ -7,11 +7,19 @@
 #include <string>
 
 #include "base/result.hpp"
+#include "base/unique_fd.hpp"
 
 namespace ctx::sys {
 
 /// unshare(2).
 Result<void> unshare_ns(int flags);
+
+/// setns(2): the caller joins the namespace `fd` names (of type `nstype`,
+/// a CLONE_NEW* flag, checked by the kernel).
+Result<void> join_ns(int fd, int nstype);
+
+/// Opens /proc/self/ns/<ns> (O_RDONLY: a descriptor setns takes).
+Result<UniqueFd> open_own_ns(const std::string& ns);
 
 /// Brings the loopback interface of the caller's network namespace up.
 Result<void> loopback_up();

@@ -46,6 +46,14 @@ Result<Child> clone_child(const CloneSpec& spec) {
   return c;
 }
 
+Result<pid_t> clone_sibling() {
+  struct clone_args args {};
+  args.flags = CLONE_PARENT;  // the exit signal is the caller's own
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) return CTX_FAIL_ERRNO("clone3 CLONE_PARENT");
+  return static_cast<pid_t>(pid);
+}
+
 Result<Child> spawn_owned(const std::string& path, const std::vector<std::string>& argv,
                           const std::vector<std::string>& env, int death_signal, const std::vector<int>& keep,
                           std::array<int, 3> stdio) {

@@ -33,6 +33,12 @@ struct Child {
 /// the child (which must never return up the stack: it _exit()s).
 Result<Child> clone_child(const CloneSpec& spec);
 
+/// clone3(2) with CLONE_PARENT: the new process is the caller's parent's
+/// child, not the caller's (with the caller's own exit signal), in the
+/// pid namespace the caller made for its children. Returns its pid (as
+/// the caller sees it), 0 in the new process.
+Result<pid_t> clone_sibling();
+
 /// Starts path as an owned helper process: clone3 with a pidfd; in the
 /// child, `death_signal` is armed with PR_SET_PDEATHSIG (and the child
 /// exits 125 at once if the caller already died), signals are reset,

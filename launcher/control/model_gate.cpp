@@ -11,19 +11,23 @@
 #include "base/text.hpp"
 #include "base/timestamp.hpp"
 #include "launcher/control/http_meta.hpp"
+#include "launcher/plan/model_plan.hpp"
 #include "launcher/records/agent_files.hpp"
 #include "launcher/records/as_owner.hpp"
 #include "launcher/records/dot_log.hpp"
-#include "launcher/plan/model_plan.hpp"
 #include "launcher/sandbox/sandbox.hpp"
+#include "launcher/sandbox/start.hpp"
 #include "launcher/sandbox/static_view.hpp"
 #include "policy/policy.hpp"
 #include "sys/file.hpp"
+#include "sys/identity.hpp"
+#include "sys/namespace.hpp"
 #include "sys/process.hpp"
 #include "sys/resolve.hpp"
 #include "sys/socket.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 namespace ctx::launcher {
@@ -137,6 +141,10 @@ ModelGate::ModelGate(const LaunchPlan& plan, int tree, RecordSink& records)
       anchor_("/tmp/ctx-model-anchor." + std::to_string(plan.ids.fs.uid), "/tmp/ctx-model.", plan.ids.fs.uid,
               plan.ids.privileged ? sys::MakeAs(plan.ids.fs) : std::nullopt) {}
 
+ModelGate::~ModelGate() {
+  if (maker_) (void)sys::wait_pid(maker_->pid);
+}
+
 void ModelGate::record(const Event& ev) {
   records_.event(ev);
   records_.log(ev);
@@ -153,6 +161,33 @@ void ModelGate::log_model(const std::string& rel, const Event& ev) {
 
 void ModelGate::add_poll_fds(std::vector<struct pollfd>& fds) const {
   for (const auto& [conn, run] : runs_) fds.push_back({run.child.pidfd.get(), POLLIN, 0});
+  if (maker_sock_.valid()) fds.push_back({maker_sock_.get(), POLLIN, 0});
+}
+
+// The spare's maker: a child of the supervisor that makes a user namespace
+// (with the model plans' id maps: one line, the caller's own ids, setgroups
+// denied, what it may write for itself) and a network namespace owned by
+// it, hands both to the supervisor and ends. Nothing runs in them until a
+// call's sandbox joins them; nothing but this process and the supervisor
+// ever holds them before that.
+void ModelGate::make_spare() {
+  if (!spare_maps_ || spare_ || maker_) return;
+  auto pair = sys::make_seqpacket_pair();
+  if (!pair) return;
+  auto child = sys::clone_child({0, -1});
+  if (!child) return;
+  if (child->pid == 0) {
+    const int out = pair->second.get();
+    if (!sys::close_fds_except({0, 1, 2, out})) _exit(1);
+    if (!sys::unshare_ns(CLONE_NEWUSER | CLONE_NEWNET)) _exit(1);
+    if (!sys::write_id_maps(0, spare_maps_->uid_map, spare_maps_->gid_map, spare_maps_->deny_setgroups)) _exit(1);
+    auto user = sys::open_own_ns("user");
+    auto net = sys::open_own_ns("net");
+    if (!user || !net || !sys::send_message(out, "s", {user->get(), net->get()})) _exit(1);
+    _exit(0);
+  }
+  maker_ = std::move(*child);
+  maker_sock_ = std::move(pair->first);
 }
 
 void ModelGate::caller_gone(int conn) {
@@ -167,6 +202,14 @@ std::vector<ModelExit> ModelGate::exited(const std::vector<struct pollfd>& fds) 
       if (p.fd == fd) return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
     return false;
   };
+  if (maker_sock_.valid() && ready(maker_sock_.get())) {
+    auto m = sys::recv_message(maker_sock_.get(), 16, 2);
+    if (m && *m && (*m)->fds.size() == 2 && spare_maps_)
+      spare_ = Spare{std::move((*m)->fds[0]), std::move((*m)->fds[1]), spare_maps_->uid_map, spare_maps_->gid_map};
+    maker_sock_.reset();
+    (void)sys::wait_pid(maker_->pid);
+    maker_.reset();
+  }
   std::vector<ModelExit> out;
   for (auto it = runs_.begin(); it != runs_.end();) {
     if (!ready(it->second.child.pidfd.get())) {
@@ -192,6 +235,7 @@ void ModelGate::finished(const ModelExit& e) {
   if (!run.alias.empty()) ev.facts["alias"] = run.alias;
   record(ev);
   log_model(run.rel, ev);
+  make_spare();
 }
 
 json ModelGate::refuse_request(const Error& e) { return refuse("", e, EventStatus::error); }
@@ -266,7 +310,20 @@ Result<ModelRun> ModelGate::start(const ModelEntry& m, std::vector<UniqueFd> std
   how.stdio = std::array<int, 3>{stdio[0].get(), stdio[1].get(), stdio[2].get()};
   how.id_maps_context = "the model's id maps";
   how.report_context = "the model's sandbox";
+  // Spare namespaces made ahead for a call like this one (below): joined,
+  // once. Only a plan whose sandbox maps itself, in a user and a network
+  // namespace of its own (a model without the network, an unprivileged
+  // launch), with the maps they were made with.
+  const std::uint64_t own = CLONE_NEWUSER | CLONE_NEWNET;
+  const bool spare_kind = !p.ids.privileged && p.ids.user_ns && !p.ids.user_ns_after_mounts &&
+                          !supervisor_maps_ids(p.ids) && (p.clone_flags & own) == own;
+  if (spare_kind && !spare_maps_) spare_maps_ = SpareMaps{p.ids.uid_map, p.ids.gid_map, p.ids.deny_setgroups};
+  std::optional<Spare> spare = std::move(spare_);
+  spare_.reset();
+  if (spare_kind && spare && spare->uid_map == p.ids.uid_map && spare->gid_map == p.ids.gid_map && p.ids.deny_setgroups)
+    how.join = JoinNamespaces{spare->user.get(), spare->net.get()};
   auto sandbox = start_sandbox(p, how);
+  spare.reset();
   if (sandbox && sandbox->setup.error) {
     (void)reap_failed(sandbox->child);
     sandbox = fail(setup_error(*sandbox->setup.error));

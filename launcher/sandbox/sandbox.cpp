@@ -303,7 +303,7 @@ void map_itself(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep) {
   if (auto n = sys::poll_fds(life, 0); !n || (life[0].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0)
     _exit(kExitLaunchFailed);
   const IdPlan& ids = plan.ids;
-  if (ids.user_ns && !ids.user_ns_after_mounts)
+  if (ids.user_ns && !ids.user_ns_after_mounts && !io.joined)
     if (auto r = sys::write_id_maps(0, ids.uid_map, ids.gid_map, ids.deny_setgroups); !r) {
       Error e = r.error().with_context(io.id_maps_context);
       die(rep, io.userns_remedy ? with_userns_remedy(plan, e) : e);

@@ -30,6 +30,9 @@ struct SandboxIo {
   /// A sandbox that maps itself reports all its namespaces, not only its
   /// pid namespace (SandboxStart::all_namespaces).
   bool all_namespaces = false;
+  /// Its user namespace was joined with its id maps written
+  /// (SandboxStart::join): map_itself writes none.
+  bool joined = false;
   std::string id_maps_context;  ///< what its failed id maps are said with
   bool userns_remedy = false;   ///< they name the remedies (with_userns_remedy)
 };

@@ -4,9 +4,13 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 
+#include "launcher/sandbox/reporter.hpp"
 #include "launcher/sandbox/sandbox.hpp"
 #include "sys/identity.hpp"
+#include "sys/namespace.hpp"
+#include "sys/probe.hpp"
 #include "sys/socket.hpp"
 
 namespace ctx::launcher {
@@ -78,9 +82,37 @@ namespace {
   io.listen_fd = how.listen_fd;
   io.endpoint_exe = how.endpoint_exe;
   io.all_namespaces = how.all_namespaces;
+  io.joined = how.join.has_value();
   io.id_maps_context = how.id_maps_context;
   io.userns_remedy = how.userns_remedy;
   run_sandbox(plan, io);
+}
+
+// The child of a start that joins namespaces made ahead (how.join): it
+// joins them (their owner's rights: the user namespace first, which gives
+// it every capability there, then the network namespace it owns), makes
+// the plan's other namespaces, and clones the sandbox's init as the
+// supervisor's child; the init's pid goes to the supervisor on the
+// lifeline, then this process ends. An error goes on the channel, as the
+// sandbox's own would.
+[[noreturn]] void join_then_enter(const LaunchPlan& plan, const SandboxStart& how, int lifeline, int channel) {
+  Reporter rep(channel);
+  auto fail = [&](const Error& e) {
+    rep.send({Record::Kind::error, Step::id_maps, e.code, 0, e.with_context(how.id_maps_context).msg}, {});
+    _exit(kExitLaunchFailed);
+  };
+  if (auto r = sys::join_ns(how.join->user, CLONE_NEWUSER); !r) fail(r.error());
+  if (auto r = sys::join_ns(how.join->net, CLONE_NEWNET); !r) fail(r.error());
+  if (auto r = sys::unshare_ns(
+          static_cast<int>(plan.clone_flags & ~static_cast<std::uint64_t>(CLONE_NEWUSER | CLONE_NEWNET)));
+      !r)
+    fail(r.error());
+  auto init = sys::clone_sibling();
+  if (!init) fail(init.error());
+  if (*init == 0) enter_sandbox(plan, how, lifeline, channel);
+  const std::int32_t pid = *init;
+  (void)sys::write_all(lifeline, &pid, sizeof pid);
+  _exit(0);
 }
 
 Result<void> write_id_maps(const LaunchPlan& plan, const SandboxStart& how, pid_t pid) {
@@ -118,15 +150,42 @@ Result<StartedSandbox> start_sandbox(const LaunchPlan& plan, const SandboxStart&
   CTX_TRY_ASSIGN(auto chan, sys::make_seqpacket_pair());
   StartedSandbox s;
   s.clone_us = sys::now_us();
-  auto child = sys::clone_child({plan.clone_flags, how.cgroup_fd});
+  const bool join = how.join.has_value();
+  auto child = sys::clone_child({join ? 0 : plan.clone_flags, how.cgroup_fd});
   if (!child) {
     Error e = how.clone_context.empty() ? child.error() : child.error().with_context(how.clone_context);
     return fail(how.userns_remedy && (plan.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan, e) : e);
   }
-  if (child->pid == 0) enter_sandbox(plan, how, sync.first.get(), chan.second.get());
+  if (child->pid == 0) {
+    if (join) join_then_enter(plan, how, sync.first.get(), chan.second.get());
+    enter_sandbox(plan, how, sync.first.get(), chan.second.get());
+  }
   s.child = std::move(*child);
   sync.first.reset();
   chan.second.reset();
+  if (join) {
+    // The init's pid, from the child that cloned it and then ended; none:
+    // the child's error is on the channel.
+    auto m = sys::recv_message(sync.second.get(), 16, 0);
+    (void)sys::wait_pid(s.child.pid);
+    std::int32_t pid = 0;
+    if (m && *m && (*m)->bytes.size() == sizeof pid) std::memcpy(&pid, (*m)->bytes.data(), sizeof pid);
+    if (pid <= 0) {
+      auto e = sys::recv_message(chan.first.get(), kMaxRecordSize, 0);
+      if (e && *e)
+        if (auto r = decode((*e)->bytes); r && r->kind == Record::Kind::error) return fail(setup_error(*r));
+      return fail(Error{EIO, how.report_context + ": EIO: its start ended before its init"});
+    }
+    // Our child (CLONE_PARENT), so its pid names it until we reap it.
+    auto pidfd = sys::open_pidfd(pid);
+    if (!pidfd) {
+      (void)sys::signal_pid(pid, SIGKILL);
+      (void)sys::wait_pid(pid);
+      return fail(pidfd.error());
+    }
+    s.child.pid = pid;
+    s.child.pidfd = std::move(*pidfd);
+  }
   auto abort = [&](const Error& e) {
     (void)sys::signal_pidfd(s.child.pidfd.get(), SIGKILL);
     (void)sys::wait_pid(s.child.pid);

@@ -47,6 +47,14 @@ struct SetupReport {
 /// What differs between the starts of sandboxes (an agent's launch, each
 /// model call). Each hook that fails ends the start with its error, the
 /// sandbox killed and reaped.
+/// A user and a network namespace made ahead for one sandbox
+/// (ModelGate's spare): the user namespace already has the plan's id maps
+/// and the network namespace, which it owns, its loopback up.
+struct JoinNamespaces {
+  int user = -1;
+  int net = -1;
+};
+
 struct SandboxStart {
   /// The descriptors the sandbox gets as its 0, 1 and 2; nullopt: the
   /// supervisor's own.
@@ -64,6 +72,11 @@ struct SandboxStart {
   /// The sandbox reports every namespace of its own (SetupReport::
   /// namespaces), not only its pid namespace, when it maps itself.
   bool all_namespaces = false;
+  /// Join these instead of making a user and a network namespace at the
+  /// clone (a plan whose sandbox maps itself, with both in its flags): a
+  /// child joins them, makes the plan's other namespaces and clones the
+  /// sandbox's init as the supervisor's child (CLONE_PARENT), then exits.
+  std::optional<JoinNamespaces> join;
   /// After the clone, only while a sandbox whose id maps the supervisor
   /// writes (supervisor_maps_ids) is held before them: what must be read
   /// of it before it takes its ids (its namespaces). A sandbox that maps

@@ -80,6 +80,8 @@ struct ModelTree {
     t.write("ctx/model/debug/late", "#!/bin/sh\n(sleep 0.05; while :; do echo late; sleep 0.01; done) &\necho early\n",
             0755);
     t.write("ctx/model/debug/killed", "#!/bin/sh\necho dying\nkill -KILL $$\n", 0755);
+    // A model that names its namespaces.
+    t.write("ctx/model/debug/ns", "#!/bin/sh\nreadlink /proc/self/ns/net /proc/self/ns/user /proc/self/ns/pid\n", 0755);
     t.dir().symlink("/ctx/model/debug/echo", "ctx/model/main");
     t.dir().symlink("/ctx/model/debug/echo", "ctx/model/helper");
     t.write("ctx/home/" + uid + "/model/.keep", "");
@@ -96,6 +98,7 @@ struct ModelTree {
                        "allow coder_t model:debug/leave use\nallow coder_t model:debug/reach use\n"
                        "allow coder_t model:debug/net use\nallow coder_t model:debug/resolver use\n"
                        "allow coder_t model:debug/late use\nallow coder_t model:debug/killed use\n"
+                       "allow coder_t model:debug/ns use\n"
                        "allow coder_t tool:fs.read execute\n"}});
   }
   std::vector<nlohmann::json> lines(const std::string& rel) {
@@ -347,4 +350,59 @@ TEST_CASE("a model call is answered when nothing of its sandbox runs; its exit c
       CHECK(ev["exit_status"] == (ev["object"] == "model/debug/late" ? 0 : 137));
     }
   CHECK(calls == 2);
+}
+
+// Every call has namespaces of its own, never an earlier call's: the first
+// call of an unprivileged launch makes its user and network namespaces at
+// its clone, later ones join a pair the supervisor had made ahead for one
+// call (ModelGate's spare); a call with the network between them takes
+// none. (That no earlier call's listener or process reaches a later one is
+// the test above.)
+TEST_CASE("each model call has a network and a user namespace no other call had, made ahead or not", "[root][userns]") {
+  ModelTree m = make_tree();
+  RunResult r = m.sh(
+      "for i in 1 2 3; do /ctx/bin/ctx model debug/ns </dev/null; echo rc=$?; done; "
+      "/ctx/bin/ctx model debug/net </dev/null >/dev/null; echo rc=$?; "
+      "/ctx/bin/ctx model debug/ns </dev/null; echo rc=$?; readlink /proc/self/ns/net /proc/self/ns/user");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream in(r.out);
+  std::vector<std::string> net, user, pid;
+  std::string agent_net, agent_user;
+  for (int call = 0; call < 4; ++call) {
+    std::string n, u, p, rc;
+    std::getline(in, n);
+    std::getline(in, u);
+    std::getline(in, p);
+    std::getline(in, rc);
+    CHECK(rc == "rc=0");
+    net.push_back(n);
+    user.push_back(u);
+    pid.push_back(p);
+    if (call == 2) {
+      std::getline(in, rc);  // the call with the network
+      CHECK(rc == "rc=0");
+    }
+  }
+  std::getline(in, agent_net);
+  std::getline(in, agent_user);
+  for (std::size_t i = 0; i < net.size(); ++i) {
+    CHECK(net[i].rfind("net:[", 0) == 0);
+    CHECK(user[i].rfind("user:[", 0) == 0);
+    CHECK(net[i] != agent_net);
+    CHECK(user[i] != agent_user);
+    for (std::size_t j = 0; j < i; ++j) {
+      CHECK(net[i] != net[j]);
+      CHECK(user[i] != user[j]);
+      CHECK(pid[i] != pid[j]);
+    }
+  }
+  // The events say each call as before.
+  int calls = 0;
+  for (const auto& ev : m.events())
+    if (ev["type"] == "model.call" && ev["object"] == "model/debug/ns") {
+      ++calls;
+      CHECK(ev["status"] == "ok");
+    }
+  CHECK(calls == 4);
 }
