@@ -144,8 +144,37 @@ void write_all(int fd, const char* p, std::size_t n) {
   }
 }
 
+// Text for stderr, written as it is made: 64 KiB at a time, whatever its
+// length (a refusal repeats the name it was asked, which can be long).
+struct ErrWriter {
+  char b[1U << 16];
+  std::size_t n = 0;
+  void put(const char* p, std::size_t len) {
+    while (len > 0) {
+      if (n == sizeof b) flush();
+      std::size_t k = len < sizeof b - n ? len : sizeof b - n;
+      memcpy(b + n, p, k);
+      n += k;
+      p += k;
+      len -= k;
+    }
+  }
+  void put(const char* s) { put(s, length(s)); }
+  void put(Text t) { put(t.p, t.n); }
+  void flush() {
+    write_all(2, b, n);
+    n = 0;
+  }
+  auto sink() {
+    return [this](const char* p, std::size_t len) { put(p, len); };
+  }
+};
+
+ErrWriter g_err;
+
 // errno_name() (base/result.hpp).
-void errno_name(Buf<4096>& out, int code) {
+template <std::size_t N>
+void errno_name(Buf<N>& out, int code) {
   if (const char* s = ctx::errno_symbol(code)) {
     out.put(s);
   } else {
@@ -157,7 +186,7 @@ void errno_name(Buf<4096>& out, int code) {
 // An error as the full helper's ctx::Error carries it.
 struct Failure {
   int code = 0;
-  Buf<4096> msg;
+  Buf<(1U << 17)> msg;  ///< room for anything an answer holds
   const char* reason = "";
 };
 
@@ -172,8 +201,7 @@ void sys_failure(Failure& f, const char* call_text, Text what, int err) {
 // refuse_call() (ctx/supervisor_client.hpp): one JSON line and one
 // sentence on stderr; returns `code`.
 int refuse(const char* what, Text name, int code, Text reason, Text sentence, Text agent) {
-  static Buf<65536> out;
-  out.n = 0;
+  ErrWriter& out = g_err;
   Buf<4096> code_name;
   errno_name(code_name, code);
   auto field = [&](const char* key, Text v, bool first) {
@@ -206,7 +234,7 @@ int refuse(const char* what, Text name, int code, Text reason, Text sentence, Te
   ctx::text::printable_to(sentence.p, sentence.n, out.sink());
   out.put("\n");
   (void)ok;
-  write_all(2, out.b, out.n);
+  out.flush();
   return code;
 }
 
@@ -227,14 +255,78 @@ struct Answer {
 
 Answer g_answer;
 
-// Appends JSON string `v` (UTF-8 or not) to a request line, as dump()
-// writes it; false where dump() would throw (not UTF-8).
-template <std::size_t N>
-bool json_member(Buf<N>& line, const char* key, Text v) {
+// The request line, sent as it is written: 64 KiB at a time, the
+// descriptors with the first part, as one sendmsg(2) of the whole line
+// would send them.
+struct Sender {
+  int sock = -1;
+  const int* fds = nullptr;
+  int nfds = 0;
+  int err = 0;  ///< the errno of a failed send
+  char b[1U << 16];
+  std::size_t n = 0;
+
+  void start(int s, const int* f, int count) {
+    sock = s;
+    fds = f;
+    nfds = count;
+    err = 0;
+    n = 0;
+  }
+  void put(const char* p, std::size_t len) {
+    while (len > 0) {
+      if (n == sizeof b) flush();
+      std::size_t k = len < sizeof b - n ? len : sizeof b - n;
+      memcpy(b + n, p, k);
+      n += k;
+      p += k;
+      len -= k;
+    }
+  }
+  void put(const char* s) { put(s, length(s)); }
+  void flush() {
+    std::size_t done = 0;
+    while (err == 0 && done < n) {
+      iovec iov{b + done, n - done};
+      msghdr m{};
+      m.msg_iov = &iov;
+      m.msg_iovlen = 1;
+      union {
+        cmsghdr h;
+        char bytes[CMSG_SPACE(sizeof(int) * 3)];
+      } ctl{};
+      if (nfds > 0) {
+        m.msg_control = ctl.bytes;
+        m.msg_controllen = CMSG_SPACE(sizeof(int) * static_cast<std::size_t>(nfds));
+        cmsghdr* h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int) * static_cast<std::size_t>(nfds));
+        memcpy(CMSG_DATA(h), fds, sizeof(int) * static_cast<std::size_t>(nfds));
+      }
+      long sent = call(SYS_sendmsg, sock, arg(&m), MSG_NOSIGNAL);
+      if (sent == -EINTR) continue;
+      if (sent < 0) {
+        err = static_cast<int>(-sent);
+        break;
+      }
+      nfds = 0;  // sent with the first part
+      done += static_cast<std::size_t>(sent);
+    }
+    n = 0;
+  }
+  auto sink() {
+    return [this](const char* p, std::size_t len) { put(p, len); };
+  }
+};
+
+// Appends `"key":` and JSON string `v` (UTF-8: checked before) to the
+// request line, as dump() writes it.
+void json_member(Sender& line, const char* key, Text v) {
   line.put("\"");
   line.put(key);
   line.put("\":");
-  return ctx::text::json_quote_to(v.p, v.n, false, line.sink());
+  ctx::text::json_quote_to(v.p, v.n, false, line.sink());
 }
 
 // ask_supervisor(): false with `f` set, or the answer in g_answer.
@@ -244,10 +336,14 @@ bool ask(char** envp, const char* op, Text name, Text dir, const int* fds, int n
     const char* s = *e;
     const char* k = "CTX_SUPERVISOR=";
     while (*k != '\0' && *s == *k) ++s, ++k;
-    if (*k == '\0' && *s != '\0') path = s;
+    if (*k == '\0') {  // the first, as getenv(3) finds it
+      if (*s != '\0') path = s;
+      break;
+    }
   }
   auto no_supervisor = [&] {
-    Buf<4096> m;
+    static Buf<(1U << 17)> m;
+    m.n = 0;
     m.put("no supervisor here; this works inside a sandbox started by ctx-agent-run: ");
     m.put(f.msg.text());
     f.msg = m;
@@ -276,47 +372,30 @@ bool ask(char** envp, const char* op, Text name, Text dir, const int* fds, int n
     sys_failure(f, "connect ", text(path), static_cast<int>(-c));
     return no_supervisor();
   }
-  // The request, as nlohmann::json dumps it (the names sorted).
-  static Buf<65536> line;
-  line.n = 0;
-  line.put("{");
-  bool utf8 = true;
-  if (dir.p != nullptr && dir.n > 0) {
-    utf8 = json_member(line, "dir", dir) && utf8;
-    line.put(",");
-  }
-  utf8 = json_member(line, "name", name) && utf8;
-  line.put(",\"op\":\"");
-  line.put(op);
-  line.put("\"}\n");
+  // The request, as nlohmann::json dumps it (the names sorted), sent as it
+  // is written, however long (the supervisor refuses what is too long).
+  auto none = [](const char*, std::size_t) {};
+  const bool utf8 = ctx::text::json_quote_to(name.p, name.n, false, none) &&
+                    (dir.n == 0 || ctx::text::json_quote_to(dir.p, dir.n, false, none));
   if (!utf8) {
     f.code = EINVAL;
     f.msg.put("EINVAL: the call's name or directory is not UTF-8");
     return false;
   }
-  iovec iov{line.b, line.n};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  union {
-    cmsghdr h;
-    char bytes[CMSG_SPACE(sizeof(int) * 3)];
-  } ctl{};
-  if (nfds > 0) {
-    m.msg_control = ctl.bytes;
-    m.msg_controllen = CMSG_SPACE(sizeof(int) * static_cast<std::size_t>(nfds));
-    cmsghdr* h = CMSG_FIRSTHDR(&m);
-    h->cmsg_level = SOL_SOCKET;
-    h->cmsg_type = SCM_RIGHTS;
-    h->cmsg_len = CMSG_LEN(sizeof(int) * static_cast<std::size_t>(nfds));
-    memcpy(CMSG_DATA(h), fds, sizeof(int) * static_cast<std::size_t>(nfds));
+  static Sender line;
+  line.start(sock, fds, nfds);
+  line.put("{");
+  if (dir.n > 0) {
+    json_member(line, "dir", dir);
+    line.put(",");
   }
-  long sent;
-  do {
-    sent = call(SYS_sendmsg, sock, arg(&m), MSG_NOSIGNAL);
-  } while (sent == -EINTR);
-  if (sent < 0) {
-    sys_failure(f, "sendmsg", Text{}, static_cast<int>(-sent));
+  json_member(line, "name", name);
+  line.put(",\"op\":\"");
+  line.put(op);
+  line.put("\"}\n");
+  line.flush();
+  if (line.err != 0) {
+    sys_failure(f, "sendmsg", Text{}, line.err);
     return false;
   }
   // Up to the first newline, as the full helper reads it: 64 KiB at most
@@ -388,7 +467,7 @@ int refused(const char* what, Text name) {
   using ctx::json_scan::Kind;
   auto ok = ctx::json_scan::member(g_answer.object, "ok");
   if (ok.kind == Kind::boolean && ok.p[0] == 't') return -1;
-  static Buf<4096> code_text, reason, message, agent;
+  static Buf<(1U << 17)> code_text, reason, message, agent;
   answer_string(code_text, "code", text("EIO"));
   int code = EIO;
   const int known[] = {EACCES, EINVAL, ENOENT, ESRCH, EBUSY, EIO, ECANCELED, EPERM, EEXIST, ENOTSUP, EAGAIN};
@@ -428,11 +507,10 @@ int refused(const char* what, Text name) {
     long e = call(SYS_execveat, fd, arg(""), arg(args - 1), arg(envp), AT_EMPTY_PATH);
     sys_failure(f, "execveat ", path.text(), static_cast<int>(-e));
   }
-  Buf<65536> out;
-  out.put("ctx tool: ");
-  ctx::text::printable_to(f.msg.b, f.msg.n, out.sink());
-  out.put("\n");
-  write_all(2, out.b, out.n);
+  g_err.put("ctx tool: ");
+  ctx::text::printable_to(f.msg.b, f.msg.n, g_err.sink());
+  g_err.put("\n");
+  g_err.flush();
   quit(f.code == ENOENT ? 127 : 126);
 }
 
@@ -474,19 +552,21 @@ int refused(const char* what, Text name) {
 }
 
 // The path as the sandbox resolves it (realpath(3) in the full helper):
-// the name of the file the path opens.
-Text resolved(const char* path, Buf<4096>& out) {
+// the name of the file the path opens, through /proc/self/fd; false where
+// that cannot be read (no /proc), for the caller to make no direct call of
+// a name it could not resolve.
+bool resolved(const char* path, Buf<4096>& out) {
   long fd = call(SYS_openat, AT_FDCWD, arg(path), O_PATH | O_CLOEXEC);
-  if (fd < 0) return text(path);
+  if (fd < 0) return false;
   Buf<64> link;
   link.put("/proc/self/fd/");
   link.number(fd);
   long n = call(SYS_readlinkat, AT_FDCWD, arg(link.b), arg(out.b), sizeof out.b - 1);
   call(SYS_close, fd);
-  if (n <= 0 || n >= static_cast<long>(sizeof out.b) - 1 || out.b[0] != '/') return text(path);
+  if (n <= 0 || n >= static_cast<long>(sizeof out.b) - 1 || out.b[0] != '/') return false;
   out.n = static_cast<std::size_t>(n);
   out.b[n] = '\0';
-  return out.text();
+  return true;
 }
 
 // plain_call() (ctx/tool.hpp).
@@ -515,7 +595,7 @@ extern "C" [[noreturn, gnu::used]] void ctx_call_main(long* sp) {
   if (argc > 0) {
     // direct_call() (ctx/tool.hpp).
     static Buf<4096> real;
-    Text a = resolved(self, real);
+    Text a = resolved(self, real) ? real.text() : Text{};
     std::size_t slash = a.n;
     for (std::size_t i = 0; i < a.n; ++i)
       if (a.p[i] == '/') slash = i;
@@ -546,15 +626,14 @@ extern "C" [[noreturn, gnu::used]] void ctx_call_main(long* sp) {
   long r = call(SYS_execve, arg(full.b), arg(argv), arg(envp));
   Failure f;
   sys_failure(f, "execve ", full.text(), static_cast<int>(-r));
-  Buf<16384> out;
-  out.put("ctx: ");
-  ctx::text::printable_to(full.b, full.n, out.sink());
-  out.put(": ");
-  ctx::text::printable_to(f.msg.b, f.msg.n, out.sink());
-  out.put(
+  g_err.put("ctx: ");
+  ctx::text::printable_to(full.b, full.n, g_err.sink());
+  g_err.put(": ");
+  ctx::text::printable_to(f.msg.b, f.msg.n, g_err.sink());
+  g_err.put(
       "; this program makes tool and model calls only, the rest is the full helper's "
       "(ctx init installs both in the CTX tree's bin/)\n");
-  write_all(2, out.b, out.n);
+  g_err.flush();
   quit(f.code == ENOENT ? 127 : 126);
 }
 

@@ -141,6 +141,19 @@ Result<std::optional<Message>> recv_message(int sock, std::size_t max_bytes, std
   return std::optional<Message>(std::move(out));
 }
 
+Result<std::optional<std::string>> recv_message_nowait(int sock, std::size_t max_bytes) {
+  std::string out(max_bytes, '\0');
+  ssize_t n;
+  do {
+    n = ::recv(sock, out.data(), max_bytes, MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::optional<std::string>();
+  if (n < 0) return CTX_FAIL_ERRNO("recv");
+  if (n == 0) return std::optional<std::string>();
+  out.resize(static_cast<std::size_t>(n));
+  return std::optional<std::string>(std::move(out));
+}
+
 Result<pid_t> peer_pid(int conn) {
   ucred cr{};
   socklen_t len = sizeof cr;

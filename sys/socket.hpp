@@ -46,6 +46,10 @@ struct Message {
 /// descriptors that came with it are closed.
 Result<std::optional<Message>> recv_message(int sock, std::size_t max_bytes, std::size_t max_fds);
 
+/// One message's bytes if one is waiting (MSG_DONTWAIT; no descriptors):
+/// nullopt when none is, or at EOF.
+Result<std::optional<std::string>> recv_message_nowait(int sock, std::size_t max_bytes);
+
 /// The pid of a connected unix socket's peer as it was at connect(2)
 /// (SO_PEERCRED), in the caller's pid namespace; 0 when the peer's pid is
 /// not visible from it.

@@ -94,8 +94,13 @@ namespace {
 // the plan's other namespaces, and clones the sandbox's init as the
 // supervisor's child; the init's pid goes to the supervisor on the
 // lifeline, then this process ends. An error goes on the channel, as the
-// sandbox's own would.
-[[noreturn]] void join_then_enter(const LaunchPlan& plan, const SandboxStart& how, int lifeline, int channel) {
+// sandbox's own would. The supervisor's ends of the lifeline and the
+// channel (`theirs`) are closed first: the init's check that the
+// supervisor lives (map_itself, be_init) is EOF on its lifeline, which
+// this process must not hold off.
+[[noreturn]] void join_then_enter(const LaunchPlan& plan, const SandboxStart& how, int lifeline, int channel,
+                                  std::array<int, 2> theirs) {
+  for (int fd : theirs) (void)sys::close_fd_range(static_cast<unsigned>(fd), static_cast<unsigned>(fd));
   Reporter rep(channel);
   auto fail = [&](const Error& e) {
     rep.send({Record::Kind::error, Step::id_maps, e.code, 0, e.with_context(how.id_maps_context).msg}, {});
@@ -157,19 +162,21 @@ Result<StartedSandbox> start_sandbox(const LaunchPlan& plan, const SandboxStart&
     return fail(how.userns_remedy && (plan.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan, e) : e);
   }
   if (child->pid == 0) {
-    if (join) join_then_enter(plan, how, sync.first.get(), chan.second.get());
+    if (join) join_then_enter(plan, how, sync.first.get(), chan.second.get(), {sync.second.get(), chan.first.get()});
     enter_sandbox(plan, how, sync.first.get(), chan.second.get());
   }
   s.child = std::move(*child);
   sync.first.reset();
   chan.second.reset();
   if (join) {
-    // The init's pid, from the child that cloned it and then ended; none:
-    // the child's error is on the channel.
-    auto m = sys::recv_message(sync.second.get(), 16, 0);
+    // The init's pid, from the child that cloned it, written before that
+    // child ends; none: the child's error is on the channel. (Ended
+    // otherwise between the two, by a kill, it leaves an init no one
+    // knows: that init ends at its lifeline's EOF, as this start fails.)
     (void)sys::wait_pid(s.child.pid);
+    auto m = sys::recv_message_nowait(sync.second.get(), 16);
     std::int32_t pid = 0;
-    if (m && *m && (*m)->bytes.size() == sizeof pid) std::memcpy(&pid, (*m)->bytes.data(), sizeof pid);
+    if (m && *m && (*m)->size() == sizeof pid) std::memcpy(&pid, (*m)->data(), sizeof pid);
     if (pid <= 0) {
       auto e = sys::recv_message(chan.first.get(), kMaxRecordSize, 0);
       if (e && *e)

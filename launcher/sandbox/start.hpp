@@ -49,7 +49,8 @@ struct SetupReport {
 /// sandbox killed and reaped.
 /// A user and a network namespace made ahead for one sandbox
 /// (ModelGate's spare): the user namespace already has the plan's id maps
-/// and the network namespace, which it owns, its loopback up.
+/// and owns the network namespace (whose loopback the sandbox brings up,
+/// as in one of its own).
 struct JoinNamespaces {
   int user = -1;
   int net = -1;

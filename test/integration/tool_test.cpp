@@ -607,6 +607,8 @@ TEST_CASE("bin/ctx's small program answers every call as the full helper does", 
       "CTX_SUPERVISOR=/nowhere tool echo.args",
       "CTX_SUPERVISOR=@nowhere model m",
       "CTX_SUPERVISOR=" + long_path + " tool echo.args",
+      // A request longer than the supervisor takes (64 KiB): its refusal.
+      "tool \"$(head -c 70000 /dev/zero | tr '\\0' a)\"",
   };
   const std::vector<std::string> answers = {
       R"({"ok":true,"op":"tool","name":"echo.args"})"
