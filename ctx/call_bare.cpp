@@ -81,13 +81,9 @@ std::size_t strlen(const char* s) {
 
 namespace {
 
-using ctx::sys::raw::arg;
-using ctx::sys::raw::call;
+namespace raw = ctx::sys::raw;
 
-[[noreturn]] void quit(int status) {
-  call(SYS_exit_group, status);
-  __builtin_unreachable();
-}
+[[noreturn]] void quit(int status) { raw::exit_group(status); }
 
 std::size_t length(const char* s) { return strlen(s); }
 
@@ -136,7 +132,7 @@ struct Buf {
 
 void write_all(int fd, const char* p, std::size_t n) {
   while (n > 0) {
-    long w = call(SYS_write, fd, arg(p), static_cast<long>(n));
+    long w = raw::write(fd, p, n);
     if (w == -EINTR) continue;
     if (w <= 0) return;
     p += w;
@@ -304,7 +300,7 @@ struct Sender {
         h->cmsg_len = CMSG_LEN(sizeof(int) * static_cast<std::size_t>(nfds));
         memcpy(CMSG_DATA(h), fds, sizeof(int) * static_cast<std::size_t>(nfds));
       }
-      long sent = call(SYS_sendmsg, sock, arg(&m), MSG_NOSIGNAL);
+      long sent = raw::sendmsg(sock, &m, MSG_NOSIGNAL);
       if (sent == -EINTR) continue;
       if (sent < 0) {
         err = static_cast<int>(-sent);
@@ -361,13 +357,13 @@ bool ask(char** envp, const char* op, Text name, Text dir, const int* fds, int n
   }
   for (std::size_t i = 0; i < plen; ++i) a.sun_path[i] = path[i];
   if (path[0] == '@') a.sun_path[0] = '\0';
-  long s = call(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  long s = raw::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) {
     sys_failure(f, "socket", Text{}, static_cast<int>(-s));
     return no_supervisor();
   }
   const int sock = static_cast<int>(s);
-  long c = call(SYS_connect, sock, arg(&a), sizeof a);
+  long c = raw::connect(sock, &a, sizeof a);
   if (c < 0) {
     sys_failure(f, "connect ", text(path), static_cast<int>(-c));
     return no_supervisor();
@@ -419,7 +415,7 @@ bool ask(char** envp, const char* op, Text name, Text dir, const int* fds, int n
     r.msg_controllen = sizeof rctl.bytes;
     long got;
     do {
-      got = call(SYS_recvmsg, sock, arg(&r), MSG_CMSG_CLOEXEC);
+      got = raw::recvmsg(sock, &r, MSG_CMSG_CLOEXEC);
     } while (got == -EINTR);
     if (got < 0) {
       sys_failure(f, "recvmsg", Text{}, static_cast<int>(-got));
@@ -499,12 +495,12 @@ int refused(const char* what, Text name) {
   ctx::json_scan::string_to(p, path.sink());
   const int fd = g_answer.fds[0];
   // Inheritable, so that a script's interpreter can open it (exec_fd).
-  long fl = call(SYS_fcntl, fd, F_GETFD);
-  if (fl < 0 || (fl = call(SYS_fcntl, fd, F_SETFD, fl & ~FD_CLOEXEC)) < 0) {
+  long fl = raw::fcntl(fd, F_GETFD);
+  if (fl < 0 || (fl = raw::fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC)) < 0) {
     sys_failure(f, "fcntl F_SETFD", Text{}, static_cast<int>(-fl));
   } else {
     args[-1] = path.b;
-    long e = call(SYS_execveat, fd, arg(""), arg(args - 1), arg(envp), AT_EMPTY_PATH);
+    long e = raw::execveat(fd, "", args - 1, envp, AT_EMPTY_PATH);
     sys_failure(f, "execveat ", path.text(), static_cast<int>(-e));
   }
   g_err.put("ctx tool: ");
@@ -525,13 +521,13 @@ int refused(const char* what, Text name) {
                   text("E2BIG: a request this long goes on stdin, not as an argument"), Text{}));
     }
     int p[2] = {-1, -1};
-    long r = call(SYS_pipe2, arg(p), O_CLOEXEC);
+    long r = raw::pipe2(p, O_CLOEXEC);
     if (r < 0) {
       sys_failure(f, "pipe2", Text{}, static_cast<int>(-r));
       quit(refuse("model", name, f));
     }
     for (std::size_t done = 0; done < n;) {
-      long w = call(SYS_write, p[1], arg(request + done), static_cast<long>(n - done));
+      long w = raw::write(p[1], request + done, n - done);
       if (w == -EINTR) continue;
       if (w < 0) {
         sys_failure(f, "write", Text{}, static_cast<int>(-w));
@@ -539,7 +535,7 @@ int refused(const char* what, Text name) {
       }
       done += static_cast<std::size_t>(w);
     }
-    call(SYS_close, p[1]);
+    raw::close(p[1]);
     fds[0] = p[0];
   }
   if (!ask(envp, "model", name, Text{}, fds, 3, f)) quit(refuse("model", name, f));
@@ -556,13 +552,13 @@ int refused(const char* what, Text name) {
 // that cannot be read (no /proc), for the caller to make no direct call of
 // a name it could not resolve.
 bool resolved(const char* path, Buf<4096>& out) {
-  long fd = call(SYS_openat, AT_FDCWD, arg(path), O_PATH | O_CLOEXEC);
+  long fd = raw::openat(AT_FDCWD, path, O_PATH | O_CLOEXEC);
   if (fd < 0) return false;
   Buf<64> link;
   link.put("/proc/self/fd/");
   link.number(fd);
-  long n = call(SYS_readlinkat, AT_FDCWD, arg(link.b), arg(out.b), sizeof out.b - 1);
-  call(SYS_close, fd);
+  long n = raw::readlinkat(AT_FDCWD, link.b, out.b, sizeof out.b - 1);
+  raw::close(static_cast<int>(fd));
   if (n <= 0 || n >= static_cast<long>(sizeof out.b) - 1 || out.b[0] != '/') return false;
   out.n = static_cast<std::size_t>(n);
   out.b[n] = '\0';
@@ -623,7 +619,7 @@ extern "C" [[noreturn, gnu::used]] void ctx_call_main(long* sp) {
     full.put(self, slash);
   full.put("/");
   full.put(ctx::helper::kFullHelperName);
-  long r = call(SYS_execve, arg(full.b), arg(argv), arg(envp));
+  long r = raw::execve(full.b, argv, envp);
   Failure f;
   sys_failure(f, "execve ", full.text(), static_cast<int>(-r));
   g_err.put("ctx: ");

@@ -52,4 +52,31 @@ template <class T>
   return reinterpret_cast<long>(p);
 }
 
+// The calls of bin/ctx's small program (ctx/call_bare.cpp), by name: each
+// returns what call() does, the result or -errno.
+inline long write(int fd, const void* p, unsigned long n) { return call(SYS_write, fd, arg(p), static_cast<long>(n)); }
+inline long close(int fd) { return call(SYS_close, fd); }
+inline long socket(int domain, int type, int protocol) { return call(SYS_socket, domain, type, protocol); }
+inline long connect(int fd, const void* addr, unsigned long len) {
+  return call(SYS_connect, fd, arg(addr), static_cast<long>(len));
+}
+inline long sendmsg(int fd, const void* msg, int flags) { return call(SYS_sendmsg, fd, arg(msg), flags); }
+inline long recvmsg(int fd, void* msg, int flags) { return call(SYS_recvmsg, fd, arg(msg), flags); }
+inline long fcntl(int fd, int cmd, long value = 0) { return call(SYS_fcntl, fd, cmd, value); }
+inline long pipe2(int* fds, int flags) { return call(SYS_pipe2, arg(fds), flags); }
+inline long openat(int dir, const char* path, int flags) { return call(SYS_openat, dir, arg(path), flags); }
+inline long readlinkat(int dir, const char* path, char* buf, unsigned long n) {
+  return call(SYS_readlinkat, dir, arg(path), arg(buf), static_cast<long>(n));
+}
+inline long execve(const char* path, char* const* argv, char* const* envp) {
+  return call(SYS_execve, arg(path), arg(argv), arg(envp));
+}
+inline long execveat(int fd, const char* path, char* const* argv, char* const* envp, int flags) {
+  return call(SYS_execveat, fd, arg(path), arg(argv), arg(envp), flags);
+}
+[[noreturn]] inline void exit_group(int status) {
+  call(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
 }  // namespace ctx::sys::raw
