@@ -140,14 +140,15 @@ void write_all(int fd, const char* p, std::size_t n) {
   }
 }
 
-// Text for stderr, written as it is made: 64 KiB at a time, whatever its
-// length (a refusal repeats the name it was asked, which can be long).
-struct ErrWriter {
+// Text written out as it is made, 64 KiB at a time, whatever its length:
+// `Out::flush()` takes what is gathered.
+template <class Out>
+struct Chunks {
   char b[1U << 16];
   std::size_t n = 0;
   void put(const char* p, std::size_t len) {
     while (len > 0) {
-      if (n == sizeof b) flush();
+      if (n == sizeof b) static_cast<Out*>(this)->flush();
       std::size_t k = len < sizeof b - n ? len : sizeof b - n;
       memcpy(b + n, p, k);
       n += k;
@@ -157,12 +158,16 @@ struct ErrWriter {
   }
   void put(const char* s) { put(s, length(s)); }
   void put(Text t) { put(t.p, t.n); }
+  auto sink() {
+    return [this](const char* p, std::size_t len) { put(p, len); };
+  }
+};
+
+// stderr (a refusal repeats the name it was asked, which can be long).
+struct ErrWriter : Chunks<ErrWriter> {
   void flush() {
     write_all(2, b, n);
     n = 0;
-  }
-  auto sink() {
-    return [this](const char* p, std::size_t len) { put(p, len); };
   }
 };
 
@@ -254,13 +259,11 @@ Answer g_answer;
 // The request line, sent as it is written: 64 KiB at a time, the
 // descriptors with the first part, as one sendmsg(2) of the whole line
 // would send them.
-struct Sender {
+struct Sender : Chunks<Sender> {
   int sock = -1;
   const int* fds = nullptr;
   int nfds = 0;
   int err = 0;  ///< the errno of a failed send
-  char b[1U << 16];
-  std::size_t n = 0;
 
   void start(int s, const int* f, int count) {
     sock = s;
@@ -269,17 +272,6 @@ struct Sender {
     err = 0;
     n = 0;
   }
-  void put(const char* p, std::size_t len) {
-    while (len > 0) {
-      if (n == sizeof b) flush();
-      std::size_t k = len < sizeof b - n ? len : sizeof b - n;
-      memcpy(b + n, p, k);
-      n += k;
-      p += k;
-      len -= k;
-    }
-  }
-  void put(const char* s) { put(s, length(s)); }
   void flush() {
     std::size_t done = 0;
     while (err == 0 && done < n) {
@@ -311,9 +303,6 @@ struct Sender {
     }
     n = 0;
   }
-  auto sink() {
-    return [this](const char* p, std::size_t len) { put(p, len); };
-  }
 };
 
 // Appends `"key":` and JSON string `v` (UTF-8: checked before) to the
@@ -325,8 +314,8 @@ void json_member(Sender& line, const char* key, Text v) {
   ctx::text::json_quote_to(v.p, v.n, false, line.sink());
 }
 
-// ask_supervisor(): false with `f` set, or the answer in g_answer.
-bool ask(char** envp, const char* op, Text name, Text dir, const int* fds, int nfds, Failure& f) {
+// ask_supervisor()'s connection: the socket, or -1 with `f` set.
+int connect_supervisor(char** envp, Failure& f) {
   const char* path = "/run/ctx/supervisor";
   for (char** e = envp; *e != nullptr; ++e) {
     const char* s = *e;
@@ -344,7 +333,7 @@ bool ask(char** envp, const char* op, Text name, Text dir, const int* fds, int n
     m.put(f.msg.text());
     f.msg = m;
     f.reason = "no_supervisor";
-    return false;
+    return -1;
   };
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
@@ -368,8 +357,13 @@ bool ask(char** envp, const char* op, Text name, Text dir, const int* fds, int n
     sys_failure(f, "connect ", text(path), static_cast<int>(-c));
     return no_supervisor();
   }
-  // The request, as nlohmann::json dumps it (the names sorted), sent as it
-  // is written, however long (the supervisor refuses what is too long).
+  return sock;
+}
+
+// The request, as nlohmann::json dumps it (the names sorted), sent as it
+// is written, however long (the supervisor refuses what is too long);
+// false with `f` set.
+bool send_request(int sock, const char* op, Text name, Text dir, const int* fds, int nfds, Failure& f) {
   auto none = [](const char*, std::size_t) {};
   const bool utf8 = ctx::text::json_quote_to(name.p, name.n, false, none) &&
                     (dir.n == 0 || ctx::text::json_quote_to(dir.p, dir.n, false, none));
@@ -394,8 +388,12 @@ bool ask(char** envp, const char* op, Text name, Text dir, const int* fds, int n
     sys_failure(f, "sendmsg", Text{}, line.err);
     return false;
   }
-  // Up to the first newline, as the full helper reads it: 64 KiB at most
-  // per message, one descriptor.
+  return true;
+}
+
+// The answer into g_answer, up to the first newline, as the full helper
+// reads it: 64 KiB at most per message, one descriptor; false with `f` set.
+bool read_answer(int sock, Failure& f) {
   Answer& ans = g_answer;
   auto has_newline = [&] {
     for (std::size_t i = 0; i < ans.n; ++i)
@@ -444,6 +442,12 @@ bool ask(char** envp, const char* op, Text name, Text dir, const int* fds, int n
     return false;
   }
   return true;
+}
+
+// ask_supervisor(): false with `f` set, or the answer in g_answer.
+bool ask(char** envp, const char* op, Text name, Text dir, const int* fds, int nfds, Failure& f) {
+  const int sock = connect_supervisor(envp, f);
+  return sock >= 0 && send_request(sock, op, name, dir, fds, nfds, f) && read_answer(sock, f);
 }
 
 // A string member of the answer, decoded; `fallback` when it is absent.

@@ -566,6 +566,54 @@ TEST_CASE("ctx tool's command line reads the same with and without the parser", 
   }
 }
 
+namespace {
+
+// A shell word of `a`, as it is.
+std::string quoted(const std::string& a) {
+  std::string q = "'";
+  for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// A shell line that runs `bin CALL` (an optional leading CTX_SUPERVISOR=
+// moved before bin) and keeps its stdout, stderr and exit status as
+// DIR/oK.out, .err and .rc.
+std::string run_call(const std::string& dir, const std::string& bin, const std::string& call, int k) {
+  const std::string out = dir + "/o" + std::to_string(k);
+  std::string env, rest = call;
+  if (rest.rfind("CTX_SUPERVISOR=", 0) == 0) {
+    env = rest.substr(0, rest.find(' ') + 1);
+    rest = rest.substr(rest.find(' ') + 1);
+  }
+  return "( " + env + bin + " " + rest + " >" + out + ".out 2>" + out + ".err; echo $? >" + out + ".rc ); ";
+}
+
+// The shell line that prints every kept call of DIR, and the parser of
+// its output: K -> "RC\nSTDOUT STDERR" (as the files hold them).
+std::string dump_calls(const std::string& dir) {
+  return "cd " + dir +
+         " && for f in o*.rc; do b=${f%.rc}; printf '\\n@@%s\\n' \"$b\"; cat $b.rc $b.out $b.err; done; printf "
+         "'\\n@@end\\n'";
+}
+std::map<int, std::string> parse_calls(const std::string& out) {
+  std::map<int, std::string> results;
+  std::istringstream in(out);
+  std::string line;
+  int current = -1;
+  while (std::getline(in, line) && line != "@@end") {
+    if (line.size() > 3 && line.rfind("@@o", 0) == 0 && std::all_of(line.begin() + 3, line.end(), ::isdigit)) {
+      current = std::stoi(line.substr(3));
+      continue;
+    }
+    results[current] += line + "\n";
+  }
+  results.erase(-1);                                // the newline before the first
+  for (auto& [n, text] : results) text.pop_back();  // the newline before the next
+  return results;
+}
+
+}  // namespace
+
 // bin/ctx's small program (ctx/call_bare.cpp on x86-64 and arm64) against
 // the full helper, command line by command line in one sandbox: the same
 // standard output, standard error and exit status. Answers of the real
@@ -579,11 +627,6 @@ TEST_CASE("bin/ctx's small program answers every call as the full helper does", 
   const std::string w = tt.home + "/agent/coder/eq";  // the agent's own, writable
   const std::string host_w = "ctx/home/" + std::to_string(tt.t.owner().uid) + "/agent/coder/eq";
   tt.t.write(host_w + "/in", "in put", 0644);
-  auto quoted = [](const std::string& a) {
-    std::string q = "'";
-    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-  };
   tt.t.write(host_w + "/stand-in.py",
              "import socket, sys\n"
              "s = socket.socket(socket.AF_UNIX)\n"
@@ -636,47 +679,23 @@ TEST_CASE("bin/ctx's small program answers every call as the full helper does", 
                                                    "model m",        "tool x",         "tool x"};
   REQUIRE(answers.size() == stand_in_calls.size());
   std::string script;
-  auto run_each = [&](const std::string& bin, const std::string& call, int k) {
-    const std::string out = w + "/o" + std::to_string(k);
-    std::string env, rest = call;
-    if (rest.rfind("CTX_SUPERVISOR=", 0) == 0) {
-      env = rest.substr(0, rest.find(' ') + 1);
-      rest = rest.substr(rest.find(' ') + 1);
-    }
-    return "( " + env + bin + " " + rest + " >" + out + ".out 2>" + out + ".err; echo $? >" + out + ".rc ); ";
-  };
   int k = 0;
   for (const auto& c : calls) {
-    script += run_each("/ctx/bin/ctx", c, k++);
-    script += run_each("/ctx/bin/ctx-helper", c, k++);
+    script += run_call(w, "/ctx/bin/ctx", c, k++);
+    script += run_call(w, "/ctx/bin/ctx-helper", c, k++);
   }
   for (const char* bin : {"/ctx/bin/ctx", "/ctx/bin/ctx-helper"}) {
     script += "rm -f " + w + "/f.sock " + w + "/f.sock.up; python3 " + w + "/stand-in.py " + w + "/f.sock";
     for (const auto& a : answers) script += " " + quoted(a);
     script += " & while [ ! -e " + w + "/f.sock.up ]; do sleep 0.01; done; ";
-    for (const auto& c : stand_in_calls) script += run_each("CTX_SUPERVISOR=" + w + "/f.sock " + bin, c, k++);
+    for (const auto& c : stand_in_calls) script += run_call(w, "CTX_SUPERVISOR=" + w + "/f.sock " + bin, c, k++);
     script += "wait; ";
   }
-  script +=
-      "cd " + w +
-      " && for f in o*.rc; do b=${f%.rc}; printf '\\n@@%s\\n' \"$b\"; cat $b.rc $b.out $b.err; done; printf '\\n@@end\\n'";
+  script += dump_calls(w);
   RunResult r = tt.sh(script);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  // Split the dump by call.
-  std::map<int, std::string> results;
-  std::istringstream in(r.out);
-  std::string line;
-  int current = -1;
-  while (std::getline(in, line) && line != "@@end") {
-    if (line.size() > 3 && line.rfind("@@o", 0) == 0 && std::all_of(line.begin() + 3, line.end(), ::isdigit)) {
-      current = std::stoi(line.substr(3));
-      continue;
-    }
-    results[current] += line + "\n";
-  }
-  results.erase(-1);                                // the newline before the first
-  for (auto& [n, text] : results) text.pop_back();  // the newline before the next
+  std::map<int, std::string> results = parse_calls(r.out);
   INFO(r.out);
   REQUIRE(results.size() == static_cast<std::size_t>(k));
   for (std::size_t i = 0; i < calls.size(); ++i) {
