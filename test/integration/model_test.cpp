@@ -80,8 +80,16 @@ struct ModelTree {
     t.write("ctx/model/debug/late", "#!/bin/sh\n(sleep 0.05; while :; do echo late; sleep 0.01; done) &\necho early\n",
             0755);
     t.write("ctx/model/debug/killed", "#!/bin/sh\necho dying\nkill -KILL $$\n", 0755);
-    // A model that names its namespaces.
-    t.write("ctx/model/debug/ns", "#!/bin/sh\nreadlink /proc/self/ns/net /proc/self/ns/user /proc/self/ns/pid\n", 0755);
+    // A model that names its network and user namespaces and hands the
+    // agent a socket of its network namespace, which keeps both alive
+    // (and so their numbers unique) while the agent holds it.
+    t.write("ctx/model/debug/ns",
+            "#!/usr/bin/python3\nimport array, os, socket\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "out = socket.socket(fileno=os.dup(1))\n"
+            "msg = os.readlink('/proc/self/ns/net') + ' ' + os.readlink('/proc/self/ns/user')\n"
+            "out.sendmsg([msg.encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [s.fileno()]))])\n",
+            0755);
     t.dir().symlink("/ctx/model/debug/echo", "ctx/model/main");
     t.dir().symlink("/ctx/model/debug/echo", "ctx/model/helper");
     t.write("ctx/home/" + uid + "/model/.keep", "");
@@ -356,48 +364,54 @@ TEST_CASE("a model call is answered when nothing of its sandbox runs; its exit c
 // call of an unprivileged launch makes its user and network namespaces at
 // its clone, later ones join a pair the supervisor had made ahead for one
 // call (ModelGate's spare); a call with the network between them takes
-// none. (That no earlier call's listener or process reaches a later one is
-// the test above.)
+// none. The agent holds a socket of each call's network namespace, so all
+// of them live at once and their numbers cannot be reused. (That no
+// earlier call's listener or process reaches a later one is the test
+// above.)
 TEST_CASE("each model call has a network and a user namespace no other call had, made ahead or not", "[root][userns]") {
   ModelTree m = make_tree();
-  RunResult r = m.sh(
-      "for i in 1 2 3; do /ctx/bin/ctx model debug/ns </dev/null; echo rc=$?; done; "
-      "/ctx/bin/ctx model debug/net </dev/null >/dev/null; echo rc=$?; "
-      "/ctx/bin/ctx model debug/ns </dev/null; echo rc=$?; readlink /proc/self/ns/net /proc/self/ns/user");
+  const std::string agent =
+      "import array, os, socket, subprocess\n"
+      "held = []\n"
+      "for name in ['debug/ns', 'debug/ns', 'debug/ns', 'debug/net', 'debug/ns']:\n"
+      "    a, b = socket.socketpair()\n"
+      "    call = subprocess.run(['/ctx/bin/ctx', 'model', name], stdin=subprocess.DEVNULL, stdout=b)\n"
+      "    b.close()\n"
+      "    if name == 'debug/ns':\n"
+      "        msg, anc, _, _ = a.recvmsg(256, socket.CMSG_SPACE(4))\n"
+      "        held.append(array.array('i', anc[0][2])[0] if anc else -1)\n"
+      "        print(msg.decode())\n"
+      "    print('rc=%d' % call.returncode)\n"
+      "print(os.readlink('/proc/self/ns/net') + ' ' + os.readlink('/proc/self/ns/user'))\n"
+      "print('held', sum(1 for fd in held if fd >= 0))\n";
+  RunResult r = m.t.launch({"coder", "--", "/usr/bin/python3", "-c", agent}, m.as);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   std::istringstream in(r.out);
-  std::vector<std::string> net, user, pid;
-  std::string agent_net, agent_user;
-  for (int call = 0; call < 4; ++call) {
-    std::string n, u, p, rc;
-    std::getline(in, n);
-    std::getline(in, u);
-    std::getline(in, p);
-    std::getline(in, rc);
-    CHECK(rc == "rc=0");
-    net.push_back(n);
-    user.push_back(u);
-    pid.push_back(p);
-    if (call == 2) {
-      std::getline(in, rc);  // the call with the network
-      CHECK(rc == "rc=0");
+  std::vector<std::string> net, user;
+  std::string line;
+  int ok = 0;
+  while (std::getline(in, line)) {
+    if (line == "rc=0") {
+      ++ok;
+      continue;
+    }
+    auto sp = line.find(' ');
+    if (line.rfind("net:[", 0) == 0 && sp != std::string::npos) {
+      net.push_back(line.substr(0, sp));
+      user.push_back(line.substr(sp + 1));
     }
   }
-  std::getline(in, agent_net);
-  std::getline(in, agent_user);
+  CHECK(ok == 5);
+  CHECK(r.out.find("held 4\n") != std::string::npos);
+  REQUIRE(net.size() == 5);  // four calls and the agent, last
   for (std::size_t i = 0; i < net.size(); ++i) {
-    CHECK(net[i].rfind("net:[", 0) == 0);
     CHECK(user[i].rfind("user:[", 0) == 0);
-    CHECK(net[i] != agent_net);
-    CHECK(user[i] != agent_user);
     for (std::size_t j = 0; j < i; ++j) {
       CHECK(net[i] != net[j]);
       CHECK(user[i] != user[j]);
-      CHECK(pid[i] != pid[j]);
     }
   }
-  // The events say each call as before.
   int calls = 0;
   for (const auto& ev : m.events())
     if (ev["type"] == "model.call" && ev["object"] == "model/debug/ns") {
