@@ -700,9 +700,11 @@ TEST_CASE("bin/ctx's small program answers every call as the full helper does", 
   REQUIRE(results.size() == static_cast<std::size_t>(k));
   for (std::size_t i = 0; i < calls.size(); ++i) {
     INFO(calls[i]);
-    if (i == 5) {
+    if (i == 5 && CTX_CALL_BARE) {
       // A name that is not UTF-8: the full helper's request ends it by an
-      // exception (SIGABRT); the small program refuses it, in JSON.
+      // exception (SIGABRT); the small program built without a C library
+      // refuses it, in JSON (the other one, ctx/call_main.cpp, is the
+      // full helper's code and ends as it does).
       const std::string& small = results[static_cast<int>(2 * i)];
       CHECK(small.rfind("22\n", 0) == 0);
       CHECK(small.find("\"code\":\"EINVAL\"") != std::string::npos);
