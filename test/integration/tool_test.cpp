@@ -612,6 +612,37 @@ std::map<int, std::string> parse_calls(const std::string& out) {
   return results;
 }
 
+// Answers no supervisor sends (no tool, not JSON, unknown codes, escapes,
+// no newline), one per connection of the stand-in, in order, and the
+// calls that receive them.
+std::vector<std::string> stand_in_answers() {
+  return {
+      R"({"ok":true,"op":"tool","name":"echo.args"})"
+      "\n",
+      "not json\n",
+      R"({"ok":false,"code":"EACCES","reason":"r\u0001","message":"m\u202e\ud83d\ude00 \"q\"","agent":"a\u00e9"})"
+      "\n",
+      R"({"ok":false,"code":"EWHAT"})"
+      "\n",
+      R"({"ok":false,"code":"ENOTSUP","agent":7})"
+      "\n",
+      R"({"ok":false})",
+      R"( { "exit_status" : 7 , "ok" : true } )"
+      "\n",
+      R"({"ok":true,"exit_status":300})"
+      "\n",
+      R"({"ok":true})"
+      "\n",
+      "",
+      R"({"ok":false,"code":"ECANCELED","message":"stopping"}trailing)"
+      "\n",
+  };
+}
+std::vector<std::string> stand_in_calls_list() {
+  return {"tool echo.args", "tool echo.args", "tool echo.args", "tool x", "model m", "tool x",
+          "model m",        "model m",        "model m",        "tool x", "tool x"};
+}
+
 }  // namespace
 
 // bin/ctx's small program (ctx/call_bare.cpp on x86-64 and arm64) against
@@ -653,30 +684,8 @@ TEST_CASE("bin/ctx's small program answers every call as the full helper does", 
       // A request longer than the supervisor takes (64 KiB): its refusal.
       "tool \"$(head -c 70000 /dev/zero | tr '\\0' a)\"",
   };
-  const std::vector<std::string> answers = {
-      R"({"ok":true,"op":"tool","name":"echo.args"})"
-      "\n",
-      "not json\n",
-      R"({"ok":false,"code":"EACCES","reason":"r\u0001","message":"m\u202e\ud83d\ude00 \"q\"","agent":"a\u00e9"})"
-      "\n",
-      R"({"ok":false,"code":"EWHAT"})"
-      "\n",
-      R"({"ok":false,"code":"ENOTSUP","agent":7})"
-      "\n",
-      R"({"ok":false})",
-      R"( { "exit_status" : 7 , "ok" : true } )"
-      "\n",
-      R"({"ok":true,"exit_status":300})"
-      "\n",
-      R"({"ok":true})"
-      "\n",
-      "",
-      R"({"ok":false,"code":"ECANCELED","message":"stopping"}trailing)"
-      "\n",
-  };
-  const std::vector<std::string> stand_in_calls = {"tool echo.args", "tool echo.args", "tool echo.args", "tool x",
-                                                   "model m",        "tool x",         "model m",        "model m",
-                                                   "model m",        "tool x",         "tool x"};
+  const std::vector<std::string> answers = stand_in_answers();
+  const std::vector<std::string> stand_in_calls = stand_in_calls_list();
   REQUIRE(answers.size() == stand_in_calls.size());
   std::string script;
   int k = 0;
