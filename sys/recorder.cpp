@@ -26,10 +26,6 @@ namespace {
 // the supervisor's); elsewhere the recorder is forked.
 constexpr bool kSharesMemory = raw::kRawSyscalls;
 
-[[gnu::always_inline]] inline long raw_call(long n, long a = 0, long b = 0, long c = 0, long d = 0) {
-  return raw::call(n, a, b, c, d);
-}
-
 constexpr std::size_t kRegion = 64 * 1024;
 constexpr int kMaxKeep = 16;
 constexpr int kMaxArgs = 8;
@@ -70,14 +66,14 @@ struct Args {
   int next = 2;
   for (int i = 0; i < a->nkeep; ++i) {
     if (a->keep[i] < next) continue;
-    if (a->keep[i] > next) (void)raw_call(SYS_close_range, next, a->keep[i] - 1, 0);
+    if (a->keep[i] > next) (void)raw::call(SYS_close_range, next, a->keep[i] - 1, 0);
     next = a->keep[i] + 1;
   }
-  (void)raw_call(SYS_close_range, next, static_cast<long>(~0U), 0);
+  (void)raw::call(SYS_close_range, next, static_cast<long>(~0U), 0);
   // A file past RLIMIT_FSIZE is a short write, not a SIGXFSZ that ends
   // the recorder (the mask is this process's own).
   std::uint64_t xfsz = std::uint64_t{1} << (SIGXFSZ - 1);
-  (void)raw_call(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&xfsz), 0, sizeof xfsz);
+  (void)raw::call(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&xfsz), 0, sizeof xfsz);
   long size = a->size;
   char buf[8192];
   union {
@@ -96,7 +92,7 @@ struct Args {
     m.msg_control = ctl.bytes;
     m.msg_controllen = sizeof ctl.bytes;
     m.msg_flags = 0;
-    long n = raw_call(SYS_recvmsg, a->sock, reinterpret_cast<long>(&m), 0);
+    long n = raw::call(SYS_recvmsg, a->sock, reinterpret_cast<long>(&m), 0);
     if (n == -EINTR) continue;
     if (n < 0) break;
     int fds[kMaxFds];
@@ -112,10 +108,10 @@ struct Args {
     }
     if (n == 0 && nfds == 0) break;  // EOF: the starter is gone
     if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
-      for (int i = 0; i < nfds; ++i) (void)raw_call(SYS_close, fds[i]);
+      for (int i = 0; i < nfds; ++i) (void)raw::call(SYS_close, fds[i]);
       continue;
     }
-    if (n == 1 && buf[0] == 'c' && nfds == 0) (void)raw_call(SYS_exit_group, 0);
+    if (n == 1 && buf[0] == 'c' && nfds == 0) (void)raw::call(SYS_exit_group, 0);
     std::uint32_t head[2] = {static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(nfds)};
     const long whole = static_cast<long>(sizeof head) + n + static_cast<long>(sizeof(int)) * nfds;
     iovec out[3];
@@ -127,23 +123,23 @@ struct Args {
     out[2].iov_len = sizeof(int) * static_cast<std::size_t>(nfds);
     // Whole records only: a short write (no memory for the file) is cut
     // back, and that message is lost, not every one after it.
-    if (raw_call(SYS_writev, a->log, reinterpret_cast<long>(out), 3) == whole) {
+    if (raw::call(SYS_writev, a->log, reinterpret_cast<long>(out), 3) == whole) {
       size += whole;
     } else {
-      (void)raw_call(SYS_ftruncate, a->log, size);
-      (void)raw_call(SYS_lseek, a->log, size, SEEK_SET);
+      (void)raw::call(SYS_ftruncate, a->log, size);
+      (void)raw::call(SYS_lseek, a->log, size, SEEK_SET);
     }
   }
-  const long null = raw_call(SYS_openat, AT_FDCWD, reinterpret_cast<long>(a->null), O_RDWR | O_CLOEXEC);
+  const long null = raw::call(SYS_openat, AT_FDCWD, reinterpret_cast<long>(a->null), O_RDWR | O_CLOEXEC);
   if (null >= 0) {
-    (void)raw_call(SYS_dup3, null, 0, 0);
-    (void)raw_call(SYS_dup3, null, 1, 0);
-    (void)raw_call(SYS_close, null);
+    (void)raw::call(SYS_dup3, null, 0, 0);
+    (void)raw::call(SYS_dup3, null, 1, 0);
+    (void)raw::call(SYS_close, null);
   }
-  for (int i = 0; i < a->ninherit; ++i) (void)raw_call(SYS_fcntl, a->inherit[i], F_SETFD, 0);
-  (void)raw_call(SYS_execve, reinterpret_cast<long>(a->exe), reinterpret_cast<long>(a->argv),
-                 reinterpret_cast<long>(a->envp));
-  (void)raw_call(SYS_exit_group, 127);
+  for (int i = 0; i < a->ninherit; ++i) (void)raw::call(SYS_fcntl, a->inherit[i], F_SETFD, 0);
+  (void)raw::call(SYS_execve, reinterpret_cast<long>(a->exe), reinterpret_cast<long>(a->argv),
+                  reinterpret_cast<long>(a->envp));
+  (void)raw::call(SYS_exit_group, 127);
   return 127;
 }
 

@@ -204,8 +204,7 @@ std::vector<ModelExit> ModelGate::exited(const std::vector<struct pollfd>& fds) 
   };
   if (maker_sock_.valid() && ready(maker_sock_.get())) {
     auto m = sys::recv_message(maker_sock_.get(), 16, 2);
-    if (m && *m && (*m)->fds.size() == 2 && spare_maps_)
-      spare_ = Spare{std::move((*m)->fds[0]), std::move((*m)->fds[1]), spare_maps_->uid_map, spare_maps_->gid_map};
+    if (m && *m && (*m)->fds.size() == 2) spare_ = Spare{std::move((*m)->fds[0]), std::move((*m)->fds[1])};
     maker_sock_.reset();
     (void)sys::wait_pid(maker_->pid);
     maker_.reset();
@@ -317,10 +316,11 @@ Result<ModelRun> ModelGate::start(const ModelEntry& m, std::vector<UniqueFd> std
   const std::uint64_t own = CLONE_NEWUSER | CLONE_NEWNET;
   const bool spare_kind = !p.ids.privileged && p.ids.user_ns && !p.ids.user_ns_after_mounts &&
                           !supervisor_maps_ids(p.ids) && (p.clone_flags & own) == own;
-  if (spare_kind && !spare_maps_) spare_maps_ = SpareMaps{p.ids.uid_map, p.ids.gid_map, p.ids.deny_setgroups};
+  const SpareMaps maps{p.ids.uid_map, p.ids.gid_map, p.ids.deny_setgroups};
+  if (spare_kind && !spare_maps_) spare_maps_ = maps;
   std::optional<Spare> spare = std::move(spare_);
   spare_.reset();
-  if (spare_kind && spare && spare->uid_map == p.ids.uid_map && spare->gid_map == p.ids.gid_map && p.ids.deny_setgroups)
+  if (spare_kind && spare && maps == *spare_maps_ && maps.deny_setgroups)
     how.join = JoinNamespaces{spare->user.get(), spare->net.get()};
   auto sandbox = start_sandbox(p, how);
   spare.reset();

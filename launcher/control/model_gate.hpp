@@ -192,14 +192,15 @@ class ModelGate {
   /// call's network namespace").
   struct Spare {
     UniqueFd user, net;
-    std::vector<sys::IdMapLine> uid_map, gid_map;
   };
-  /// The id maps of the calls a spare is made for: those of a model plan
+  /// The id maps every spare is made with: those of the first model plan
   /// whose sandbox maps itself (unprivileged) in a user and a network
-  /// namespace of its own; unset until such a call.
+  /// namespace of its own; unset until such a call. A call joins a spare
+  /// only when its plan's maps are these.
   struct SpareMaps {
     std::vector<sys::IdMapLine> uid_map, gid_map;
     bool deny_setgroups = false;
+    bool operator==(const SpareMaps&) const = default;
   };
   void make_spare();
   std::optional<Spare> spare_;
