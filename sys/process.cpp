@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -89,6 +90,65 @@ void set_process_name(const char* name) { (void)::prctl(PR_SET_NAME, name, 0, 0,
 Result<pid_t> fork_process() {
   pid_t pid = ::fork();
   if (pid < 0) return CTX_FAIL_ERRNO("fork");
+  return pid;
+}
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kShareForSpawn = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool kShareForSpawn = false;
+#else
+constexpr bool kShareForSpawn = true;
+#endif
+#else
+constexpr bool kShareForSpawn = true;
+#endif
+
+// The child's stack: what an exec's preparation and its error report
+// need, above a guard page that stops an overflow before the caller's
+// memory.
+constexpr std::size_t kSpawnStack = 256 * 1024;
+constexpr std::size_t kGuard = 4096;
+
+struct SpawnArgs {
+  void (*body)(void*);
+  void* arg;
+};
+
+int spawn_main(void* p) {
+  auto* a = static_cast<SpawnArgs*>(p);
+  a->body(a->arg);
+  _exit(127);
+}
+
+}  // namespace
+
+Result<pid_t> spawn_sharing_memory(void (*body)(void*), void* arg) {
+  if constexpr (!kShareForSpawn) {
+    pid_t pid = ::fork();
+    if (pid < 0) return CTX_FAIL_ERRNO("fork");
+    if (pid == 0) {
+      body(arg);
+      _exit(127);
+    }
+    return pid;
+  }
+  void* region = ::mmap(nullptr, kSpawnStack + kGuard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (region == MAP_FAILED) return CTX_FAIL_ERRNO("mmap");
+  char* base = static_cast<char*>(region);
+  if (::mprotect(base + kGuard, kSpawnStack, PROT_READ | PROT_WRITE) < 0) {
+    Error e = sys_error("mprotect", errno);
+    ::munmap(region, kSpawnStack + kGuard);
+    return fail(e);
+  }
+  SpawnArgs a{body, arg};
+  pid_t pid = ::clone(spawn_main, base + kGuard + kSpawnStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+  int err = errno;
+  ::munmap(region, kSpawnStack + kGuard);
+  if (pid < 0) return fail(sys_error("clone", err));
   return pid;
 }
 

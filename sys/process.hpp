@@ -61,6 +61,18 @@ void set_process_name(const char* name);
 /// fork(2) for helpers that need no namespaces.
 Result<pid_t> fork_process();
 
+/// A child that runs `body(arg)` on a stack of its own and shares the
+/// caller's memory until it executes a program or exits (clone with
+/// CLONE_VM | CLONE_VFORK): no page table is copied and no page is copied
+/// on write, which a fork followed by an exec pays twice (the copy, then
+/// its teardown at the exec). The caller waits meanwhile, so the child may
+/// allocate; it must end in an exec or _exit (never exit(), whose handlers
+/// are the caller's), and its changes to memory stay in the caller's. It
+/// has its own descriptors, signal handlers and limits. Returns the
+/// child's pid once it has executed or exited. A plain fork where the
+/// memory cannot be shared safely (sanitizer builds).
+Result<pid_t> spawn_sharing_memory(void (*body)(void*), void* arg);
+
 /// Waits for a pid and returns the raw wait status.
 Result<int> wait_pid(pid_t pid);
 

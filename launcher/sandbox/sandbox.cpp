@@ -116,7 +116,7 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
 
 // The runtime process: fds, signals, LISTEN_PID, exec. PATH lookup uses the
 // sandbox's PATH, never the launcher's.
-[[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io, Reporter rep, Terminal& term,
+[[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io, Reporter rep, const Terminal& term,
                                const std::string& model_url) {
   rep.enter(Step::exec);
   sys::reset_signals();
@@ -127,7 +127,8 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
     if (auto r = sys::set_process_group(0, 0); !r) die(rep, r.error());
     for (int fd : term.fds)
       if (auto r = sys::dup_to(term.peer.get(), fd); !r) die(rep, r.error());
-    term.peer.reset();
+    // Its descriptor is closed with the others below; the object is the
+    // init's (this process shares its memory until the exec).
   }
   std::vector<int> keep;
   if (io.listen_fd >= 0) keep.push_back(io.listen_fd);
@@ -366,9 +367,23 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // Only for a model grant: a proxy's URL is in the plan's variables.
   const std::string model_url = plan.endpoint && !plan.endpoint->token.empty() ? endpoint.url : "";
   if (auto f = sys::fault_at("sandbox.fork"); !f) die(rep, f.error());
-  auto pid = sys::fork_process();
+  // The runtime's process shares this one's memory until its exec (this
+  // process waits meanwhile): nothing of the launcher's memory is copied
+  // for a process that replaces it at once.
+  struct Runtime {
+    const LaunchPlan& plan;
+    const SandboxIo& io;
+    Reporter& rep;
+    const Terminal& term;
+    const std::string& model_url;
+  } runtime{plan, io, rep, term, model_url};
+  auto pid = sys::spawn_sharing_memory(
+      [](void* p) {
+        auto* r = static_cast<Runtime*>(p);
+        exec_runtime(r->plan, r->io, r->rep, r->term, r->model_url);
+      },
+      &runtime);
   if (!pid) die(rep, pid.error());
-  if (*pid == 0) exec_runtime(plan, io, rep, term, model_url);
 
   // The init: the runtime's exec closes its copy of the channel; ours is
   // closed now so that the supervisor sees EOF exactly then. The pty's
