@@ -111,16 +111,23 @@ constexpr bool kShareForSpawn = true;
 // need, above a guard page that stops an overflow before the caller's
 // memory.
 constexpr std::size_t kSpawnStack = 256 * 1024;
-constexpr std::size_t kGuard = 4096;
+// A guard as large as the largest frame on the child's path could skip
+// (a read buffer of 8 KiB), several times over.
+constexpr std::size_t kGuard = 64 * 1024;
 
 struct SpawnArgs {
   void (*body)(void*);
   void* arg;
 };
 
-int spawn_main(void* p) {
+// An exception must not unwind past the clone (nothing above it to catch
+// it in the child): the child ends.
+int spawn_main(void* p) noexcept {
   auto* a = static_cast<SpawnArgs*>(p);
-  a->body(a->arg);
+  try {
+    a->body(a->arg);
+  } catch (...) {
+  }
   _exit(127);
 }
 
@@ -150,6 +157,14 @@ Result<pid_t> spawn_sharing_memory(void (*body)(void*), void* arg) {
   ::munmap(region, kSpawnStack + kGuard);
   if (pid < 0) return fail(sys_error("clone", err));
   return pid;
+}
+
+Result<void> block_signals(std::initializer_list<int> signals) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : signals) sigaddset(&set, sig);
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) < 0) return CTX_FAIL_ERRNO("sigprocmask");
+  return {};
 }
 
 Result<int> wait_pid(pid_t pid) {

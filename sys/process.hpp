@@ -2,6 +2,8 @@
 // signals, exec and the last steps before exec.
 #pragma once
 
+#include <initializer_list>
+
 #include <poll.h>
 
 #include <sys/types.h>
@@ -68,7 +70,9 @@ Result<pid_t> fork_process();
 /// its teardown at the exec). The caller waits meanwhile, so the child may
 /// allocate; it must end in an exec or _exit (never exit(), whose handlers
 /// are the caller's), and its changes to memory stay in the caller's. It
-/// has its own descriptors, signal handlers and limits. Returns the
+/// has its own descriptors, signal handlers and limits; what belongs to the
+/// memory itself (dumpable, transparent huge pages, oom_score_adj's mm)
+/// would change the caller's too, and must not be set. Returns the
 /// child's pid once it has executed or exited. A plain fork where the
 /// memory cannot be shared safely (sanitizer builds).
 Result<pid_t> spawn_sharing_memory(void (*body)(void*), void* arg);
@@ -100,6 +104,9 @@ Result<void> signal_pid(pid_t pid, int sig);
 
 /// Blocks `signals` for the process and returns a signalfd reading them.
 Result<UniqueFd> block_into_signalfd(const std::vector<int>& signals);
+
+/// Adds `signals` to the calling thread's blocked set.
+Result<void> block_signals(std::initializer_list<int> signals);
 
 /// Reads one signal number from a signalfd (blocking).
 Result<int> read_signalfd(int fd);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <exception>
 
 #include "launcher/sandbox/channel.hpp"
 #include "launcher/sandbox/endpoint_start.hpp"
@@ -119,17 +120,23 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
 [[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io, Reporter rep, const Terminal& term,
                                const std::string& model_url) {
   rep.enter(Step::exec);
-  sys::reset_signals();
   // An interactive launch: the sandbox's pty in place of the caller's
-  // terminal, and a process group of its own, the pty's foreground one
-  // (the init sets that too: whichever runs first).
+  // terminal, and a process group of its own, made the pty's foreground
+  // one here, before the exec (the init, which waits for the exec, does it
+  // again): a runtime that reads or sets its terminal at once is not
+  // stopped as a background one. The job-control signals stay blocked
+  // (the init blocked them) until reset_signals, so that neither a ^Z in
+  // between nor tcsetpgrp from the background stops this process while the
+  // init waits for its exec.
   if (term.peer.valid()) {
     if (auto r = sys::set_process_group(0, 0); !r) die(rep, r.error());
+    if (auto r = sys::set_foreground(term.peer.get(), ::getpid()); !r) die(rep, r.error());
     for (int fd : term.fds)
       if (auto r = sys::dup_to(term.peer.get(), fd); !r) die(rep, r.error());
     // Its descriptor is closed with the others below; the object is the
     // init's (this process shares its memory until the exec).
   }
+  sys::reset_signals();
   std::vector<int> keep;
   if (io.listen_fd >= 0) keep.push_back(io.listen_fd);
   keep.push_back(io.channel);  // lifted last; CLOEXEC again below
@@ -377,10 +384,19 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
     const Terminal& term;
     const std::string& model_url;
   } runtime{plan, io, rep, term, model_url};
+  // Pid 1 ignores them anyway; the runtime's process starts with them
+  // blocked (exec_runtime).
+  if (term.peer.valid())
+    if (auto r = sys::block_signals({SIGTSTP, SIGTTIN, SIGTTOU}); !r) die(rep, r.error());
   auto pid = sys::spawn_sharing_memory(
       [](void* p) {
         auto* r = static_cast<Runtime*>(p);
-        exec_runtime(r->plan, r->io, r->rep, r->term, r->model_url);
+        try {
+          exec_runtime(r->plan, r->io, r->rep, r->term, r->model_url);
+        } catch (const std::exception& e) {
+          Reporter own = r->rep;  // the init's is not this process's to change
+          die(own, Error{ENOMEM, std::string("the runtime's process: ") + e.what()});
+        }
       },
       &runtime);
   if (!pid) die(rep, pid.error());
