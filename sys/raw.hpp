@@ -22,6 +22,16 @@ inline constexpr bool kRawSyscalls = true;
 inline constexpr bool kRawSyscalls = false;
 #endif
 
+// For code that runs beside its starter in the starter's memory (a
+// recorder, a namespace helper): nothing instrumented, no sanitizer's
+// checks, no fuzzer's coverage callbacks (the test build's), which call
+// into their runtimes.
+#if defined(__clang__)
+#define CTX_RAW_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined", "coverage")))
+#else
+#define CTX_RAW_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
+#endif
+
 /// System call `n`: its result, or -errno. It touches no memory but what
 /// its arguments point to.
 [[gnu::always_inline]] inline long call(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {

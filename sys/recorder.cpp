@@ -49,17 +49,9 @@ struct Args {
   char strings[kStrings] = {};
 };
 
-// Nothing instrumented in the recorder: no sanitizer's checks, no fuzzer's
-// coverage callbacks (the test build's), which call into their runtimes.
-#if defined(__clang__)
-#define CTX_RECORDER_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined", "coverage")))
-#else
-#define CTX_RECORDER_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
-#endif
-
 // The recorder. No library call, no allocation, no errno, nothing
 // instrumented: the memory is the starter's while it runs.
-[[gnu::noinline]] CTX_RECORDER_UNINSTRUMENTED int recorder_main(void* p) {
+[[gnu::noinline]] CTX_RAW_UNINSTRUMENTED int recorder_main(void* p) {
   const Args* a = static_cast<const Args*>(p);
   // 0 and 1 stay open (the starter's), so that no descriptor it is sent
   // takes their numbers; they become /dev/null before the exec.

@@ -98,6 +98,46 @@ TEST_CASE("no network but loopback without network:default connect", "[root][use
   if (host.find("eth0:") != std::string::npos || h["net"].size() > 1) CHECK(h["net"] != json{"lo"});
 }
 
+// An unprivileged launch makes its network namespace beside its setup (a
+// helper process of the sandbox's init, sys::NetNamespaceAhead), a root
+// launch at the clone. Either way the sockets of /run/ctx are made in the
+// sandbox's network namespace, so they are among the ones its
+// /proc/net/unix lists, and nothing but the init and the runtime is in
+// the sandbox when the runtime starts (the helper was pid 2).
+TEST_CASE("the sandbox's sockets are in its network namespace and nothing made it is left", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  RunResult unix_list = t.launch({"coder", "--", "/bin/cat", "/proc/net/unix"}, m.as);
+  REQUIRE(unix_list.exit_code == 0);
+  std::vector<std::string> paths;
+  std::size_t at = 0;
+  while (at < unix_list.out.size()) {
+    std::size_t nl = unix_list.out.find('\n', at);
+    std::string line = unix_list.out.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    at = nl == std::string::npos ? unix_list.out.size() : nl + 1;
+    auto space = line.rfind(' ');
+    if (space != std::string::npos && line.size() > space + 1 && line[space + 1] == '/')
+      paths.push_back(line.substr(space + 1));
+  }
+  INFO(unix_list.out);
+  auto listed = [&](const std::string& name) {
+    for (const auto& p : paths)
+      if (p.size() >= name.size() && p.compare(p.size() - name.size(), name.size(), name) == 0) return true;
+    return false;
+  };
+  CHECK(listed("/notify"));
+  CHECK(listed("/supervisor"));
+  // Five launches: whether the helper made the namespace or was told not
+  // to (it had no CPU yet) depends on the machine's load.
+  for (int i = 0; i < 5; ++i) {
+    json pids = probe(run_probe(t, m, "coder", {"pids"}))["pids"];
+    INFO(pids.dump());
+    CHECK(pids.size() == 2);
+    CHECK(pids.front() == 1);
+  }
+}
+
 // The seccomp deny-list (docs/seccomp.md), checked call by call from
 // inside: each would succeed, or fail otherwise, without the filter.
 TEST_CASE("the seccomp filter refuses the listed calls from inside", "[root][userns]") {
