@@ -51,6 +51,16 @@ struct Ahead {
 };
 constexpr std::size_t kAheadStack = 16 * 1024;
 constexpr std::size_t kAheadGuard = 16 * 1024;
+// The state at the region's top, the stack below it: an overflow runs
+// into the guard, never through the state.
+constexpr std::size_t kStateAt = kAheadGuard + kAheadStack - 64;
+static_assert(sizeof(Ahead) <= 64);
+// How long the init waits for a helper that has begun: past it (a helper
+// stopped, traced or killed mid-way by someone with the owner's uid), the
+// init makes its own namespace. A namespace takes well under 1 ms to make
+// on a quiet machine.
+constexpr long kWaitSliceNs = 2'000'000;
+constexpr int kWaitSlices = 50;
 
 // The helper: no library call, no errno, nothing but its own stack and the
 // shared state. It waits, once it has made the namespace, until it is
@@ -78,10 +88,9 @@ NetNamespaceAhead NetNamespaceAhead::start() {
     ::munmap(region, kAheadStack + kAheadGuard);
     return n;
   }
-  // The state below the stack's top, in the helper's own region.
-  auto* a = new (base + kAheadGuard) Ahead;
+  auto* a = new (base + kStateAt) Ahead;
   int pidfd = -1;
-  pid_t pid = ::clone(ahead_main, base + kAheadGuard + kAheadStack, CLONE_VM | CLONE_PIDFD | SIGCHLD, a, &pidfd);
+  pid_t pid = ::clone(ahead_main, base + kStateAt, CLONE_VM | CLONE_PIDFD | SIGCHLD, a, &pidfd);
   if (pid < 0) {
     ::munmap(region, kAheadStack + kAheadGuard);
     return n;
@@ -116,15 +125,24 @@ void NetNamespaceAhead::end() {
 
 Result<void> NetNamespaceAhead::enter() {
   if (region_ == nullptr) return unshare_ns(CLONE_NEWNET);
-  auto* a = reinterpret_cast<Ahead*>(static_cast<char*>(region_) + kAheadGuard);
+  auto* a = reinterpret_cast<Ahead*>(static_cast<char*>(region_) + kStateAt);
   int expected = kWaiting;
   if (__atomic_compare_exchange_n(&a->state, &expected, kCancelled, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     end();
     return unshare_ns(CLONE_NEWNET);
   }
-  int now = 0;
-  while ((now = __atomic_load_n(&a->state, __ATOMIC_ACQUIRE)) == kMaking)
-    (void)::syscall(SYS_futex, &a->state, FUTEX_WAIT_PRIVATE, kMaking, nullptr, nullptr, 0);
+  const struct timespec slice { 0, kWaitSliceNs };
+  for (int i = 0; __atomic_load_n(&a->state, __ATOMIC_ACQUIRE) == kMaking; ++i) {
+    siginfo_t gone{};
+    const bool ended = ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &gone,
+                                WEXITED | WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
+                       gone.si_pid != 0;
+    if (ended || i == kWaitSlices) {
+      end();
+      return unshare_ns(CLONE_NEWNET);
+    }
+    (void)::syscall(SYS_futex, &a->state, FUTEX_WAIT_PRIVATE, kMaking, &slice, nullptr, 0);
+  }
   const int err = a->err;
   Result<void> r;
   if (err != 0) {

@@ -24,12 +24,13 @@ inline constexpr bool kRawSyscalls = false;
 
 // For code that runs beside its starter in the starter's memory (a
 // recorder, a namespace helper): nothing instrumented, no sanitizer's
-// checks, no fuzzer's coverage callbacks (the test build's), which call
+// checks, no fuzzer's coverage callbacks (the test build's), no
+// -finstrument-functions hooks (scripts/text-order's build), which call
 // into their runtimes.
 #if defined(__clang__)
-#define CTX_RAW_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined", "coverage")))
+#define CTX_RAW_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined", "coverage"), no_instrument_function))
 #else
-#define CTX_RAW_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
+#define CTX_RAW_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined"), no_instrument_function))
 #endif
 
 /// System call `n`: its result, or -errno. It touches no memory but what

@@ -55,7 +55,12 @@ Error hostname_error(Error e) {
 // entered before the first socket is made, and its number for the
 // supervisor when it wants them all.
 Result<void> enter_net(sys::NetNamespaceAhead& net, const SandboxIo& io, Reporter& rep) {
-  CTX_TRY_CTX(net.enter(), "network namespace");
+  if (auto r = net.enter(); !r) {
+    Error e = r.error().with_context("network namespace");
+    if (e.code == ENOSPC)
+      e.msg += " (the user's limit on network namespaces is reached: raise user.max_net_namespaces)";
+    return fail(e);
+  }
   if (!io.all_namespaces) return {};
   CTX_TRY_ASSIGN(unsigned long ino, sys::ns_inode(0, "net"));
   rep.send({Record::Kind::namespaces, rep.current(), 0, 0, encode_namespaces({{"net", ino}})}, {});
