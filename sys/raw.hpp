@@ -22,8 +22,8 @@ inline constexpr bool kRawSyscalls = true;
 inline constexpr bool kRawSyscalls = false;
 #endif
 
-// For code that runs beside its starter in the starter's memory (a
-// recorder, a namespace helper): nothing instrumented, no sanitizer's
+// For code that runs beside its starter in the starter's memory (the
+// recorder): nothing instrumented, no sanitizer's
 // checks, no fuzzer's coverage callbacks (the test build's), no
 // -finstrument-functions hooks (scripts/text-order's build), which call
 // into their runtimes.

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <utility>
 
 #include "base/path.hpp"
 #include "launcher/sandbox/sources.hpp"
@@ -341,7 +340,6 @@ struct MountRun {
   UniqueFd root;
   DirCache dirs;
   std::vector<UniqueFd> sockets;
-  std::function<Result<void>()> before_sockets;
 };
 
 // One step of the plan.
@@ -395,10 +393,6 @@ Result<void> apply_step(MountRun& run, const MountStep& m) {
       return {};
     }
     case StepKind::socket: {
-      if (run.before_sockets) {
-        auto once = std::exchange(run.before_sockets, {});
-        CTX_TRY(once());
-      }
       CTX_TRY_ASSIGN(UniqueFd sock, bind_socket(run.dirs, std::get<SocketStep>(m)));
       run.sockets.push_back(std::move(sock));
       return {};
@@ -434,8 +428,7 @@ bool mounts_at_target(const MountStep& m) {
 
 // The one function that makes the sandbox's mounts: the plan's steps, in
 // order. The sockets of /run/ctx go to the supervisor over the channel.
-Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse,
-                              std::function<Result<void>()> before_sockets) {
+Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse) {
   if (std::any_of(plan.mounts.begin(), plan.mounts.end(),
                   [](const MountStep& m) { return std::holds_alternative<ViewStep>(m); }))
     CTX_TRY_CTX(send_tool_tree(plan, rep), "the tools of " + plan.ctx_root);
@@ -446,14 +439,12 @@ Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fu
   if (plan.ids.privileged) {
     CTX_TRY_ASSIGN(host_mounts, sys::mount_table());
   }
-  MountRun run{plan,         rep, ViewMount(std::move(fuse), plan), host_mounts ? &*host_mounts : nullptr, {},
-               DirCache(-1), {},  std::move(before_sockets)};
+  MountRun run{plan, rep, ViewMount(std::move(fuse), plan), host_mounts ? &*host_mounts : nullptr, {}, DirCache(-1), {}};
   for (const MountStep& m : plan.mounts) {
     if (Step t = timing_step(m); t != rep.current()) rep.enter(t);
     CTX_TRY(apply_step(run, m));
     if (mounts_at_target(m)) run.dirs.mounted(mountspec::target_of(m));
   }
-  if (run.before_sockets) CTX_TRY(run.before_sockets());
   run.view.report(rep);
   // A model's sandbox has none (launcher/plan/model_plan.hpp); an agent's both.
   if (run.sockets.size() == 2) {

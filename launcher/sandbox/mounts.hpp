@@ -17,11 +17,8 @@ namespace ctx::launcher {
 /// sockets of /run/ctx, the agent view's /dev/fuse descriptor (`fuse`,
 /// opened before the owner's ids were taken; invalid for a static view
 /// or none) and the tools' tree. Each error names the step it belongs to
-/// (the mount table's line, the root, the view). `before_sockets`, when
-/// given, runs once before the first socket is made (sockets belong to
-/// the network namespace they are made in), or at the end when none is.
-Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse,
-                              std::function<Result<void>()> before_sockets = {});
+/// (the mount table's line, the root, the view).
+Result<UniqueFd> apply_mounts(const LaunchPlan& plan, Reporter& rep, UniqueFd fuse);
 
 /// Whether a bind brings what is mounted below its source.
 enum class Rbind {

@@ -8,8 +8,6 @@
 #include <algorithm>
 #include <csignal>
 #include <exception>
-#include <functional>
-#include <string_view>
 
 #include "launcher/sandbox/channel.hpp"
 #include "launcher/sandbox/endpoint_start.hpp"
@@ -51,25 +49,9 @@ Error hostname_error(Error e) {
   return e;
 }
 
-// The network namespace made beside the setup (SandboxIo::net_ahead),
-// entered before the first socket is made, and its number for the
-// supervisor when it wants them all.
-Result<void> enter_net(sys::NetNamespaceAhead& net, const SandboxIo& io, Reporter& rep) {
-  if (auto r = net.enter(); !r) {
-    Error e = r.error().with_context("network namespace");
-    if (e.code == ENOSPC)
-      e.msg += " (the user's limit on network namespaces is reached: raise user.max_net_namespaces)";
-    return fail(e);
-  }
-  if (!io.all_namespaces) return {};
-  CTX_TRY_ASSIGN(unsigned long ino, sys::ns_inode(0, "net"));
-  rep.send({Record::Kind::namespaces, rep.current(), 0, 0, encode_namespaces({{"net", ino}})}, {});
-  return {};
-}
-
 // Everything between clone and the fork of the runtime, in the order of
 // the spec's startup steps 4 to 8 plus the hardening of DESIGN.md.
-Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep, sys::NetNamespaceAhead& net) {
+Result<void> prepare(const LaunchPlan& plan, Reporter& rep) {
   const IdPlan& ids = plan.ids;
   rep.enter(Step::private_mounts);
   CTX_TRY_CTX(sys::make_mounts_private(), "making mounts private");
@@ -84,9 +66,7 @@ Result<void> prepare(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep,
   rep.enter(Step::owner_ids);
   if (ids.privileged)
     CTX_TRY_CTX(sys::set_fs_ids(ids.fs.uid, ids.fs.gid, ids.fs.groups), "taking the owner's file-system ids");
-  std::function<Result<void>()> before_sockets;
-  if (io.net_ahead) before_sockets = [&]() { return enter_net(net, io, rep); };
-  CTX_TRY_ASSIGN(UniqueFd root, apply_mounts(plan, rep, std::move(fuse), std::move(before_sockets)));
+  CTX_TRY_ASSIGN(UniqueFd root, apply_mounts(plan, rep, std::move(fuse)));
 
   rep.enter(Step::network);
   if (plan.net_ns) CTX_TRY_CTX(sys::loopback_up(), "network namespace");
@@ -339,8 +319,6 @@ void map_itself(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep) {
   std::vector<NamespaceReport> ns;
   for (const char* n : {"pid", "user", "mnt", "net", "uts", "ipc", "cgroup"}) {
     if (!io.all_namespaces && ns.size() == 1) break;
-    // Not made yet: reported once entered (enter_net).
-    if (io.net_ahead && std::string_view(n) == "net") continue;
     auto ino = sys::ns_inode(0, n);
     if (!ino) die(rep, ino.error().with_context("reading the sandbox's namespaces"));
     ns.push_back({n, *ino});
@@ -360,8 +338,6 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   // this line is caught below: EOF for the go byte, or the closed lifeline
   // map_itself finds.
   if (auto r = sys::set_parent_death_signal(SIGKILL); !r) die(rep, r.error());
-  // Begun first, so that it runs beside the id maps and the mounts.
-  sys::NetNamespaceAhead net = io.net_ahead ? sys::NetNamespaceAhead::start() : sys::NetNamespaceAhead();
   if (supervisor_maps_ids(plan.ids)) {
     char go = 0;
     if (auto got = sys::read_byte(io.lifeline, go); !got || !*got) _exit(kExitLaunchFailed);
@@ -378,7 +354,7 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   auto sigfd = sys::block_into_signalfd(watched);
   if (!sigfd) die(rep, sigfd.error());
 
-  if (auto r = prepare(plan, io, rep, net); !r) die(rep, r.error());
+  if (auto r = prepare(plan, rep); !r) die(rep, r.error());
   Terminal term;
   if (plan.terminal) {
     rep.enter(Step::terminal);

@@ -33,8 +33,6 @@ struct SandboxIo {
   /// Its user namespace was joined with its id maps written
   /// (SandboxStart::join): map_itself writes none.
   bool joined = false;
-  /// It makes its network namespace itself (SandboxStart::net_ahead).
-  bool net_ahead = false;
   std::string id_maps_context;  ///< what its failed id maps are said with
   bool userns_remedy = false;   ///< they name the remedies (with_userns_remedy)
 };

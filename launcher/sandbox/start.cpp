@@ -69,11 +69,6 @@ Error with_userns_remedy(const LaunchPlan& plan, Error e) {
 
 bool supervisor_maps_ids(const IdPlan& ids) { return ids.user_ns && !ids.user_ns_after_mounts && ids.map_via_helpers; }
 
-bool net_ns_ahead(const LaunchPlan& plan) {
-  return plan.net_ns && !plan.ids.privileged && (plan.clone_flags & CLONE_NEWUSER) != 0 &&
-         (plan.clone_flags & CLONE_NEWNET) != 0 && !supervisor_maps_ids(plan.ids);
-}
-
 namespace {
 
 // The clone's child: the descriptors it is given, then the sandbox's side.
@@ -88,7 +83,6 @@ namespace {
   io.endpoint_exe = how.endpoint_exe;
   io.all_namespaces = how.all_namespaces;
   io.joined = how.join.has_value();
-  io.net_ahead = how.net_ahead && !io.joined;
   io.id_maps_context = how.id_maps_context;
   io.userns_remedy = how.userns_remedy;
   run_sandbox(plan, io);
@@ -162,9 +156,7 @@ Result<StartedSandbox> start_sandbox(const LaunchPlan& plan, const SandboxStart&
   StartedSandbox s;
   s.clone_us = sys::now_us();
   const bool join = how.join.has_value();
-  std::uint64_t flags = join ? 0 : plan.clone_flags;
-  if (how.net_ahead && !join) flags &= ~static_cast<std::uint64_t>(CLONE_NEWNET);
-  auto child = sys::clone_child({flags, how.cgroup_fd});
+  auto child = sys::clone_child({join ? 0 : plan.clone_flags, how.cgroup_fd});
   if (!child) {
     Error e = how.clone_context.empty() ? child.error() : child.error().with_context(how.clone_context);
     return fail(how.userns_remedy && (plan.clone_flags & CLONE_NEWUSER) != 0 ? with_userns_remedy(plan, e) : e);

@@ -78,9 +78,6 @@ struct SandboxStart {
   /// child joins them, makes the plan's other namespaces and clones the
   /// sandbox's init as the supervisor's child (CLONE_PARENT), then exits.
   std::optional<JoinNamespaces> join;
-  /// The clone makes no network namespace: the sandbox makes its own
-  /// beside its setup (net_ns_ahead).
-  bool net_ahead = false;
   /// After the clone, only while a sandbox whose id maps the supervisor
   /// writes (supervisor_maps_ids) is held before them: what must be read
   /// of it before it takes its ids (its namespaces). A sandbox that maps
@@ -132,14 +129,6 @@ Error with_userns_remedy(const LaunchPlan& plan, Error e);
 /// setgroups denied) are the kind a process may write for its own user
 /// namespace, and a root launch makes its user namespace later, itself.
 bool supervisor_maps_ids(const IdPlan& ids);
-
-/// Whether an agent's sandbox makes its network namespace beside its
-/// setup (sys::NetNamespaceAhead) instead of at the clone, where it costs
-/// the supervisor's CPU before the sandbox starts: an unprivileged launch
-/// whose sandbox maps itself into a user namespace of the clone and has a
-/// network namespace. Others keep the clone's, whose namespaces the
-/// supervisor reads (held) or whose ids change later.
-bool net_ns_ahead(const LaunchPlan& plan);
 
 /// A running model.
 struct ModelRun {

@@ -345,7 +345,6 @@ std::optional<int> Supervisor::start_sandbox() {
   how.report_context = "the sandbox's report";
   how.userns_remedy = true;
   how.all_namespaces = opts_.json_status_fd >= 0;
-  how.net_ahead = net_ns_ahead(plan_);
   how.held = [this](const sys::Child& c) { return read_namespaces(c); };
   how.mapped = []() -> Result<void> {
     CTX_TRY(sys::fault_at("supervisor.clone"));
