@@ -196,6 +196,12 @@ Result<void> dup_to(int fd, int target) {
   return {};
 }
 
+void reap_all() {
+  int status = 0;
+  while (::waitpid(-1, &status, 0) >= 0 || errno == EINTR) {
+  }
+}
+
 Result<std::optional<std::pair<pid_t, int>>> reap_any() {
   int status = 0;
   pid_t r = ::waitpid(-1, &status, WNOHANG);
@@ -455,6 +461,14 @@ Result<bool> read_byte(int fd, char& out) {
     ssize_t n = ::read(fd, &out, 1);
     if (n == 1) return true;
     if (n == 0) return false;
+    if (errno != EINTR) return CTX_FAIL_ERRNO("read");
+  }
+}
+
+Result<std::size_t> read_message(int fd, char* buf, std::size_t size) {
+  while (true) {
+    ssize_t n = ::read(fd, buf, size);
+    if (n >= 0) return static_cast<std::size_t>(n);
     if (errno != EINTR) return CTX_FAIL_ERRNO("read");
   }
 }

@@ -96,6 +96,9 @@ Result<void> dup_to(int fd, int target);
 /// waitpid(-1, WNOHANG): (pid, status) of one exited child, nullopt if none.
 Result<std::optional<std::pair<pid_t, int>>> reap_any();
 
+/// Waits for and reaps every child until none is left (ECHILD).
+void reap_all();
+
 /// pidfd_send_signal(2).
 Result<void> signal_pidfd(int pidfd, int sig);
 
@@ -199,6 +202,10 @@ void close_fd(int fd);
 
 /// Reads exactly one byte; false on EOF.
 Result<bool> read_byte(int fd, char& out);
+
+/// One read(2) of up to `size` bytes (a whole message of a SOCK_SEQPACKET
+/// socket, whose rest a shorter read would drop); 0 on EOF.
+Result<std::size_t> read_message(int fd, char* buf, std::size_t size);
 
 /// Whether fd is an open file descriptor (fcntl F_GETFD).
 bool is_open_fd(int fd);

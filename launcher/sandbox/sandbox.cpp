@@ -258,6 +258,21 @@ struct PendingEndpoint {
   UniqueFd listen;
 };
 
+// The runtime ended, and with it the sandbox: every other process in it
+// is killed (kill(-1) from pid 1 reaches all of its pid namespace but
+// itself) and reaped first, so that the word on the lifeline ('x' and the
+// exit status) means nothing of the sandbox runs any more. The supervisor
+// writes its end records on that word, while this process's exit takes
+// its memory and the mount namespace down; it reaps this process before
+// it exits itself.
+[[noreturn]] void end_sandbox(int lifeline, int code) {
+  (void)sys::signal_pid(-1, SIGKILL);
+  sys::reap_all();
+  const char word[2] = {'x', static_cast<char>(code)};
+  (void)sys::write_all(lifeline, word, sizeof word);
+  _exit(code);
+}
+
 [[noreturn]] void be_init(pid_t runtime, int sigfd, int lifeline, bool terminal, PendingEndpoint endpoint) {
   while (true) {
     std::vector<struct pollfd> fds{{sigfd, POLLIN, 0}, {lifeline, POLLIN, 0}};
@@ -294,7 +309,7 @@ struct PendingEndpoint {
     while (true) {
       auto done = sys::reap_any();
       if (!done || !*done) break;
-      if ((*done)->first == runtime) _exit(exit_code_of((*done)->second));
+      if ((*done)->first == runtime) end_sandbox(lifeline, exit_code_of((*done)->second));
     }
   }
 }

@@ -130,6 +130,7 @@ class Supervisor : private ControlHost {
   void child_spawned(int pidfd) override;
   void supervise_loop();
   void read_lifeline();
+  void reap_sandbox();
   void view_ended();
   void read_notify();
   void on_signal(int sig);
@@ -163,6 +164,8 @@ class Supervisor : private ControlHost {
   std::optional<sys::Child> child_;
   UniqueFd lifeline_;
   bool lifeline_ended_ = false;  ///< the sandbox's end closed it: no longer polled
+  bool sandbox_ended_ = false;   ///< its init's word: the runtime ended, nothing of it runs
+  bool sandbox_reaped_ = false;
   unsigned long sandbox_pidns_ = 0;  ///< only its processes may use the sockets
   json namespaces_ = json::object();
   SetupReport setup_;
@@ -634,9 +637,9 @@ void Supervisor::supervise_loop() {
     if (fds[0].revents & POLLIN)
       if (auto sig = sys::read_signalfd(sigfd_.get())) on_signal(*sig);
     children_->handle(fds);
+    if (sandbox_ended_) return;
     if (fds[1].revents & POLLIN) {
-      auto st = sys::wait_pid(child_->pid);
-      exit_code_ = st ? exit_code_of(*st) : kExitLaunchFailed;
+      reap_sandbox();
       return;
     }
   }
@@ -666,13 +669,24 @@ void Supervisor::view_ended() {
 // continued (fg), raw mode again and the runtime goes on. Nothing typed
 // meanwhile reaches the sandbox: nobody reads the terminal.
 void Supervisor::read_lifeline() {
-  char c = 0;
-  auto got = sys::read_byte(lifeline_.get(), c);
+  char word[2] = {};
+  auto got = sys::read_message(lifeline_.get(), word, sizeof word);
   // The init's exit closes its end before its pidfd says so; polled
   // further, the end of file would spin this loop until then, on a busy
   // machine for milliseconds of a CPU the exit itself needs.
   if (!got || !*got) lifeline_ended_ = true;
-  if (!got || !*got || c != 'S' || !relay_) return;
+  if (!got || !*got) return;
+  // The init's last word (end_sandbox in launcher/sandbox/sandbox.cpp):
+  // the runtime's exit status, everything of the sandbox killed and
+  // reaped but the init, whose exit the end records need not wait for.
+  if (word[0] == 'x' && *got == 2) {
+    exit_code_ = static_cast<unsigned char>(word[1]);
+    sandbox_ended_ = true;
+    lifeline_ended_ = true;
+    return;
+  }
+  const char c = word[0];
+  if (c != 'S' || !relay_) return;
   relay_->hand_back(PtyRelay::Why::stopped);
   sys::stop_self();
   relay_->resume();
@@ -684,6 +698,15 @@ void Supervisor::read_lifeline() {
 // records it; once the grace period is over, one cgroup.kill of our
 // subtree ends whatever runtime is left below us at once. Then the
 // records of the end.
+// The sandbox's init, reaped once: its exit status is the runtime's unless
+// its last word gave that already.
+void Supervisor::reap_sandbox() {
+  if (sandbox_reaped_) return;
+  sandbox_reaped_ = true;
+  auto st = sys::wait_pid(child_->pid);
+  if (!sandbox_ended_) exit_code_ = st ? exit_code_of(*st) : kExitLaunchFailed;
+}
+
 int Supervisor::teardown() {
   (void)sys::fault_at("teardown.begin");
   if (relay_) {
@@ -701,6 +724,8 @@ int Supervisor::teardown() {
     if (placement_) (void)placement_->kill_subtree();
     children_->wait_all(kChildRecordsMs, true);
   }
+  // A cgroup is removed once empty: after the init's exit.
+  if (placement_) reap_sandbox();
   if (placement_)
     if (auto r = placement_->remove(); !r)
       files_->log({"agent.error", "", EventStatus::error, {{"error", r.error().msg}}});
@@ -729,6 +754,9 @@ int Supervisor::teardown() {
     std::string s = json{{"event", "exited"}, {"agent", plan_.name}, {"exit_status", exit_code_}}.dump() + "\n";
     (void)sys::write_all(opts_.json_status_fd, s.data(), s.size());
   }
+  // Written beside the init's exit when its word came first; the
+  // launcher never ends before its sandbox's init.
+  reap_sandbox();
   return exit_code_;
 }
 

@@ -218,6 +218,25 @@ TEST_CASE("nothing keeps running after a failed launch or a killed supervisor", 
   probe(run_probe(t, m, "coder", {"ids"}));
 }
 
+// The sandbox's init kills and reaps what the runtime left before it tells
+// the supervisor the runtime ended (end_sandbox), and the supervisor marks
+// the agent dead only on that word or after the init's exit: whoever sees
+// `dead` sees nothing of the sandbox running. The token is built by the
+// shell, so that only the left process's command line holds it, not the
+// launcher's.
+TEST_CASE("what the runtime left running is gone once the agent is dead", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  const std::string tail = std::to_string(::getpid());
+  const std::string token = "sleep:29." + tail;
+  auto sp = t.spawn({"coder", "--", "/bin/sh", "-c", "s=29; /probe sleep:$s." + tail + " & sleep 0.2; exit 3"}, m.as);
+  REQUIRE(ctx::test::wait_for_file(t.root() + "/agent/coder.d/status", "dead\n", 20000));
+  CHECK(processes_mentioning(token).empty());
+  CHECK(ctx::test::wait_command(sp, 30).exit_code == 3);
+  CHECK(processes_mentioning(token).empty());
+}
+
 TEST_CASE("a long log does not stop the next launch (status, pid and log are not read)", "[root][userns]") {
   Mode m = mode();
   CtxTree t(m.owner);
