@@ -404,11 +404,25 @@ Result<void> swap_in(int dirfd, const std::string& tmp, const std::string& name)
 
 }  // namespace
 
+namespace {
+
+// A temporary file's name: 64 random bits (random_u64, seeded from
+// getrandom), which no other writer's name shares but by chance; O_EXCL
+// refuses that chance.
+std::string temp_suffix() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::uint64_t r = random_u64();
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, r >>= 4) s[static_cast<std::size_t>(i)] = kHex[r & 15];
+  return s;
+}
+
+}  // namespace
+
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode, bool durable,
                             const MakeAs& as) {
   CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
-  std::string tmp =
-      "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(random_u64() % 1000000007ULL);
+  std::string tmp = "." + name + ".tmp." + temp_suffix();
   int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (raw < 0) return CTX_FAIL_ERRNO("openat " + tmp);
   UniqueFd fd(raw);
@@ -446,8 +460,7 @@ Result<void> copy_file_new(const std::string& from, int dirfd, const std::string
   UniqueFd in(in_raw);
   CTX_TRY_ASSIGN(FileStat st, stat_fd(in.get()));
   if (!S_ISREG(st.mode)) return fail(Error{EINVAL, from + ": EINVAL: not a regular file"});
-  std::string tmp =
-      "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(random_u64() % 1000000007ULL);
+  std::string tmp = "." + name + ".tmp." + temp_suffix();
   int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (raw < 0) return CTX_FAIL_ERRNO("openat " + tmp);
   UniqueFd out(raw);

@@ -196,6 +196,38 @@ Result<void> dup_to(int fd, int target) {
   return {};
 }
 
+namespace {
+// The caller's nice value as set_time_slice read it: sched_setattr sets
+// nice too, and a process may not lower its own without privilege. Read
+// once; a reset in a child (the runtime's process) reuses it.
+int slice_nice = 0;
+bool slice_set = false;
+}  // namespace
+
+void set_time_slice(std::uint64_t ns) {
+  // struct sched_attr (linux/sched/types.h), its first version's fields.
+  struct {
+    std::uint32_t size;
+    std::uint32_t policy;
+    std::uint64_t flags;
+    std::int32_t nice;
+    std::uint32_t priority;
+    std::uint64_t runtime, deadline, period;
+  } attr{};
+  attr.size = sizeof attr;
+  attr.policy = SCHED_OTHER;
+  if (!slice_set) {
+    if (ns == 0) return;  // never shortened: the default already
+    errno = 0;
+    slice_nice = ::getpriority(PRIO_PROCESS, 0);
+    if (errno != 0) return;
+    slice_set = true;
+  }
+  attr.nice = slice_nice;
+  attr.runtime = ns;
+  (void)::syscall(SYS_sched_setattr, 0, &attr, 0);
+}
+
 void reap_all() {
   int status = 0;
   while (::waitpid(-1, &status, 0) >= 0 || errno == EINTR) {

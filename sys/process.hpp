@@ -96,6 +96,14 @@ Result<void> dup_to(int fd, int target);
 /// waitpid(-1, WNOHANG): (pid, status) of one exited child, nullopt if none.
 Result<std::optional<std::pair<pid_t, int>>> reap_any();
 
+/// Asks the scheduler for time slices of `ns` for the caller and the
+/// children it starts after (sched_setattr's sched_runtime for a
+/// SCHED_OTHER task, Linux 6.12; clamped by the kernel to 0.1-100 ms): a
+/// task that runs briefly and then waits is picked sooner when it starts
+/// or wakes on a busy CPU, for no more CPU time in all. 0 gives back the
+/// default slice. Where the kernel does not know it, nothing changes.
+void set_time_slice(std::uint64_t ns);
+
 /// Waits for and reaps every child until none is left (ECHILD).
 void reap_all();
 

@@ -137,6 +137,9 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
     // init's (this process shares its memory until the exec).
   }
   sys::reset_signals();
+  // The default time slice again: the launcher's short one is for its own
+  // processes, not the agent's.
+  sys::set_time_slice(0);
   std::vector<int> keep;
   if (io.listen_fd >= 0) keep.push_back(io.listen_fd);
   keep.push_back(io.channel);  // lifted last; CLOEXEC again below

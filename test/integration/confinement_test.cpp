@@ -5,10 +5,12 @@
 
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -135,6 +137,28 @@ TEST_CASE("the sandbox's sockets are in its network namespace and nothing made i
     CHECK(pids.size() == 2);
     CHECK(pids.front() == 1);
   }
+}
+
+// The launcher's processes ask for short time slices (they wait less for
+// a CPU on a busy machine); the agent's runtime has the default one back,
+// the one a process that asked for none has (this test's).
+TEST_CASE("the runtime runs with the default time slice, not the launcher's", "[root][userns]") {
+  struct {
+    std::uint32_t size, policy;
+    std::uint64_t flags;
+    std::int32_t nice;
+    std::uint32_t priority;
+    std::uint64_t runtime, deadline, period;
+  } attr{};
+  REQUIRE(::syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) == 0);
+  INFO("sched_getattr reports a fair task's time slice since Linux 6.12");
+  REQUIRE(attr.runtime != 0);
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  json j = probe(run_probe(t, m, "coder", {"slice"}));
+  CHECK(j["slice"].get<std::uint64_t>() == attr.runtime);
+  CHECK(j["slice"].get<std::uint64_t>() != 100'000);
 }
 
 // The seccomp deny-list (docs/seccomp.md), checked call by call from
