@@ -693,11 +693,6 @@ void Supervisor::read_lifeline() {
   (void)sys::write_all(lifeline_.get(), "c", 1);
 }
 
-// Our runtime is gone: so is the parent of our children (seed 003, "Parent
-// Death"). Each child cancels itself (SIGTERM, grace, cgroup.kill) and
-// records it; once the grace period is over, one cgroup.kill of our
-// subtree ends whatever runtime is left below us at once. Then the
-// records of the end.
 // The sandbox's init, reaped once: its exit status is the runtime's unless
 // its last word gave that already.
 void Supervisor::reap_sandbox() {
@@ -707,6 +702,11 @@ void Supervisor::reap_sandbox() {
   if (!sandbox_ended_) exit_code_ = st ? exit_code_of(*st) : kExitLaunchFailed;
 }
 
+// Our runtime is gone: so is the parent of our children (seed 003, "Parent
+// Death"). Each child cancels itself (SIGTERM, grace, cgroup.kill) and
+// records it; once the grace period is over, one cgroup.kill of our
+// subtree ends whatever runtime is left below us at once. Then the
+// records of the end.
 int Supervisor::teardown() {
   (void)sys::fault_at("teardown.begin");
   if (relay_) {
@@ -725,10 +725,11 @@ int Supervisor::teardown() {
     children_->wait_all(kChildRecordsMs, true);
   }
   // A cgroup is removed once empty: after the init's exit.
-  if (placement_) reap_sandbox();
-  if (placement_)
+  if (placement_) {
+    reap_sandbox();
     if (auto r = placement_->remove(); !r)
       files_->log({"agent.error", "", EventStatus::error, {{"error", r.error().msg}}});
+  }
   (void)sys::fault_at("teardown.cgroup");
   files_->status(AgentState::dead);
   (void)sys::fault_at("teardown.records");
