@@ -407,8 +407,9 @@ Result<void> swap_in(int dirfd, const std::string& tmp, const std::string& name)
 namespace {
 
 // A temporary file's name: 64 random bits (random_u64, seeded from
-// getrandom), which no other writer's name shares but by chance; O_EXCL
-// refuses that chance.
+// getrandom). A name that is taken (by chance, by a child forked without
+// exec, whose generator goes on from its parent's, or planted by someone
+// who guessed it) is refused by O_EXCL, and the next one is tried.
 std::string temp_suffix() {
   static constexpr char kHex[] = "0123456789abcdef";
   std::uint64_t r = random_u64();
@@ -417,15 +418,25 @@ std::string temp_suffix() {
   return s;
 }
 
+// Creates ".NAME.tmp.SUFFIX" in dirfd (O_EXCL): its descriptor and name.
+Result<std::pair<UniqueFd, std::string>> create_temp(int dirfd, const std::string& name, mode_t mode) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    std::string tmp = "." + name + ".tmp." + temp_suffix();
+    int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (raw >= 0) return std::make_pair(UniqueFd(raw), std::move(tmp));
+    if (errno != EEXIST) return CTX_FAIL_ERRNO("openat " + tmp);
+  }
+  return fail(Error{EEXIST, "openat ." + name + ".tmp.*: EEXIST: no free temporary name after 16 attempts"});
+}
+
 }  // namespace
 
 Result<void> atomic_replace(int dirfd, const std::string& name, std::string_view data, mode_t mode, bool durable,
                             const MakeAs& as) {
   CTX_TRY_ASSIGN(FsIdScope scope, FsIdScope::enter(as));
-  std::string tmp = "." + name + ".tmp." + temp_suffix();
-  int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (raw < 0) return CTX_FAIL_ERRNO("openat " + tmp);
-  UniqueFd fd(raw);
+  CTX_TRY_ASSIGN(auto made, create_temp(dirfd, name, mode));
+  UniqueFd fd = std::move(made.first);
+  const std::string tmp = std::move(made.second);
   auto cleanup = [&] { ::unlinkat(dirfd, tmp.c_str(), 0); };
   if (auto r = write_all(fd.get(), data, "write"); !r) {
     cleanup();
@@ -460,10 +471,9 @@ Result<void> copy_file_new(const std::string& from, int dirfd, const std::string
   UniqueFd in(in_raw);
   CTX_TRY_ASSIGN(FileStat st, stat_fd(in.get()));
   if (!S_ISREG(st.mode)) return fail(Error{EINVAL, from + ": EINVAL: not a regular file"});
-  std::string tmp = "." + name + ".tmp." + temp_suffix();
-  int raw = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (raw < 0) return CTX_FAIL_ERRNO("openat " + tmp);
-  UniqueFd out(raw);
+  CTX_TRY_ASSIGN(auto made, create_temp(dirfd, name, mode));
+  UniqueFd out = std::move(made.first);
+  const std::string tmp = std::move(made.second);
   auto failed = [&](const std::string& what) {
     int err = errno;
     ::unlinkat(dirfd, tmp.c_str(), 0);

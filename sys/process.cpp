@@ -197,40 +197,66 @@ Result<void> dup_to(int fd, int target) {
 }
 
 namespace {
-// The caller's nice value as set_time_slice read it: sched_setattr sets
-// nice too, and a process may not lower its own without privilege. Read
-// once; a reset in a child (the runtime's process) reuses it.
-int slice_nice = 0;
+
+// struct sched_attr (linux/sched/types.h), its first version's fields.
+struct SchedAttr {
+  std::uint32_t size = sizeof(SchedAttr);
+  std::uint32_t policy = 0;
+  std::uint64_t flags = 0;
+  std::int32_t nice = 0;
+  std::uint32_t priority = 0;
+  std::uint64_t runtime = 0, deadline = 0, period = 0;
+};
+
+// The caller's policy and nice value as set_time_slice first read them
+// (sched_setattr sets both, and a process may not lower its nice value
+// without privilege); a reset in a child (the runtime's process) reuses
+// them, and reads them again only when that is refused (reniced since).
+SchedAttr slice_attr;
 bool slice_set = false;
+
+bool set_slice(SchedAttr attr, std::uint64_t ns) {
+  attr.size = sizeof attr;
+  attr.flags = 0;
+  attr.runtime = ns;
+  return ::syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
+}
+
 }  // namespace
 
 void set_time_slice(std::uint64_t ns) {
-  // struct sched_attr (linux/sched/types.h), its first version's fields.
-  struct {
-    std::uint32_t size;
-    std::uint32_t policy;
-    std::uint64_t flags;
-    std::int32_t nice;
-    std::uint32_t priority;
-    std::uint64_t runtime, deadline, period;
-  } attr{};
-  attr.size = sizeof attr;
-  attr.policy = SCHED_OTHER;
   if (!slice_set) {
     if (ns == 0) return;  // never shortened: the default already
-    errno = 0;
-    slice_nice = ::getpriority(PRIO_PROCESS, 0);
-    if (errno != 0) return;
+    SchedAttr now;
+    if (::syscall(SYS_sched_getattr, 0, &now, sizeof now, 0) != 0) return;
+    // Only a fair policy has a slice; SCHED_BATCH stays SCHED_BATCH, and
+    // an idle or real-time caller is left as it is.
+    if (now.policy != SCHED_OTHER && now.policy != SCHED_BATCH) return;
+    slice_attr = now;
     slice_set = true;
   }
-  attr.nice = slice_nice;
-  attr.runtime = ns;
-  (void)::syscall(SYS_sched_setattr, 0, &attr, 0);
+  if (set_slice(slice_attr, ns) || errno != EPERM) return;
+  SchedAttr now;
+  if (::syscall(SYS_sched_getattr, 0, &now, sizeof now, 0) == 0) (void)set_slice(now, ns);
 }
 
-void reap_all() {
-  int status = 0;
-  while (::waitpid(-1, &status, 0) >= 0 || errno == EINTR) {
+bool reap_all(int sigfd, int timeout_ms) {
+  const std::uint64_t end = now_us() + static_cast<std::uint64_t>(timeout_ms) * 1000;
+  while (true) {
+    int status = 0;
+    pid_t r = ::waitpid(-1, &status, WNOHANG);
+    if (r > 0) continue;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno == ECHILD;
+    const std::uint64_t now = now_us();
+    if (now >= end) return false;
+    struct pollfd p {
+      sigfd, POLLIN, 0
+    };
+    if (::poll(&p, 1, static_cast<int>((end - now + 999) / 1000)) > 0) {
+      signalfd_siginfo info;
+      (void)!::read(sigfd, &info, sizeof info);
+    }
   }
 }
 

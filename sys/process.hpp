@@ -98,14 +98,18 @@ Result<std::optional<std::pair<pid_t, int>>> reap_any();
 
 /// Asks the scheduler for time slices of `ns` for the caller and the
 /// children it starts after (sched_setattr's sched_runtime for a
-/// SCHED_OTHER task, Linux 6.12; clamped by the kernel to 0.1-100 ms): a
-/// task that runs briefly and then waits is picked sooner when it starts
-/// or wakes on a busy CPU, for no more CPU time in all. 0 gives back the
-/// default slice. Where the kernel does not know it, nothing changes.
+/// SCHED_OTHER or SCHED_BATCH task, Linux 6.12; clamped by the kernel to
+/// 0.1-100 ms), keeping its policy and nice value: a task that runs
+/// briefly and then waits is picked sooner when it starts or wakes on a
+/// busy CPU, for no more CPU time in all. An idle or real-time task is
+/// left as it is. 0 gives back the default slice. Where the kernel does
+/// not know it, nothing changes.
 void set_time_slice(std::uint64_t ns);
 
-/// Waits for and reaps every child until none is left (ECHILD).
-void reap_all();
+/// Reaps every child until none is left (ECHILD), waiting for the next
+/// exit on `sigfd` (a signalfd with SIGCHLD) at most `timeout_ms` in all:
+/// false when some are left then.
+bool reap_all(int sigfd, int timeout_ms);
 
 /// pidfd_send_signal(2).
 Result<void> signal_pidfd(int pidfd, int sig);

@@ -267,12 +267,19 @@ struct PendingEndpoint {
 // exit status) means nothing of the sandbox runs any more. The supervisor
 // writes its end records on that word, while this process's exit takes
 // its memory and the mount namespace down; it reaps this process before
-// it exits itself.
-[[noreturn]] void end_sandbox(int lifeline, int code) {
+// it exits itself. A process this one may not kill (an LSM label that
+// refuses its signal) or that takes long to die gets no word: the init
+// exits, the kernel's own end of the pid namespace (which no permission
+// check stops) kills it, and the supervisor waits for that exit as it did
+// before the word.
+constexpr int kEndReapMs = 200;
+
+[[noreturn]] void end_sandbox(int sigfd, int lifeline, int code) {
   (void)sys::signal_pid(-1, SIGKILL);
-  sys::reap_all();
-  const char word[2] = {'x', static_cast<char>(code)};
-  (void)sys::write_all(lifeline, word, sizeof word);
+  if (sys::reap_all(sigfd, kEndReapMs)) {
+    const char word[2] = {'x', static_cast<char>(code)};
+    (void)sys::write_all(lifeline, word, sizeof word);
+  }
   _exit(code);
 }
 
@@ -312,7 +319,7 @@ struct PendingEndpoint {
     while (true) {
       auto done = sys::reap_any();
       if (!done || !*done) break;
-      if ((*done)->first == runtime) end_sandbox(lifeline, exit_code_of((*done)->second));
+      if ((*done)->first == runtime) end_sandbox(sigfd, lifeline, exit_code_of((*done)->second));
     }
   }
 }

@@ -724,6 +724,10 @@ int Supervisor::teardown() {
     if (placement_) (void)placement_->kill_subtree();
     children_->wait_all(kChildRecordsMs, true);
   }
+  // The loop ended without the sandbox's end (its poll failed): the
+  // sandbox is ended now, not waited for while this process holds it
+  // alive (its lifeline).
+  if (!sandbox_ended_ && !sandbox_reaped_) (void)sys::signal_pidfd(child_->pidfd.get(), SIGKILL);
   // A cgroup is removed once empty: after the init's exit.
   if (placement_) {
     reap_sandbox();

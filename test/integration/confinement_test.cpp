@@ -3,6 +3,7 @@
 // bounds that hold without cgroup controllers.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -151,6 +152,24 @@ TEST_CASE("the runtime runs with the default time slice, not the launcher's", "[
   t.agent("coder");
   json j = probe(run_probe(t, m, "coder", {"slice"}));
   CHECK(j["slice"] == own["slice"]);
+  CHECK(j["slice"].get<std::uint64_t>() != 100'000);
+}
+
+// The time slice is asked for without the policy's change: a launcher
+// started under SCHED_BATCH (a unit's CPUSchedulingPolicy=batch, say)
+// stays there, and so does the agent it starts.
+TEST_CASE("a launcher started under SCHED_BATCH keeps it, and so does its runtime", "[root][userns]") {
+  Mode m = mode();
+  CtxTree t(m.owner);
+  t.agent("coder");
+  auto sp = ctx::test::spawn_command(
+      {ctx::test::built("launcher/ctx-agent-run"), "--ctx-root", t.root(), "coder", "--", "/probe", "policy", "slice"},
+      m.as, {}, [] {
+        struct sched_param none {};
+        return ::sched_setscheduler(0, SCHED_BATCH, &none) == 0;
+      });
+  json j = probe(ctx::test::wait_command(sp));
+  CHECK(j["policy"] == SCHED_BATCH);
   CHECK(j["slice"].get<std::uint64_t>() != 100'000);
 }
 

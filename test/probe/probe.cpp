@@ -128,6 +128,7 @@ unsigned long long time_slice() {
 // Checks that look: ids, capabilities, fds, session, environment, mounts.
 std::optional<json> look(const std::string& what, const std::string& arg) {
   if (what == "slice") return time_slice();
+  if (what == "policy") return sched_getscheduler(0);
   if (what == "ids") {
     uid_t r, e, s;
     gid_t gr, ge, gs;
