@@ -1,6 +1,7 @@
 #include "sys/fault.hpp"
 
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -78,7 +79,16 @@ Result<void> fault_at(std::string_view point) {
     ::kill(::getpid(), SIGKILL);
     ::pause();
   }
-  if (action == "fail") return fail(Error{EIO, "EIO: injected fault at " + std::string(point)});
+  // "late": the same failure 300 ms later, as a step of a process that a
+  // busy machine left without a CPU that long would fail.
+  if (action == "late") {
+    struct timespec late {
+      0, 300'000'000
+    };
+    while (::nanosleep(&late, &late) != 0 && errno == EINTR) {
+    }
+  }
+  if (action == "fail" || action == "late") return fail(Error{EIO, "EIO: injected fault at " + std::string(point)});
   return {};
 }
 #endif

@@ -1,7 +1,8 @@
 // Fault injection for tests: a build with -Dfault_injection=true (never a
 // normal build) makes one named point of a launch, of a child's
 // create/start/stop or of the cancellation sequence fail or SIGKILL its
-// process, as $CTX_FAULT says ("<point>:fail" or "<point>:kill").
+// process, as $CTX_FAULT says ("<point>:fail" or "<point>:kill"; "<point>:late"
+// fails 300 ms late, as on a busy machine).
 // test/integration/fault_test.cpp walks every point of fault_points().
 // In a normal build fault_at() is an inline no-op.
 #pragma once
@@ -32,7 +33,8 @@ const std::vector<FaultPoint>& fault_points();
 #ifdef CTX_FAULT_INJECTION
 inline constexpr bool kFaultInjection = true;
 /// At `point`: SIGKILLs this process when $CTX_FAULT is "<point>:kill";
-/// returns EIO "injected fault at <point>" when it is "<point>:fail".
+/// returns EIO "injected fault at <point>" when it is "<point>:fail", and
+/// 300 ms later when it is "<point>:late".
 Result<void> fault_at(std::string_view point);
 #else
 inline constexpr bool kFaultInjection = false;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <exception>
 
@@ -398,6 +399,14 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   if (!pending.listen.valid()) pending.exe.reset();
   // Only for a model grant: a proxy's URL is in the plan's variables.
   const std::string model_url = plan.endpoint && !plan.endpoint->token.empty() ? endpoint.url : "";
+  // Nothing of the agent's runs before the supervisor has its start
+  // records (a launch refused for them kills this process here); EOF:
+  // the supervisor is gone.
+  char records = 0;
+  if (auto got = sys::read_byte(io.lifeline, records); !got || !*got) _exit(kExitLaunchFailed);
+  if (records != kRecordsWritten)
+    die(rep, Error{EPROTO, "EPROTO: the supervisor's lifeline sent " + std::to_string(records) +
+                               " where its start records' byte belongs"});
   if (auto f = sys::fault_at("sandbox.fork"); !f) die(rep, f.error());
   // The runtime's process shares this one's memory until its exec (this
   // process waits meanwhile): nothing of the launcher's memory is copied

@@ -16,8 +16,10 @@ namespace ctx::launcher {
 /// The descriptors the child needs from the supervisor.
 struct SandboxIo {
   /// The lifeline, a socketpair: one byte once the supervisor wrote the
-  /// id maps (supervisor_maps_ids; else nothing), EOF when it dies; in an interactive launch the init
-  /// writes 'S' when the runtime stopped and takes 'c' to continue it.
+  /// id maps (supervisor_maps_ids; else nothing), kRecordsWritten once its
+  /// start records are written (the runtime waits for it), EOF when it
+  /// dies; in an interactive launch the init writes 'S' when the runtime
+  /// stopped and takes 'c' to continue it.
   int lifeline = -1;
   /// The sandbox's end of the SOCK_SEQPACKET channel (channel.hpp):
   /// step timings, the sockets of /run/ctx, the pty master, or the error
@@ -36,6 +38,10 @@ struct SandboxIo {
   std::string id_maps_context;  ///< what its failed id maps are said with
   bool userns_remedy = false;   ///< they name the remedies (with_userns_remedy)
 };
+
+/// The supervisor's byte on the lifeline once the launch's start records
+/// (status, pid) are written: the runtime's process is started after it.
+inline constexpr char kRecordsWritten = 'r';
 
 /// Exit codes of the sandbox's init that are not the runtime's own.
 inline constexpr int kExitLaunchFailed = 125;

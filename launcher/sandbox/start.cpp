@@ -199,7 +199,8 @@ Result<StartedSandbox> start_sandbox(const LaunchPlan& plan, const SandboxStart&
     return fail(e);
   };
   // Only a sandbox whose maps the supervisor writes waits for them (and
-  // for its go byte); any other goes on alone from its clone.
+  // for its go byte); any other goes on alone from its clone, up to its
+  // runtime, which waits for kRecordsWritten below.
   const bool hold = supervisor_maps_ids(plan.ids);
   if (hold && how.held)
     if (auto r = how.held(s.child); !r) return abort(r.error());
@@ -213,6 +214,12 @@ Result<StartedSandbox> start_sandbox(const LaunchPlan& plan, const SandboxStart&
   s.lifeline = std::move(sync.second);
   if (how.released)
     if (auto r = how.released(); !r) return abort(r.error());
+  // The runtime starts only now: a launch refused for its start records
+  // (a full disk) has run nothing of the agent's, however late the
+  // refusal came. The sandbox's setup ran beside the records; the init
+  // reads this byte once its setup is done, so it waits only for records
+  // that took longer than its setup.
+  if (auto r = sys::write_all(s.lifeline.get(), &kRecordsWritten, 1); !r) return abort(r.error());
   read_setup(chan.first.get(), how, s);
   return s;
 }

@@ -213,6 +213,47 @@ TEST_CASE("a fault at every step of a launch: documented exit, dead with the err
   }
 }
 
+// The start records (status start, pid) come before the runtime: a launch
+// refused for them has run nothing of the agent's, also when the refusal
+// comes long after the sandbox's setup ended, as on a busy machine
+// ("late"; docs/launcher.md, "Full disks"). The runtime would leave a file
+// in /out. Agent a's sandbox maps itself and goes on alone from its clone;
+// b's (iso uid) waits for the maps its supervisor writes.
+TEST_CASE("a launch refused at its start records, however late, never ran its runtime", "[fault]") {
+  for (const LaunchMode& m : modes()) {
+    DYNAMIC_SECTION((m.privileged ? "root launches" : "the test user launches")) {
+      CtxTree t(m.owner);
+      ctx::test::TempDir tmp;  // outside the CTX tree, which a launch shows only through the view
+      tmp.mkdir("out");
+      const std::string out = tmp / "out";
+      std::filesystem::permissions(tmp.path(), std::filesystem::perms(0755));
+      std::filesystem::permissions(out, std::filesystem::perms(0777));
+      const std::string mounts = t.base_mounts() + out + "\t/out\trw\tbind,nosuid,nodev\n";
+      t.agent("a", {{"mount", mounts}});
+      // 2000001 lies in the range scripts/setup delegates to the test user.
+      t.agent("b", {{"mount", mounts}, {"iso", "uid\n"}, {"uid", "2000001\n"}, {"gid", "2000002\n"}});
+      for (const std::string agent : {"a", "b"}) {
+        for (const std::string action : {"fail", "late"}) {
+          INFO(agent << ", supervisor.records:" << action);
+          const std::string mark = "/out/" + agent + "-" + action;
+          RunResult r = launch(t, m, {agent, "--", "/probe", "write:" + mark}, "supervisor.records:" + action);
+          INFO("exit " << r.exit_code << ", stderr: " << r.err);
+          CHECK(r.exit_code == 125);
+          CHECK(r.err.find("injected fault at supervisor.records") != std::string::npos);
+          CHECK_FALSE(std::filesystem::exists(tmp.path() + mark));
+          CHECK(leftovers(t, {agent}).empty());
+          CHECK(file(t, "agent/" + agent + ".d/status") == "dead\n");
+        }
+        // Not refused, the same runtime leaves its file.
+        RunResult ok = launch(t, m, {agent, "--", "/probe", "write:/out/" + agent}, "");
+        INFO(ok.err);
+        CHECK(ok.exit_code == 0);
+        CHECK(std::filesystem::exists(out + "/" + agent));
+      }
+    }
+  }
+}
+
 TEST_CASE("a fault at the terminal step of an interactive launch leaves nothing behind", "[fault]") {
   for (const LaunchMode& m : modes()) {
     DYNAMIC_SECTION((m.privileged ? "root launches" : "the test user launches")) {
