@@ -456,7 +456,8 @@ Result<DirListing> read_control_files(std::string_view ctx_root, std::string_vie
   auto dst = sys::stat_fd(dir->get());
   if (!dst) return report(dst.error().with_context(dname));
   out.dir_stat = *dst;
-  auto names = sys::list_dir(dir->get());
+  // Just opened: its own position is read, no second descriptor.
+  auto names = sys::list_open_dir(dir->get());
   if (!names) return report(names.error().with_context(dname));
   const auto& known = known_control_files();
   for (const auto& n : *names) {

@@ -39,8 +39,8 @@ std::string agent_cgroup_name(const std::string& agent, const std::string& ctx_r
 namespace {
 
 Result<std::string> read_proc(const std::string& name) {
-  CTX_TRY_ASSIGN(UniqueFd dir, sys::open(sys::at_cwd, "/proc/self", sys::Open::directory));
-  CTX_TRY_ASSIGN(auto f, sys::read_small_file(dir.get(), name, 16u << 20));
+  // One open of the whole path ("self" is a plain link of procfs).
+  CTX_TRY_ASSIGN(auto f, sys::read_small_file(sys::at_cwd, "/proc/self/" + name, 16u << 20));
   if (!f) return fail(ENOENT, "/proc/self/" + name + ": ENOENT");
   return std::move(f->data);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -185,17 +186,26 @@ ctx::Result<void> check_sessions(const ctx::agentdir::AgentSpec& spec, const Arg
                                 ctx::sys::Open::directory | ctx::sys::Open::no_follow);
     CTX_TRY(ctx::launcher::check_session_space(spec, a.session_space, space || space.error().code != ENOENT));
   }
-  const bool session_exists = static_cast<bool>(ctx::sys::open(
-      ctx::sys::at_cwd,
-      spec.ctx_root + "/" + ctx::launcher::session_dir_rel(spec.owner, spec.name, a.session_space) + "/" + a.session,
-      ctx::sys::Open::directory | ctx::sys::Open::no_follow));
-  CTX_TRY(ctx::launcher::check_session_policy(spec, a.session, session_exists));
+  // The home's sessions: directories only (a .keep file or a planted
+  // link is no session).
+  std::vector<std::string> home;
   if (auto dir = ctx::sys::open(ctx::sys::at_cwd, spec.ctx_root + "/home/" + ctx::sessions_rel(spec.owner, spec.name),
                                 ctx::sys::Open::directory | ctx::sys::Open::no_follow))
-    if (auto names = ctx::sys::list_dir(dir->get()))
+    if (auto names = ctx::sys::list_open_dir(dir->get()))
       for (const auto& n : *names)
-        // Directories only (a .keep file or a planted link is no session).
-        if (auto st = ctx::sys::stat_at(dir->get(), n); st && *st && S_ISDIR((*st)->mode)) po.sessions.push_back(n);
+        if (auto st = ctx::sys::stat_at(dir->get(), n); st && *st && S_ISDIR((*st)->mode)) home.push_back(n);
+  // A session of the home exists when it is one of those; a shared
+  // session lives in its space.
+  const bool session_exists =
+      a.session_space.empty()
+          ? std::find(home.begin(), home.end(), a.session) != home.end()
+          : static_cast<bool>(ctx::sys::open(
+                ctx::sys::at_cwd,
+                spec.ctx_root + "/" + ctx::launcher::session_dir_rel(spec.owner, spec.name, a.session_space) + "/" +
+                    a.session,
+                ctx::sys::Open::directory | ctx::sys::Open::no_follow));
+  CTX_TRY(ctx::launcher::check_session_policy(spec, a.session, session_exists));
+  po.sessions = std::move(home);
   return {};
 }
 

@@ -82,9 +82,8 @@ Result<void> fault_at(std::string_view point) {
   // "late": the same failure 300 ms later, as a step of a process that a
   // busy machine left without a CPU that long would fail.
   if (action == "late") {
-    struct timespec late {
-      0, 300'000'000
-    };
+    struct timespec late {};
+    late.tv_nsec = 300'000'000;
     while (::nanosleep(&late, &late) != 0 && errno == EINTR) {
     }
   }

@@ -338,10 +338,14 @@ Result<std::vector<std::string>> list_dir(int dirfd) {
   int raw = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) return CTX_FAIL_ERRNO("openat .");
   UniqueFd d(raw);
+  return list_open_dir(d.get());
+}
+
+Result<std::vector<std::string>> list_open_dir(int dirfd) {
   std::vector<std::string> names;
   std::vector<std::uint64_t> buf(1024);  // 8-byte words: records are 8-byte aligned
   while (true) {
-    ssize_t n = ::getdents64(d.get(), buf.data(), buf.size() * 8);
+    ssize_t n = ::getdents64(dirfd, buf.data(), buf.size() * 8);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return CTX_FAIL_ERRNO("getdents64");
     if (n == 0) break;

@@ -171,6 +171,10 @@ std::string read_or_empty(const std::string& dir, const std::string& name);
 
 /// Names in a directory, without "." and "..", sorted.
 Result<std::vector<std::string>> list_dir(int dirfd);
+/// list_dir read through dirfd itself, not a descriptor of its own (two
+/// system calls fewer): for a descriptor just opened, at the directory's
+/// start, whose position nothing else reads; it is left at the end.
+Result<std::vector<std::string>> list_open_dir(int dirfd);
 
 /// One entry of a directory as getdents64(2) gives it.
 struct DirEntry {

@@ -45,7 +45,7 @@ Result<Caller> probe_caller(const agentdir::AgentSpec& spec) {
 std::vector<std::string> list_shared_spaces(const std::string& ctx_root) {
   auto d = sys::open(sys::at_cwd, ctx_root + "/shared", sys::Open::directory);
   if (!d) return {};
-  auto names = sys::list_dir(d->get());
+  auto names = sys::list_open_dir(d->get());
   if (!names) return {};
   std::vector<std::string> out;
   for (auto& n : *names) {

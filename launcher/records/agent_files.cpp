@@ -134,11 +134,15 @@ Result<void> AgentFiles::begin_session() {
     if (!sys::access_fd(space->get(), W_OK | X_OK, rights())) return fail(space_refusal(space_path));
   }
   // A shared space holds sessions only: data/, cache/ and log/ are the home's.
-  std::vector<std::string> dirs{"session/index/by-cwd"};
+  const std::string by_cwd = "session/index/by-cwd";
+  std::vector<std::string> dirs{by_cwd};
   if (!shared) dirs.insert(dirs.begin(), {"data", "cache", "log"});
-  for (const auto& d : dirs)
-    if (auto r = sys::open_or_make_dirs(base->get(), agent_rel + "/" + d, 0755, rights()); !r)
-      return refuse(r.error(), agent_path + "/" + d);
+  UniqueFd index;  // kept for the by-cwd entry below
+  for (const auto& d : dirs) {
+    auto r = sys::open_or_make_dirs(base->get(), agent_rel + "/" + d, 0755, rights());
+    if (!r) return refuse(r.error(), agent_path + "/" + d);
+    if (d == by_cwd) index = std::move(*r);
+  }
   auto dir = sys::open_or_make_dirs(base->get(), agent_rel + "/session/" + plan_.session, 0755, rights());
   const std::string sdir = agent_path + "/session/" + plan_.session;
   if (!dir) return refuse(dir.error(), sdir);
@@ -165,11 +169,8 @@ Result<void> AgentFiles::begin_session() {
       return refuse(r.error(), sdir + "/" + name);
   // The by-cwd index: the session last launched in this cwd.
   if (auto entry = cwd_index_name(plan_.cwd)) {
-    const std::string idir = agent_path + "/session/index/by-cwd";
-    auto index = sys::open(base->get(), agent_rel + "/session/index/by-cwd",
-                           sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
-    if (!index) return refuse(index.error(), idir);
-    if (auto r = replace_if_changed(index->get(), *entry, plan_.session + "\n", rights()); !r)
+    const std::string idir = agent_path + "/" + by_cwd;
+    if (auto r = replace_if_changed(index.get(), *entry, plan_.session + "\n", rights()); !r)
       return refuse(r.error(), idir + "/" + *entry);
   }
   return {};
