@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -187,13 +188,28 @@ ctx::Result<void> check_sessions(const ctx::agentdir::AgentSpec& spec, const Arg
     CTX_TRY(ctx::launcher::check_session_space(spec, a.session_space, space || space.error().code != ENOENT));
   }
   // The home's sessions: directories only (a .keep file or a planted
-  // link is no session).
+  // link is no session). The plan masks those the policy hides, and a
+  // resume is told from a new session by them, so a home whose sessions
+  // cannot be listed (an agent may chmod its own session directory) is
+  // refused. None: no directory yet (a first launch), or a link or a file
+  // there, which making the session refuses.
+  const std::string sessions = spec.ctx_root + "/home/" + ctx::sessions_rel(spec.owner, spec.name);
+  auto unlisted = [&](int code) {
+    return ctx::Error{code, sessions + ": " + ctx::errno_name(code) +
+                                ": the agent's sessions cannot be listed, so the launch cannot hide those its "
+                                "policy does not let it read; give the agent's owner read and search rights there "
+                                "again (chmod u+rx)"};
+  };
   std::vector<std::string> home;
-  if (auto dir = ctx::sys::open(ctx::sys::at_cwd, spec.ctx_root + "/home/" + ctx::sessions_rel(spec.owner, spec.name),
-                                ctx::sys::Open::directory | ctx::sys::Open::no_follow))
-    if (auto names = ctx::sys::list_open_dir(dir->get()))
-      for (const auto& n : *names)
-        if (auto st = ctx::sys::stat_at(dir->get(), n); st && *st && S_ISDIR((*st)->mode)) home.push_back(n);
+  auto dir = ctx::sys::open(ctx::sys::at_cwd, sessions, ctx::sys::Open::directory | ctx::sys::Open::no_follow);
+  if (!dir && dir.error().code != ENOENT && dir.error().code != ENOTDIR && dir.error().code != ELOOP)
+    return ctx::fail(unlisted(dir.error().code));
+  if (dir) {
+    auto names = ctx::sys::list_open_dir(dir->get());
+    if (!names) return ctx::fail(unlisted(names.error().code));
+    for (const auto& n : *names)
+      if (auto st = ctx::sys::stat_at(dir->get(), n); st && *st && S_ISDIR((*st)->mode)) home.push_back(n);
+  }
   // A session of the home exists when it is one of those; a shared
   // session lives in its space.
   const bool session_exists =

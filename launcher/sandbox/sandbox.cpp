@@ -405,7 +405,8 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   char records = 0;
   if (auto got = sys::read_byte(io.lifeline, records); !got || !*got) _exit(kExitLaunchFailed);
   if (records != kRecordsWritten)
-    die(rep, Error{EPROTO, "EPROTO: the supervisor's lifeline sent " + std::to_string(records) +
+    die(rep, Error{EPROTO, "EPROTO: the supervisor's lifeline sent byte " +
+                               std::to_string(static_cast<unsigned char>(records)) +
                                " where its start records' byte belongs"});
   if (auto f = sys::fault_at("sandbox.fork"); !f) die(rep, f.error());
   // The runtime's process shares this one's memory until its exec (this

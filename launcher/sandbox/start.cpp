@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 
@@ -219,7 +220,11 @@ Result<StartedSandbox> start_sandbox(const LaunchPlan& plan, const SandboxStart&
   // refusal came. The sandbox's setup ran beside the records; the init
   // reads this byte once its setup is done, so it waits only for records
   // that took longer than its setup.
-  if (auto r = sys::write_all(s.lifeline.get(), &kRecordsWritten, 1); !r) return abort(r.error());
+  // A sandbox whose setup failed meanwhile has closed its end (EPIPE,
+  // ECONNRESET): its error record is on the channel, read below.
+  if (auto r = sys::write_all(s.lifeline.get(), &kRecordsWritten, 1);
+      !r && r.error().code != EPIPE && r.error().code != ECONNRESET)
+    return abort(r.error());
   read_setup(chan.first.get(), how, s);
   return s;
 }

@@ -172,6 +172,55 @@ TEST_CASE("session policy: another session is hidden in the sandbox without sess
   CHECK(shown.out == "secret\n");
 }
 
+// The agent owns its home's session directory and may chmod it. A launch
+// that could not list it would mask none of the sessions its policy hides
+// and take a resume for a new session (write, not resume): an
+// unprivileged launch refuses it; root lists it all the same.
+TEST_CASE("session policy: an agent that makes its sessions unlistable gets neither a hidden session nor a resume",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const std::string home = t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder";
+  const std::string mounts = t.base_mounts() + home + "\t/home/coder\trw\tbind,nosuid,nodev\n";
+  t.agent("coder", {{"mount", mounts}});
+  REQUIRE(t.launch({"--session", "review", "coder", "--", "/bin/true"}, m.as).exit_code == 0);
+  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/review/messages.jsonl", "secret\n");
+  RunResult locked = t.launch({"coder", "--", "/bin/sh", "-c", "chmod 0311 /home/coder/session"}, m.as);
+  INFO(locked.err);
+  REQUIRE(locked.exit_code == 0);
+  const std::string refusal = "ctx-agent-run: " + home +
+                              "/session: EACCES: the agent's sessions cannot be listed, so the launch cannot hide "
+                              "those its policy does not let it read; give the agent's owner read and search rights "
+                              "there again (chmod u+rx)\n";
+  // It would open its session directory again and read the other one.
+  const std::string look =
+      "chmod 0755 /home/coder/session; cat /home/coder/session/review/messages.jsonl 2>/dev/null; echo ran";
+  RunResult r = t.launch({"coder", "--", "/bin/sh", "-c", look}, m.as);
+  INFO(r.out << r.err);
+  CHECK(r.out.find("secret") == std::string::npos);
+  if (m.privileged) {
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "ran\n");
+    REQUIRE(::chmod((home + "/session").c_str(), 0311) == 0);
+  } else {
+    CHECK(r.exit_code == 125);
+    CHECK(r.err == refusal);
+  }
+  // Session default exists: launching it again is a resume, which write
+  // alone does not grant.
+  t.agent("coder", {{"mount", mounts}, {"policy", "allow coder_t session:default write\n"}}, true, false);
+  RunResult resumed = t.launch({"coder", "--", "/bin/sh", "-c", "echo ran"}, m.as);
+  INFO(resumed.err);
+  CHECK(resumed.exit_code == 125);
+  CHECK(resumed.out.empty());
+  if (m.privileged)
+    CHECK(resumed.err.find("resuming session default needs 'allow coder_t session:default resume'") !=
+          std::string::npos);
+  else
+    CHECK(resumed.err == refusal);
+  REQUIRE(::chmod((home + "/session").c_str(), 0755) == 0);
+}
+
 // docs/abi-policy.md, "session": a table that shows the CTX root (the
 // agent view) and does not bind the agent's home gets the home from the
 // view, which shows the current session and session/index and another
