@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "test/support/launch.hpp"
 #include "test/support/tempdir.hpp"
@@ -26,6 +27,18 @@ bool is_dir(const std::string& p) {
 uid_t owner_of(const std::string& p) {
   struct stat st {};
   return ::lstat(p.c_str(), &st) == 0 ? st.st_uid : static_cast<uid_t>(-1);
+}
+
+// Agent coder with its home bound rw at /home/coder, and its session
+// "review" holding a secret: the home's path and the mount table.
+template <class Mode>
+std::pair<std::string, std::string> secret_review(CtxTree& t, const Mode& m) {
+  const std::string home = t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder";
+  const std::string mounts = t.base_mounts() + home + "\t/home/coder\trw\tbind,nosuid,nodev\n";
+  t.agent("coder", {{"mount", mounts}});
+  REQUIRE(t.launch({"--session", "review", "coder", "--", "/bin/true"}, m.as).exit_code == 0);
+  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/review/messages.jsonl", "secret\n");
+  return {home, mounts};
 }
 
 }  // namespace
@@ -148,11 +161,7 @@ TEST_CASE("session policy: a launch into a session its policy does not grant is 
 TEST_CASE("session policy: another session is hidden in the sandbox without session:<name> read", "[root][userns]") {
   auto m = ctx::test::launch_mode();
   CtxTree t(m.owner);
-  const std::string home = t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder";
-  const std::string mounts = t.base_mounts() + home + "\t/home/coder\trw\tbind,nosuid,nodev\n";
-  t.agent("coder", {{"mount", mounts}});
-  REQUIRE(t.launch({"--session", "review", "coder", "--", "/bin/true"}, m.as).exit_code == 0);
-  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/review/messages.jsonl", "secret\n");
+  const auto [home, mounts] = secret_review(t, m);
   // Files in session/ are no sessions: nothing to mask, no refusal.
   t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/.keep", "");
   t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/notes", "");
@@ -180,11 +189,7 @@ TEST_CASE("session policy: an agent that makes its sessions unlistable gets neit
           "[root][userns]") {
   auto m = ctx::test::launch_mode();
   CtxTree t(m.owner);
-  const std::string home = t.root() + "/home/" + std::to_string(m.owner.uid) + "/agent/coder";
-  const std::string mounts = t.base_mounts() + home + "\t/home/coder\trw\tbind,nosuid,nodev\n";
-  t.agent("coder", {{"mount", mounts}});
-  REQUIRE(t.launch({"--session", "review", "coder", "--", "/bin/true"}, m.as).exit_code == 0);
-  t.write("ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/session/review/messages.jsonl", "secret\n");
+  const auto [home, mounts] = secret_review(t, m);
   RunResult locked = t.launch({"coder", "--", "/bin/sh", "-c", "chmod 0311 /home/coder/session"}, m.as);
   INFO(locked.err);
   REQUIRE(locked.exit_code == 0);
