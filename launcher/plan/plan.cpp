@@ -169,6 +169,32 @@ MaskStep mask(std::string target, std::string why) {
   return MaskStep{std::move(target), {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true}, std::move(why)};
 }
 
+// A mask is a mount over one directory, and mounts move with their
+// directory: in a rw bind the agent could rename a directory above a mask
+// (its home's session/) and find what the mask hid under the new name at
+// its next launch, whose masks are planned from the old names. Every
+// directory between the bind's root (a mount point already) and the mask
+// becomes a mount point too, which the kernel refuses to rename or remove
+// (EBUSY). Their targets, parents first, added to `pins` once each.
+void pin_above(const BindStep& b, const std::string& mask_target, std::vector<std::string>& pins) {
+  if (b.attrs.rdonly) return;
+  std::vector<std::string> between;
+  for (std::string_view d = path_dirname(mask_target); d.size() > b.target.size() && path_is_at_or_under(d, b.target);
+       d = path_dirname(d))
+    between.emplace_back(d);
+  for (auto it = between.rbegin(); it != between.rend(); ++it)
+    if (std::find(pins.begin(), pins.end(), *it) == pins.end()) pins.push_back(*it);
+}
+
+// The bind of a pinned directory (pin_above) onto itself: the same source
+// below the bind's, with the bind's flags.
+BindStep pin(const BindStep& b, const std::string& target) {
+  BindStep p = b;
+  p.target = target;
+  p.source = path_join(b.source, path_suffix(target, b.target));
+  return p;
+}
+
 bool reserved_target(std::string_view t, bool handoff) {
   return path_is_at_or_under(t, "/proc") || path_is_at_or_under(t, "/dev") || path_is_at_or_under(t, kNotifyDir) ||
          (handoff && path_is_at_or_under(t, kHandoffDir));
@@ -292,10 +318,19 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
     CTX_TRY(agentdir::check_mount_policy(spec.name, {e}, spec.policy, spec.subject()));
     CTX_TRY(shared.add(e, bind_of(e, opts.parent_mounts), binds, masks));
   }
+  // Pins: the directories between a rw bind's root and a mask below it,
+  // each bound onto itself right after that bind (before any bind nested
+  // below it), by the bind's index.
+  std::vector<std::vector<std::string>> pins(binds.size());
+  auto hide = [&](std::size_t i, const std::string& hidden, const std::string& why) {
+    const BindStep& b = binds[i];
+    const std::string target = path_join(b.target, path_suffix(hidden, b.source));
+    masks.push_back(mask(target, why));
+    pin_above(b, target, pins[i]);
+  };
   for (const auto& hidden : opts.hidden_dirs)
-    for (const BindStep& b : binds)
-      if (path_is_at_or_under(hidden, b.source))
-        masks.push_back(mask(path_join(b.target, path_suffix(hidden, b.source)), "an ancestor's sessions"));
+    for (std::size_t i = 0; i < binds.size(); ++i)
+      if (path_is_at_or_under(hidden, binds[i].source)) hide(i, hidden, "an ancestor's sessions");
   // The agent's other sessions: seen only with session:<name> read.
   const std::string subject = spec.subject();
   const std::string own_sessions = path_join(spec.ctx_root, "home/" + sessions_rel(spec.owner, spec.name));
@@ -306,10 +341,8 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
         (!subject.empty() && spec.policy.allows(subject, policy::Class::session, other, "read")))
       continue;
     const std::string hidden = path_join(own_sessions, other);
-    for (const BindStep& b : binds)
-      if (path_is_at_or_under(hidden, b.source))
-        masks.push_back(
-            mask(path_join(b.target, path_suffix(hidden, b.source)), "no 'session:" + other + " read' in policy"));
+    for (std::size_t i = 0; i < binds.size(); ++i)
+      if (path_is_at_or_under(hidden, binds[i].source)) hide(i, hidden, "no 'session:" + other + " read' in policy");
   }
   if (!opts.handoff_dir.empty()) add_handoff(spec, opts.handoff_dir, binds);
   // A root inside the CTX tree lies in the agent's own home: anywhere
@@ -326,7 +359,12 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   root.attrs = {.nosuid = true, .nodev = true};
   if (spec.parent && path_is_at_or_under(spec.root, spec.ctx_root)) root.beneath = spec.ctx_root;
   plan.mounts.push_back(std::move(root));
-  for (auto& b : binds) plan.mounts.push_back(std::move(b));
+  pins.resize(binds.size());  // the handoff's binds came after the masks
+  for (std::size_t i = 0; i < binds.size(); ++i) {
+    const BindStep b = binds[i];
+    plan.mounts.push_back(std::move(binds[i]));
+    for (const auto& target : pins[i]) plan.mounts.push_back(pin(b, target));
+  }
   for (auto& m : masks) plan.mounts.push_back(std::move(m));
   return {};
 }

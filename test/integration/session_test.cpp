@@ -181,10 +181,36 @@ TEST_CASE("session policy: another session is hidden in the sandbox without sess
   CHECK(shown.out == "secret\n");
 }
 
+// A mask is a mount over a directory, and a mount moves with a directory
+// above it that is renamed: the agent moved session/ to s2 and read the
+// other session there at its next launch, whose masks are planned from
+// session/ (docs/security.md). Each directory between a rw bind's root
+// and a mask is a mount point of its own now, which cannot be renamed.
+TEST_CASE("session policy: an agent cannot carry a hidden session away by renaming the directory above it",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const auto [home, mounts] = secret_review(t, m);
+  RunResult mv = t.launch(
+      {"coder", "--", "/bin/sh", "-c", "mv /home/coder/session /home/coder/s2 2>&1; rmdir /home/coder/session 2>&1"},
+      m.as);
+  INFO(mv.out << mv.err);
+  CHECK(mv.out.find("Device or resource busy") != std::string::npos);
+  CHECK(is_dir(home + "/session/review"));
+  CHECK_FALSE(lexists(home + "/s2"));
+  RunResult next =
+      t.launch({"coder", "--", "/bin/sh", "-c", "cat /home/coder/s2/review/messages.jsonl; echo ran"}, m.as);
+  INFO(next.err);
+  CHECK(next.exit_code == 0);
+  CHECK(next.out.find("secret") == std::string::npos);
+  CHECK(next.out.find("ran") != std::string::npos);
+}
+
 // The agent owns its home's session directory and may chmod it. A launch
 // that could not list it would mask none of the sessions its policy hides
 // and take a resume for a new session (write, not resume): an
-// unprivileged launch refuses it; root lists it all the same.
+// unprivileged launch refuses it; root lists it all the same, and refuses
+// it as a rw mount point the owner may not use.
 TEST_CASE("session policy: an agent that makes its sessions unlistable gets neither a hidden session nor a resume",
           "[root][userns]") {
   auto m = ctx::test::launch_mode();
@@ -204,9 +230,10 @@ TEST_CASE("session policy: an agent that makes its sessions unlistable gets neit
   INFO(r.out << r.err);
   CHECK(r.out.find("secret") == std::string::npos);
   if (m.privileged) {
-    CHECK(r.exit_code == 0);
-    CHECK(r.out == "ran\n");
-    REQUIRE(::chmod((home + "/session").c_str(), 0311) == 0);
+    // Root lists it, and refuses to bind it as the owner's rw mount point
+    // (the directory above a mask: see the test before).
+    CHECK(r.exit_code == 125);
+    CHECK(r.err.find(home + "/session: EACCES: the owner may not read and write it") != std::string::npos);
   } else {
     CHECK(r.exit_code == 125);
     CHECK(r.err == refusal);

@@ -493,6 +493,40 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
         "minimal /dev, /run/ctx, /handoff); remove the line");
 }
 
+// docs/security.md, "Sessions an agent moves away": in a rw bind every
+// directory between the bind's root and a mask is bound onto itself,
+// right after that bind and before any bind below it; in a ro bind none.
+TEST_CASE("a rw bind pins the directories above the sessions it masks; a ro bind does not", "[unit]") {
+  AgentSpec s = coder();
+  const std::string home = "/srv/ctx/home/1000/agent/coder";
+  PlanOptions po;
+  po.sessions = {"default", "review", "old"};
+  for (const char* mode : {"rw", "ro"}) {
+    INFO(mode);
+    s.mounts = *ctx::mountspec::parse("coder.d/mount", home + "\t/h\t" + mode + "\tbind,nosuid,nodev\n" + home +
+                                                           "/session/default\t/h/session/default/x\tro\tbind\n");
+    auto p = plan_of(s, user(), po);
+    REQUIRE(p);
+    std::vector<std::string> order;
+    for (const auto& m : p->mounts) {
+      if (const auto* b = std::get_if<BindStep>(&m)) order.push_back("bind " + b->target + " <- " + b->source);
+      if (const auto* k = std::get_if<MaskStep>(&m)) order.push_back("mask " + k->target);
+    }
+    std::vector<std::string> want{"bind /h <- " + home};
+    if (std::string(mode) == "rw") want.push_back("bind /h/session <- " + home + "/session");
+    want.push_back("bind /h/session/default/x <- " + home + "/session/default");
+    want.push_back("mask /h/session/review");
+    want.push_back("mask /h/session/old");
+    CHECK(order == want);
+    if (std::string(mode) == "rw") {
+      const auto pin = binds(*p)[1];
+      CHECK_FALSE(pin.attrs.rdonly);
+      CHECK(pin.attrs.nosuid);
+      CHECK(pin.line == 1);
+    }
+  }
+}
+
 TEST_CASE("ctx tool's tiers: the planned CTX_PATH, where the plan shows the CTX tree, with the mount's noexec",
           "[unit]") {
   AgentSpec s = coder();
