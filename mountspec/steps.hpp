@@ -45,6 +45,9 @@ struct BindStep {
   std::string beneath;
   bool beneath_no_xdev = false;  ///< and never into another mount
   int line = 0;                  ///< the line in <name>.d/mount; 0 for the launcher's own
+  /// A directory of a rw bind (the line's) bound onto itself so that the
+  /// agent cannot rename it away with a mask below it (plan.cpp, pin_above).
+  bool pin = false;
 };
 
 /// An empty read-only tmpfs over `target`.

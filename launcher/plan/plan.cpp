@@ -192,6 +192,7 @@ BindStep pin(const BindStep& b, const std::string& target) {
   BindStep p = b;
   p.target = target;
   p.source = path_join(b.source, path_suffix(target, b.target));
+  p.pin = true;
   return p;
 }
 
@@ -361,6 +362,10 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   plan.mounts.push_back(std::move(root));
   pins.resize(binds.size());  // the handoff's binds came after the masks
   for (std::size_t i = 0; i < binds.size(); ++i) {
+    if (pins[i].empty()) {
+      plan.mounts.push_back(std::move(binds[i]));
+      continue;
+    }
     const BindStep b = binds[i];
     plan.mounts.push_back(std::move(binds[i]));
     for (const auto& target : pins[i]) plan.mounts.push_back(pin(b, target));
@@ -445,9 +450,17 @@ void plan_view(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan)
       out.push_back(std::move(v));
       continue;
     }
+    // A pin stays only where its bind stayed a bind: below the view its
+    // directory is the view's (read-only, never renamed), and a pin there
+    // would bring back a rw bind the view replaced.
+    const auto* b = std::get_if<BindStep>(&m);
+    if (b != nullptr && b->pin) {
+      const MountStep* c = mountspec::covering_step(out, b->target, {StepKind::bind, StepKind::view});
+      if (c != nullptr && std::holds_alternative<BindStep>(*c)) out.push_back(std::move(m));
+      continue;
+    }
     // Binds the launcher makes itself (an owned child's handoff, a space
     // rebound read-only) are not the table's, and stay.
-    const auto* b = std::get_if<BindStep>(&m);
     if (b == nullptr || b->line == 0 || !(path_is_at_or_under(b->source, ctx) || path_is_at_or_under(ctx, b->source))) {
       out.push_back(std::move(m));
       continue;

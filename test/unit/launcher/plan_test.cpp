@@ -9,8 +9,9 @@
 
 #include "agentdir/load.hpp"
 #include "agentdir/mount_rules.hpp"
-#include "launcher/plan/plan.hpp"
+#include "base/path.hpp"
 #include "launcher/control/tool_gate.hpp"
+#include "launcher/plan/plan.hpp"
 #include "mountspec/table.hpp"
 #include "policy/policy.hpp"
 
@@ -525,6 +526,34 @@ TEST_CASE("a rw bind pins the directories above the sessions it masks; a ro bind
       CHECK(pin.line == 1);
     }
   }
+}
+
+// With the agent view a bind of the home stays a bind, and so do its
+// pins; a rw bind of the CTX root becomes the view (read-only, its own
+// sessions filtered by the view's rules), and no pin brings a rw bind of
+// the home back over it.
+TEST_CASE("with the agent view, pins stay with a bind of the home and go with a bind the view replaces", "[unit]") {
+  AgentSpec s = coder();
+  const std::string home = "/srv/ctx/home/1000/agent/coder";
+  PlanOptions po;
+  po.view = true;
+  po.sessions = {"default", "review"};
+  s.mounts = *ctx::mountspec::parse("coder.d/mount", home + "\t/h\trw\tbind,nosuid,nodev\n");
+  auto homed = plan_of(s, user(), po);
+  REQUIRE(homed);
+  std::vector<std::string> targets;
+  for (const auto& b : binds(*homed)) targets.push_back(b.target);
+  CHECK(targets == std::vector<std::string>{"/h", "/h/session"});
+  CHECK(masks(*homed).size() == 1);
+  s.mounts = *ctx::mountspec::parse("coder.d/mount", "/srv/ctx\t/ctx\trw\trbind,nosuid,nodev\n");
+  auto whole = plan_of(s, user(), po);
+  REQUIRE(whole);
+  for (const auto& b : binds(*whole)) {
+    INFO(b.target);
+    CHECK_FALSE(ctx::path_is_at_or_under(b.target, "/ctx"));
+  }
+  CHECK(masks(*whole).empty());
+  CHECK(of_kind<ViewStep>(*whole).size() >= 1);
 }
 
 TEST_CASE("ctx tool's tiers: the planned CTX_PATH, where the plan shows the CTX tree, with the mount's noexec",
