@@ -23,16 +23,34 @@ bool places_at_target(StepKind k) {
   return false;
 }
 
+// The deepest step of plan[0, end) over `inner` that `admit` admits
+// (the later one of two at the same target).
 template <typename Pred>
-const MountStep* deepest_over(const MountPlan& plan, std::string_view inner, Pred admit) {
+const MountStep* deepest_over(const MountPlan& plan, std::size_t end, std::string_view inner, Pred admit) {
   const auto p = plain_path(inner);
   if (!p) return nullptr;
   const MountStep* best = nullptr;
-  for (const auto& s : plan)
+  for (std::size_t i = 0; i < end && i < plan.size(); ++i) {
+    const MountStep& s = plan[i];
     if (admit(kind_of(s)) && path_is_at_or_under(*p, target_of(s)) &&
         (best == nullptr || target_of(s).size() >= target_of(*best).size()))
       best = &s;
+  }
   return best;
+}
+
+template <typename Pred>
+const MountStep* deepest_over(const MountPlan& plan, std::string_view inner, Pred admit) {
+  return deepest_over(plan, plan.size(), inner, admit);
+}
+
+// Whether `inner` lies in an entry a mask keeps (what the mask covered
+// shows there).
+bool kept_by(const MountStep& s, std::string_view inner) {
+  const auto* m = std::get_if<MaskStep>(&s);
+  return m != nullptr && std::any_of(m->keep.begin(), m->keep.end(), [&](const MaskKeep& k) {
+           return path_is_at_or_under(inner, path_join(m->target, k.name));
+         });
 }
 
 // The host directory a step's target shows, when it shows one.
@@ -82,9 +100,18 @@ const MountStep* covering_step(const MountPlan& plan, std::string_view inner, st
   return deepest_over(plan, inner, [&](StepKind k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); });
 }
 
+const MountStep* covering_step(const MountPlan& plan, std::size_t end, std::string_view inner,
+                               std::initializer_list<StepKind> kinds) {
+  return deepest_over(plan, end, inner,
+                      [&](StepKind k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); });
+}
+
 std::optional<std::string> host_path_of(const MountPlan& plan, std::string_view ctx_root, std::string_view inner) {
   const auto p = plain_path(inner);
   const MountStep* s = p ? covering_step(plan, *p) : nullptr;
+  // Through a kept entry of a mask: what the steps before it show there.
+  while (s != nullptr && kept_by(*s, *p))
+    s = deepest_over(plan, static_cast<std::size_t>(s - plan.data()), *p, places_at_target);
   if (s == nullptr) return std::nullopt;
   auto src = host_source(*s, ctx_root);
   if (!src) return std::nullopt;

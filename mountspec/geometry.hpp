@@ -37,11 +37,17 @@ const MountStep* covering_step(const MountPlan& plan, std::string_view inner);
 /// is below a mask).
 const MountStep* covering_step(const MountPlan& plan, std::string_view inner, std::initializer_list<StepKind> kinds);
 
+/// covering_step among plan[0, end) and the given kinds: what decides
+/// there when the step at `end` is made.
+const MountStep* covering_step(const MountPlan& plan, std::size_t end, std::string_view inner,
+                               std::initializer_list<StepKind> kinds);
+
 /// The host path that shows `inner` in the planned sandbox: through the
 /// covering step's source (a root that is not fresh, a bind, a device
 /// node) or, for a view, through the CTX root `ctx_root` (a view's source
-/// is relative to it; "" and "." are the root itself). nullopt when a
-/// fresh file system, a mask or a socket shows it, or no step does.
+/// is relative to it; "" and "." are the root itself); through an entry
+/// a mask keeps, what the steps before the mask show there. nullopt when
+/// a fresh file system, a mask or a socket shows it, or no step does.
 std::optional<std::string> host_path_of(const MountPlan& plan, std::string_view ctx_root, std::string_view inner);
 
 /// Where the planned sandbox shows the host path `host`: the step with

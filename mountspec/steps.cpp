@@ -113,8 +113,15 @@ std::vector<std::string> mount_points(const MountPlan& plan) {
           out.push_back(path_join(b.target, path_suffix(root->source, b.source)));
         break;
       }
+      case StepKind::mask: {
+        // A list of the agent's sessions: its tmpfs and each entry it
+        // keeps (one that is no directory at launch is left out there).
+        const auto& k = std::get<MaskStep>(s);
+        out.push_back(k.target);
+        for (const auto& e : k.keep) out.push_back(path_join(k.target, e.name));
+        break;
+      }
       case StepKind::root:
-      case StepKind::mask:
       case StepKind::fs:
       case StepKind::dev_node:
       case StepKind::view: out.push_back(target_of(s)); break;

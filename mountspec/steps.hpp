@@ -50,11 +50,25 @@ struct BindStep {
   bool pin = false;
 };
 
-/// An empty read-only tmpfs over `target`.
+/// An entry of the directory a mask covers that the mask shows all the
+/// same.
+struct MaskKeep {
+  std::string name;
+  bool rw = false;        ///< as the covered directory showed it; else read-only
+  bool required = false;  ///< the launch fails without it; else skipped when it is no directory
+};
+
+/// A read-only tmpfs over `target`: empty, or showing only `keep` (an
+/// allow-list: docs/abi-policy.md, "session"). Each kept entry is the
+/// mount the directory showed at its name (a recursive clone, taken
+/// before the tmpfs covers it and never through a symlink), bound onto a
+/// directory of the tmpfs; the tmpfs is sealed read-only once they are
+/// in, so that nothing can be added beside them.
 struct MaskStep {
   std::string target;
   Attrs attrs;
   std::string why;
+  std::vector<MaskKeep> keep;
 };
 
 /// How a view step is built without FUSE (docs/view.md, "Without FUSE"):

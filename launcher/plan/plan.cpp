@@ -166,7 +166,8 @@ Result<IdPlan> plan_ids(const AgentSpec& spec, const Caller& caller) {
 }
 
 MaskStep mask(std::string target, std::string why) {
-  return MaskStep{std::move(target), {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true}, std::move(why)};
+  return MaskStep{
+      std::move(target), {.rdonly = true, .nosuid = true, .nodev = true, .noexec = true}, std::move(why), {}};
 }
 
 // A mask is a mount over one directory, and mounts move with their
@@ -281,6 +282,58 @@ class SharedSpaces {
   std::string subject_;
 };
 
+// The agent's own sessions, <ctx>/home/<owner>/agent/<name>/session, as
+// a launch shows them wherever a bind or the root shows that directory
+// (docs/abi-policy.md, "session"): the launch's session (a home one),
+// `index`, and each session with session:<name> read, read-only. Listed
+// at launch: a session made while the agent runs is not among them, and
+// the agent can add nothing there (the list is a read-only tmpfs).
+class AgentSessions {
+ public:
+  AgentSessions(const AgentSpec& spec, const PlanOptions& opts)
+      : spec_(spec),
+        opts_(opts),
+        dir_(path_join(spec.ctx_root, "home/" + sessions_rel(spec.owner, spec.name))),
+        subject_(spec.subject()) {}
+
+  const std::string& dir() const { return dir_; }
+
+  // The allow-list over the session directory shown at `target`.
+  MaskStep list(const std::string& target) const {
+    MaskStep m = mask(target, "the agent's sessions: its own, index and those with session:<name> read");
+    const bool home = opts_.session_space.empty();
+    if (home) m.keep.push_back({opts_.session, true, true});
+    m.keep.push_back({"index", false, home});
+    for (const auto& other : opts_.sessions)
+      if (!(home && other == opts_.session) && readable(other)) m.keep.push_back({other, false, false});
+    return m;
+  }
+
+  // A source (or the root) below the session directory lies in a session
+  // the list shows; `where` names the file (and line) it comes from.
+  Result<void> check_inside(const std::string& source, const std::string& where) const {
+    if (!path_is_at_or_under(source, dir_) || source == dir_) return {};
+    const std::string_view rest = path_suffix(source, dir_);
+    const std::string name(rest.substr(0, rest.find('/')));
+    if (name == "index" || (opts_.session_space.empty() && name == opts_.session) || readable(name)) return {};
+    return fail(Error{
+        EACCES,
+        where + ": " + source + ": EACCES: lies in the agent's session " + name + ", which its policy hides; add " +
+            policy::missing_rule(subject_, policy::Class::session, name, "read") + " or show another directory",
+        "session_policy"});
+  }
+
+ private:
+  bool readable(const std::string& name) const {
+    return !session_name_issue(name) && !subject_.empty() &&
+           spec_.policy.allows(subject_, policy::Class::session, name, "read");
+  }
+  const AgentSpec& spec_;
+  const PlanOptions& opts_;
+  std::string dir_;
+  std::string subject_;
+};
+
 // An owned child's handoff: the parent's instructions read-only, the
 // result channels writable, nothing else of the parent's context.
 void add_handoff(const AgentSpec& spec, const std::string& handoff_dir, std::vector<BindStep>& binds) {
@@ -321,8 +374,10 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   }
   // Pins: the directories between a rw bind's root and a mask below it,
   // each bound onto itself right after that bind (before any bind nested
-  // below it), by the bind's index.
+  // below it), by the bind's index; then that bind's view of the agent's
+  // sessions.
   std::vector<std::vector<std::string>> pins(binds.size());
+  std::vector<std::optional<MaskStep>> session_lists(binds.size());
   auto hide = [&](std::size_t i, const std::string& hidden, const std::string& why) {
     const BindStep& b = binds[i];
     const std::string target = path_join(b.target, path_suffix(hidden, b.source));
@@ -332,18 +387,18 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   for (const auto& hidden : opts.hidden_dirs)
     for (std::size_t i = 0; i < binds.size(); ++i)
       if (path_is_at_or_under(hidden, binds[i].source)) hide(i, hidden, "an ancestor's sessions");
-  // The agent's other sessions: seen only with session:<name> read.
-  const std::string subject = spec.subject();
-  const std::string own_sessions = path_join(spec.ctx_root, "home/" + sessions_rel(spec.owner, spec.name));
-  for (const auto& other : opts.sessions) {
-    // A shared session (--session-space) is not in the home: all of the
-    // home's sessions are others then.
-    if ((other == opts.session && opts.session_space.empty()) || session_name_issue(other) ||
-        (!subject.empty() && spec.policy.allows(subject, policy::Class::session, other, "read")))
-      continue;
-    const std::string hidden = path_join(own_sessions, other);
-    for (std::size_t i = 0; i < binds.size(); ++i)
-      if (path_is_at_or_under(hidden, binds[i].source)) hide(i, hidden, "no 'session:" + other + " read' in policy");
+  // The agent's own session/, wherever a bind shows it, by allow-list:
+  // what is not listed at launch is never seen, made or moved there.
+  const AgentSessions sessions(spec, opts);
+  for (std::size_t i = 0; i < binds.size(); ++i) {
+    const BindStep& b = binds[i];
+    if (path_is_at_or_under(sessions.dir(), b.source)) {
+      const std::string target = path_join(b.target, path_suffix(sessions.dir(), b.source));
+      session_lists[i] = sessions.list(target);
+      pin_above(b, target, pins[i]);
+    } else if (b.line > 0) {
+      CTX_TRY(sessions.check_inside(b.source, file + ":" + std::to_string(b.line)));
+    }
   }
   if (!opts.handoff_dir.empty()) add_handoff(spec, opts.handoff_dir, binds);
   // A root inside the CTX tree lies in the agent's own home: anywhere
@@ -359,17 +414,31 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   root.source = spec.root;
   root.attrs = {.nosuid = true, .nodev = true};
   if (spec.parent && path_is_at_or_under(spec.root, spec.ctx_root)) root.beneath = spec.ctx_root;
+  // A root in the agent's own home is the home itself (or a place below
+  // it, which must not be in a session the agent may not see).
+  std::optional<MaskStep> root_sessions;
+  if (path_is_at_or_under(sessions.dir(), spec.root)) {
+    if (spec.root == sessions.dir())
+      return fail(Error{EACCES, spec.name + ".d/root: " + spec.root +
+                                    ": EACCES: is the agent's session directory, which would show the sessions its "
+                                    "policy hides; put the root in the agent's home or in one of its sessions"});
+    root_sessions = sessions.list(path_join("/", path_suffix(sessions.dir(), spec.root)));
+  } else {
+    CTX_TRY(sessions.check_inside(spec.root, spec.name + ".d/root"));
+  }
+  plan.home_sessions_shown = root_sessions.has_value() || std::any_of(session_lists.begin(), session_lists.end(),
+                                                                      [](const auto& l) { return l.has_value(); });
   plan.mounts.push_back(std::move(root));
+  if (root_sessions) plan.mounts.push_back(std::move(*root_sessions));
   pins.resize(binds.size());  // the handoff's binds came after the masks
+  session_lists.resize(binds.size());
   for (std::size_t i = 0; i < binds.size(); ++i) {
-    if (pins[i].empty()) {
-      plan.mounts.push_back(std::move(binds[i]));
-      continue;
-    }
     const BindStep b = binds[i];
     plan.mounts.push_back(std::move(binds[i]));
     for (const auto& target : pins[i]) plan.mounts.push_back(pin(b, target));
+    if (session_lists[i]) plan.mounts.push_back(std::move(*session_lists[i]));
   }
+
   for (auto& m : masks) plan.mounts.push_back(std::move(m));
   return {};
 }
@@ -468,11 +537,14 @@ void plan_view(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan)
     view_over_bind(who, opts, ctx, std::get<BindStep>(std::move(m)), out);
   }
   // A mask below a view covers what the view does not show anyway (and
-  // might not even find its mount point there); so does a tier's view
-  // below a mask of its space.
-  auto needless = [&](const MountStep& m) {
+  // might not even find its mount point there): the view that covers it
+  // where it is made (a list of the agent's sessions comes right after
+  // its bind, and a bind the view replaced leaves the view there); so
+  // does a tier's view below a mask of its space.
+  auto needless = [&](std::size_t i) {
+    const MountStep& m = out[i];
     if (const auto* k = std::get_if<MaskStep>(&m)) {
-      const MountStep* c = mountspec::covering_step(out, k->target, {StepKind::bind, StepKind::view});
+      const MountStep* c = mountspec::covering_step(out, i, k->target, {StepKind::bind, StepKind::view});
       return c != nullptr && std::holds_alternative<ViewStep>(*c);
     }
     const auto* v = std::get_if<ViewStep>(&m);
@@ -483,7 +555,7 @@ void plan_view(const AgentSpec& spec, const PlanOptions& opts, LaunchPlan& plan)
     });
   };
   std::vector<bool> drop;
-  for (const auto& m : out) drop.push_back(needless(m));
+  for (std::size_t i = 0; i < out.size(); ++i) drop.push_back(needless(i));
   plan.mounts.clear();
   for (std::size_t i = 0; i < out.size(); ++i)
     if (!drop[i]) plan.mounts.push_back(std::move(out[i]));

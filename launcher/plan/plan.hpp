@@ -71,6 +71,7 @@ struct IdPlan {
 using mountspec::BindStep;
 using mountspec::DevNodeStep;
 using mountspec::FsStep;
+using mountspec::MaskKeep;
 using mountspec::MaskStep;
 using mountspec::MountStep;
 using mountspec::RootStep;
@@ -108,6 +109,11 @@ struct LaunchPlan {
   /// sessions"); empty for a home session.
   std::string session_space;
   std::string ctx_root;  ///< host path of the CTX root
+  /// A bind or the root shows the agent home's session/ (through the
+  /// list of its sessions: plan.cpp, AgentSessions), which a shared
+  /// session's launch then makes when it is missing, so that the list
+  /// has a directory to cover.
+  bool home_sessions_shown = false;
   std::uint32_t owner = 0;
   /// A user agent's tier (its owner's uid), none for a system agent
   /// (agentdir/tier.hpp): where its .d/, socket and entry are.

@@ -68,6 +68,10 @@ struct StepJson {
   void operator()(const MaskStep& s) const {
     j["flags"] = attrs_json(s.attrs);
     j["why"] = s.why;
+    if (s.keep.empty()) return;
+    auto& keep = j["keep"] = nlohmann::json::array();
+    for (const auto& k : s.keep)
+      keep.push_back({{"name", k.name}, {"flags", k.rw ? "as shown" : "ro"}, {"required", k.required}});
   }
   void operator()(const ViewStep& s) const {
     j["source"] = s.source.empty() ? "." : s.source;

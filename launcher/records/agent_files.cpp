@@ -143,6 +143,17 @@ Result<void> AgentFiles::begin_session() {
     if (!r) return refuse(r.error(), agent_path + "/" + d);
     if (d == by_cwd) index = std::move(*r);
   }
+  // A shared session's launch that shows the home's session/ lists the
+  // sessions there over it (plan.cpp, AgentSessions): a home without one
+  // gets it, so that the agent cannot make one and fill it for a later
+  // launch.
+  if (shared && plan_.home_sessions_shown) {
+    const std::string home_sessions = plan_.ctx_root + "/home/" + sessions_rel(plan_.owner, plan_.name);
+    auto homes = sys::open(sys::at_cwd, plan_.ctx_root + "/home", sys::Open::directory | sys::Open::no_follow);
+    if (!homes) return refuse(homes.error(), plan_.ctx_root + "/home");
+    if (auto r = sys::open_or_make_dirs(homes->get(), sessions_rel(plan_.owner, plan_.name), 0755, rights()); !r)
+      return refuse(r.error(), home_sessions);
+  }
   auto dir = sys::open_or_make_dirs(base->get(), agent_rel + "/session/" + plan_.session, 0755, rights());
   const std::string sdir = agent_path + "/session/" + plan_.session;
   if (!dir) return refuse(dir.error(), sdir);

@@ -122,12 +122,46 @@ Result<void> bind_one(DirCache& dirs, const BindStep& b, const std::vector<sys::
                    [&] { return mount_point(dirs, b.target, src.dir); });
 }
 
+constexpr sys::Open kDirInRoot = kInRoot | sys::Open::directory;
+constexpr sys::Open kDirBeneath =
+    sys::Open::path_only | sys::Open::beneath | sys::Open::no_symlinks | sys::Open::directory;
+
+// The entries a mask keeps, each a recursive clone of what the directory
+// shows at its name, read-only unless kept rw; taken before the tmpfs
+// covers them. An entry that is not required and is no directory (gone,
+// a symlink, a file) is left out.
+Result<std::vector<std::pair<const MaskKeep*, UniqueFd>>> clone_kept(int dirfd, const MaskStep& m) {
+  std::vector<std::pair<const MaskKeep*, UniqueFd>> out;
+  for (const MaskKeep& k : m.keep) {
+    auto entry = sys::open(dirfd, k.name, kDirBeneath);
+    if (!entry && !k.required &&
+        (entry.error().code == ENOENT || entry.error().code == ENOTDIR || entry.error().code == ELOOP))
+      continue;
+    if (!entry) return fail(entry.error().with_context(path_join(m.target, k.name)));
+    CTX_TRY_ASSIGN(UniqueFd tree, sys::clone_tree(entry->get(), "", true));
+    if (!k.rw) CTX_TRY(sys::set_mount_attrs(tree.get(), {.rdonly = true}, true));
+    out.emplace_back(&k, std::move(tree));
+  }
+  return out;
+}
+
+// A mask: a read-only tmpfs over the target, empty, or with the entries it
+// keeps bound onto directories of their names and then sealed read-only.
 Result<void> mask_one(int rootfd, const MaskStep& m) {
-  CTX_TRY_ASSIGN(UniqueFd target,
-                 sys::open(rootfd, rel_of(m.target),
-                           sys::Open::path_only | sys::Open::in_root | sys::Open::no_symlinks | sys::Open::directory));
-  CTX_TRY(sys::mount_fresh("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k"));
-  return {};
+  CTX_TRY_ASSIGN(UniqueFd target, sys::open(rootfd, rel_of(m.target), kDirInRoot));
+  if (m.keep.empty()) {
+    CTX_TRY(sys::mount_fresh("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k"));
+    return {};
+  }
+  CTX_TRY_ASSIGN(auto kept, clone_kept(target.get(), m));
+  CTX_TRY(sys::mount_fresh("tmpfs", target.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=4k"));
+  CTX_TRY_ASSIGN(UniqueFd list, sys::open(rootfd, rel_of(m.target), kDirInRoot));
+  for (auto& [k, tree] : kept) {
+    CTX_TRY(sys::make_dir_at(list.get(), k->name, 0755));
+    CTX_TRY_ASSIGN(UniqueFd point, sys::open(list.get(), k->name, kDirBeneath | sys::Open::no_xdev));
+    CTX_TRY(sys::attach_tree(tree.get(), point.get()));
+  }
+  return sys::set_mount_attrs(list.get(), m.attrs, false);
 }
 
 // mount(2) flags of a fresh file system from the plan's attributes.

@@ -213,10 +213,11 @@ TEST_CASE("enforcement: ctx check run as root reports a uid and a gid the owner 
 }
 
 // docs/abi-policy.md, "session": a table that binds the agent's home, or
-// only its session/ directory, shows its other sessions masked (the
-// launcher's mask over the bind, a mechanism apart from the view's
-// rule); with session:<name> read they show.
-TEST_CASE("enforcement: a bind of the agent's home or of its session/ masks its other sessions", "[root][userns]") {
+// only its session/ directory, shows there only the list of sessions the
+// agent may see (the launcher's list over the bind, a mechanism apart
+// from the view's rule): another session is absent; with
+// session:<name> read it shows.
+TEST_CASE("enforcement: a bind of the agent's home or of its session/ hides its other sessions", "[root][userns]") {
   auto m = ctx::test::launch_mode();
   CtxTree t(m.owner);
   const std::string rel = "ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder";
@@ -232,7 +233,10 @@ TEST_CASE("enforcement: a bind of the agent's home or of its session/ masks its 
   RunResult hidden = t.launch({"coder", "--", "/bin/sh", "-c", look}, m.as);
   INFO(hidden.out << hidden.err);
   CHECK(hidden.exit_code == 0);
-  CHECK(hidden.out == "/home/coder/session/review:\n\n/sessions/review:\nrunning\nend\n");
+  CHECK(hidden.out == "running\nend\n");
+  CHECK(hidden.err.find("ls: cannot access '/home/coder/session/review': No such file or directory") !=
+        std::string::npos);
+  CHECK(hidden.err.find("ls: cannot access '/sessions/review': No such file or directory") != std::string::npos);
   CHECK(hidden.err.find("/home/coder/session/review/messages.jsonl: No such file or directory") != std::string::npos);
   CHECK(hidden.err.find("/sessions/review/messages.jsonl: No such file or directory") != std::string::npos);
   t.agent("coder", {{"mount", mounts}, {"policy", "allow coder_t session:review read\n"}});

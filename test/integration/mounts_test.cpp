@@ -152,7 +152,8 @@ TEST_CASE("unprivileged: bind of a source with submounts is refused, rbind shows
 
 // The plan is the truth: the mount points a sandbox has (its mountinfo)
 // are exactly the plan's, no more and no fewer, with a mask, a tool view
-// (wrapped tools included) and the handful of fixed ones.
+// (wrapped tools included), the list of the agent's sessions over a bind
+// of its home, and the handful of fixed ones.
 TEST_CASE("the mounts inside are exactly the plan's mount points", "[root][userns]") {
   Mode m = mode();
   CtxTree t(m.owner);
@@ -161,8 +162,13 @@ TEST_CASE("the mounts inside are exactly the plan's mount points", "[root][usern
   t.mkdir("ctx/tool/fs.read.d");
   t.write("ctx/tool/shell.exec", "#!/bin/sh\n", 0755);
   t.write("ctx/bin/ctx", "#!/bin/sh\n", 0755);
-  t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n"},
-                    {"policy", "allow coder_t tool:fs.read execute\n"}});
+  const std::string uid = std::to_string(m.owner.uid);
+  t.mkdir("ctx/home/" + uid + "/agent/coder/session/review");
+  t.mkdir("ctx/home/" + uid + "/agent/coder/session/old");
+  const std::string home = t.root() + "/home/" + uid + "/agent/coder";
+  t.agent("coder", {{"mount", t.base_mounts() + t.root() + "\t/ctx\tro\trbind,nosuid,nodev\n" + home +
+                                  "\t/home/coder\trw\tbind,nosuid,nodev\n"},
+                    {"policy", "allow coder_t tool:fs.read execute\nallow coder_t session:review read\n"}});
   RunResult dry = t.launch({"--dry-run", "coder", "--", "/probe", "mounts"}, m.as);
   REQUIRE(dry.exit_code == 0);
   json plan = json::parse(dry.out);
@@ -170,6 +176,10 @@ TEST_CASE("the mounts inside are exactly the plan's mount points", "[root][usern
   for (const auto& p : plan["mount_points"]) want.insert(p.get<std::string>());
   CHECK(want.count("/ctx") == 1);                // the agent view
   CHECK(want.count("/ctx/shared/hidden") == 0);  // the view never shows it: no mask
+  for (const char* listed : {"/home/coder/session", "/home/coder/session/default", "/home/coder/session/index",
+                             "/home/coder/session/review"})
+    CHECK(want.count(listed) == 1);
+  CHECK(want.count("/home/coder/session/old") == 0);
   json j = probe(run_probe(t, m, "coder", {"mounts"}));
   std::multiset<std::string> seen;
   for (const auto& mnt : j["mounts"]) seen.insert(mnt["target"].get<std::string>());

@@ -206,19 +206,22 @@ TEST_CASE("session policy: an agent cannot carry a hidden session away by renami
   CHECK(next.out.find("ran") != std::string::npos);
 }
 
-// The agent owns its home's session directory and may chmod it. A launch
-// that could not list it would mask none of the sessions its policy hides
-// and take a resume for a new session (write, not resume): an
-// unprivileged launch refuses it; root lists it all the same, and refuses
-// it as a rw mount point the owner may not use.
+// The agent owns its home's session directory. A launch that could not
+// list it would hide none of the sessions its policy hides and take a
+// resume for a new session (write, not resume). The agent cannot chmod it
+// from inside any more (the list over it is read-only), but its owner
+// can, or an agent of an older launcher did: an unprivileged launch
+// refuses it; root lists it all the same.
 TEST_CASE("session policy: an agent that makes its sessions unlistable gets neither a hidden session nor a resume",
           "[root][userns]") {
   auto m = ctx::test::launch_mode();
   CtxTree t(m.owner);
   const auto [home, mounts] = secret_review(t, m);
-  RunResult locked = t.launch({"coder", "--", "/bin/sh", "-c", "chmod 0311 /home/coder/session"}, m.as);
-  INFO(locked.err);
-  REQUIRE(locked.exit_code == 0);
+  RunResult locked = t.launch({"coder", "--", "/bin/sh", "-c", "chmod 0311 /home/coder/session 2>&1"}, m.as);
+  INFO(locked.out << locked.err);
+  CHECK(locked.exit_code != 0);
+  CHECK(locked.out.find("Read-only file system") != std::string::npos);
+  REQUIRE(::chmod((home + "/session").c_str(), 0311) == 0);
   const std::string refusal = "ctx-agent-run: " + home +
                               "/session: EACCES: the agent's sessions cannot be listed, so the launch cannot hide "
                               "those its policy does not let it read; give the agent's owner read and search rights "
@@ -230,10 +233,9 @@ TEST_CASE("session policy: an agent that makes its sessions unlistable gets neit
   INFO(r.out << r.err);
   CHECK(r.out.find("secret") == std::string::npos);
   if (m.privileged) {
-    // Root lists it, and refuses to bind it as the owner's rw mount point
-    // (the directory above a mask: see the test before).
-    CHECK(r.exit_code == 125);
-    CHECK(r.err.find(home + "/session: EACCES: the owner may not read and write it") != std::string::npos);
+    // Root lists it, and shows only what the list keeps.
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "ran\n");
   } else {
     CHECK(r.exit_code == 125);
     CHECK(r.err == refusal);
@@ -251,6 +253,106 @@ TEST_CASE("session policy: an agent that makes its sessions unlistable gets neit
   else
     CHECK(resumed.err == refusal);
   REQUIRE(::chmod((home + "/session").c_str(), 0755) == 0);
+}
+
+// docs/security.md, "Sessions an agent moves away": a rw bind of the
+// home showed a session made while the agent ran (another launch's), and
+// the agent could move it into its own session and keep it. The home's
+// session/ is a list of what the agent may see now, made at launch.
+TEST_CASE("session policy: a session made while the agent runs stays hidden and cannot be carried into its own",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const auto [home, mounts] = secret_review(t, m);
+  const std::string rel = "ctx/home/" + std::to_string(m.owner.uid) + "/agent/coder/";
+  const std::string look =
+      "while [ ! -e /home/coder/data/go ]; do sleep 0.05; done; cat /home/coder/session/late/messages.jsonl 2>&1; "
+      "ls /home/coder/session; mv /home/coder/session/late /home/coder/session/default/kept 2>&1; echo end";
+  auto sp = t.spawn({"coder", "--", "/bin/sh", "-c", look}, m.as);
+  REQUIRE(ctx::test::wait_for_file(home + "/session/default/state", "running\n"));
+  t.write(rel + "session/late/messages.jsonl", "secret\n");
+  t.write(rel + "data/go", "");
+  RunResult r = ctx::test::wait_command(sp);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("secret") == std::string::npos);
+  CHECK(r.out.find("cat: /home/coder/session/late/messages.jsonl: No such file or directory\ndefault\nindex\n") == 0);
+  CHECK(r.out.find("\nend\n") != std::string::npos);
+  CHECK_FALSE(lexists(home + "/session/default/kept"));
+  CHECK(ctx::test::read_file(home + "/session/late/messages.jsonl") == "secret\n");
+}
+
+// docs/security.md, "Sessions an agent moves away": an agent made
+// session/<T> through a rw bind of its home and filled it; a later
+// `--session T` took it for a resume of a session that was never
+// launched. Nothing can be made in the list of its sessions.
+TEST_CASE("session policy: an agent cannot make a session ahead for a later launch to take", "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const auto [home, mounts] = secret_review(t, m);
+  RunResult plant = t.launch({"coder", "--", "/bin/sh", "-c",
+                              "mkdir -p /home/coder/session/next 2>&1; echo planted > "
+                              "/home/coder/session/next/messages.jsonl 2>&1; echo end"},
+                             m.as);
+  INFO(plant.out << plant.err);
+  CHECK(plant.exit_code == 0);
+  CHECK(plant.out.find("Read-only file system") != std::string::npos);
+  CHECK_FALSE(lexists(home + "/session/next"));
+  // A new session needs write only; a resume would need resume too.
+  t.agent("coder", {{"mount", mounts}, {"policy", "allow coder_t session:next write\n"}}, true, false);
+  RunResult next = t.launch({"--session", "next", "coder", "--", "/bin/sh", "-c",
+                             "cat /home/coder/session/next/messages.jsonl 2>&1; echo end"},
+                            m.as);
+  INFO(next.out << next.err);
+  CHECK(next.exit_code == 0);
+  CHECK(next.out.find("planted") == std::string::npos);
+  CHECK(next.out.find("end") != std::string::npos);
+  // An agent whose launches all keep their session in a shared space has
+  // no session/ in its home: the launch makes it, for the list to cover.
+  const std::string uid = std::to_string(m.owner.uid);
+  t.mkdir("ctx/shared/proj");
+  t.mkdir("ctx/home/" + uid + "/agent/solo/data");
+  const std::string solo = t.root() + "/home/" + uid + "/agent/solo";
+  t.agent("solo", {{"mount", t.base_mounts() + solo + "\t/home/solo\trw\tbind,nosuid,nodev\n"},
+                   {"policy", "allow solo_t shared:proj write\nallow solo_t session:next write\n"}});
+  REQUIRE_FALSE(lexists(solo + "/session"));
+  RunResult shared = t.launch({"--session-space", "proj", "solo", "--", "/bin/sh", "-c",
+                               "ls -A /home/solo/session; mkdir /home/solo/session/next 2>&1; echo end"},
+                              m.as);
+  INFO(shared.out << shared.err);
+  CHECK(shared.exit_code == 0);
+  CHECK(shared.out.find("Read-only file system") != std::string::npos);
+  CHECK(is_dir(solo + "/session"));
+  CHECK(owner_of(solo + "/session") == m.owner.uid);
+  CHECK_FALSE(lexists(solo + "/session/next"));
+}
+
+// docs/abi-policy.md, "session": a root at the agent's home showed all of
+// its sessions at /session; it shows the list a bind of the home shows.
+TEST_CASE("session policy: a root at the agent's home shows only the sessions the policy lets it see",
+          "[root][userns]") {
+  auto m = ctx::test::launch_mode();
+  CtxTree t(m.owner);
+  const std::string uid = std::to_string(m.owner.uid);
+  const std::string rel = "ctx/home/" + uid + "/agent/coder";
+  const std::string home = t.root() + "/home/" + uid + "/agent/coder";
+  t.agent("coder", {{"root", home + "\n"}});
+  for (const char* l : {"bin", "lib", "lib64", "sbin"}) {
+    const std::string link = home + "/" + l;
+    REQUIRE(::symlink((std::string("usr/") + l).c_str(), link.c_str()) == 0);
+    REQUIRE(::lchown(link.c_str(), m.owner.uid, m.owner.gid) == 0);
+  }
+  REQUIRE(t.launch({"--session", "review", "coder", "--", "/bin/true"}, m.as).exit_code == 0);
+  t.write(rel + "/session/review/messages.jsonl", "secret\n");
+  RunResult r = t.launch({"coder", "--", "/bin/sh", "-c",
+                          "ls /session; cat /session/review/messages.jsonl 2>&1; mkdir /session/x 2>&1; echo end"},
+                         m.as);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("default\nindex\n") == 0);
+  CHECK(r.out.find("secret") == std::string::npos);
+  CHECK(r.out.find("Read-only file system") != std::string::npos);
+  CHECK_FALSE(lexists(home + "/session/x"));
 }
 
 // docs/abi-policy.md, "session": a table that shows the CTX root (the

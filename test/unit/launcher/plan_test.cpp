@@ -384,12 +384,20 @@ TEST_CASE("shared spaces: permission for direct mounts, masks under wider ones",
   o.shared_spaces = {"a", "b", "c"};
   auto p = plan_of(s, user(), o);
   REQUIRE(p);
-  REQUIRE(binds(*p).size() == 2);
-  CHECK(binds(*p)[1].source == "/srv/ctx/shared/a");  // read only: rebound ro
-  CHECK(binds(*p)[1].target == "/ctx/shared/a");
-  CHECK(binds(*p)[1].attrs.rdonly);
-  REQUIRE(masks(*p).size() == 1);
-  CHECK(masks(*p)[0].target == "/ctx/shared/c");
+  // Without the view (this plan has none), the pins of the list of the
+  // agent's sessions come first: below.
+  std::vector<BindStep> table;
+  for (const auto& b : binds(*p))
+    if (!b.pin) table.push_back(b);
+  REQUIRE(table.size() == 2);
+  CHECK(table[1].source == "/srv/ctx/shared/a");  // read only: rebound ro
+  CHECK(table[1].target == "/ctx/shared/a");
+  CHECK(table[1].attrs.rdonly);
+  std::vector<MaskStep> empty;
+  for (const auto& k : masks(*p))
+    if (k.keep.empty()) empty.push_back(k);
+  REQUIRE(empty.size() == 1);
+  CHECK(empty[0].target == "/ctx/shared/c");
 }
 
 TEST_CASE("plans of the example agents", "[fs]") {
@@ -410,8 +418,13 @@ TEST_CASE("plans of the example agents", "[fs]") {
   // project-b, which the whole-/ctx mount would expose, is masked.
   CHECK(targets ==
         std::vector<std::string>{"/ctx", "/ctx/home/1000/agent/coder", "/shared/project-a", "/usr", "/work"});
-  REQUIRE(masks(*p).size() == 1);
-  CHECK(masks(*p)[0].target == "/ctx/shared/project-b");
+  // The home's sessions listed where each of the two binds that show
+  // them would (a plan with the agent view keeps the home's only).
+  REQUIRE(masks(*p).size() == 3);
+  CHECK(masks(*p)[0].target == "/ctx/home/1000/agent/coder/session");
+  CHECK(masks(*p)[1].target == "/ctx/home/1000/agent/coder/session");
+  CHECK(masks(*p)[2].target == "/ctx/shared/project-b");
+  CHECK(masks(*p)[2].keep.empty());
   CHECK(p->net_ns);
   CHECK(p->cwd == "/work");
   CHECK(p->root == "/ctx/home/1000/agent/coder/root");
@@ -432,8 +445,11 @@ TEST_CASE("plans of the example agents", "[fs]") {
   CHECK(binds(*r)[0].target == "/ctx");
   CHECK(binds(*r)[1].target == "/shared/project-a");
   CHECK(binds(*r)[1].attrs.rdonly);
-  REQUIRE(masks(*r).size() == 1);  // the whole /ctx shows project-a (read) but hides project-b
-  CHECK(masks(*r)[0].target == "/ctx/shared/project-b");
+  // The whole /ctx shows project-a (read) but hides project-b, and lists
+  // the reviewer's own sessions.
+  REQUIRE(masks(*r).size() == 2);
+  CHECK(masks(*r)[0].target == "/ctx/home/1000/agent/reviewer/session");
+  CHECK(masks(*r)[1].target == "/ctx/shared/project-b");
   // The reviewer's policy reads project-a but cannot write it: an rw mount
   // of the space is refused.
   reviewer->mounts[2].attrs.rdonly = false;
@@ -478,8 +494,12 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
     CHECK_FALSE(bind(rw).attrs.rdonly);
     CHECK(bind(rw).attrs.noexec);
   }
-  REQUIRE(masks(*p).size() == 1);
-  CHECK(masks(*p)[0].target == "/ctx/home/1000/agent/coder/session");
+  // The parent's sessions masked; its own listed.
+  REQUIRE(masks(*p).size() == 2);
+  CHECK(masks(*p)[0].target == "/ctx/home/1000/agent/rev/session");
+  CHECK(masks(*p)[0].keep.size() == 2);
+  CHECK(masks(*p)[1].target == "/ctx/home/1000/agent/coder/session");
+  CHECK(masks(*p)[1].keep.empty());
   CHECK(std::find(p->env.begin(), p->env.end(), "CTX_HANDOFF=/handoff") != p->env.end());
   // The handoff directory is the launcher's: a mount there is refused.
   s.mounts.push_back({.source = "/usr",
@@ -494,45 +514,114 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
         "minimal /dev, /run/ctx, /handoff); remove the line");
 }
 
-// docs/security.md, "Sessions an agent moves away": in a rw bind every
-// directory between the bind's root and a mask is bound onto itself,
-// right after that bind and before any bind below it; in a ro bind none.
-TEST_CASE("a rw bind pins the directories above the sessions it masks; a ro bind does not", "[unit]") {
+// docs/abi-policy.md, "session": wherever a bind shows the agent's own
+// session/, a list covers it right after that bind (before any bind
+// below it): the launch's session as the bind shows it, index and the
+// sessions with session:<name> read read-only, nothing else; in a rw bind
+// the directories between the bind's root and the list are pinned
+// (docs/security.md, "Sessions an agent moves away").
+TEST_CASE("a bind of the home lists its sessions; a rw bind above it pins the directories between", "[unit]") {
   AgentSpec s = coder();
   const std::string home = "/srv/ctx/home/1000/agent/coder";
   PlanOptions po;
-  po.sessions = {"default", "review", "old"};
+  po.session = "default";
+  po.sessions = {"default", "review", "old", "index"};
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:old read\n");
+  auto order_of = [](const ctx::launcher::LaunchPlan& p) {
+    std::vector<std::string> order;
+    for (const auto& m : p.mounts) {
+      if (const auto* b = std::get_if<BindStep>(&m)) order.push_back("bind " + b->target + " <- " + b->source);
+      if (const auto* k = std::get_if<MaskStep>(&m)) {
+        std::string kept;
+        for (const auto& e : k->keep)
+          kept += " " + e.name + (e.rw ? ":as-shown" : ":ro") + (e.required ? ":required" : "");
+        order.push_back("mask " + k->target + kept);
+      }
+    }
+    return order;
+  };
   for (const char* mode : {"rw", "ro"}) {
     INFO(mode);
     s.mounts = *ctx::mountspec::parse("coder.d/mount", home + "\t/h\t" + mode + "\tbind,nosuid,nodev\n" + home +
                                                            "/session/default\t/h/session/default/x\tro\tbind\n");
     auto p = plan_of(s, user(), po);
     REQUIRE(p);
-    std::vector<std::string> order;
-    for (const auto& m : p->mounts) {
-      if (const auto* b = std::get_if<BindStep>(&m)) order.push_back("bind " + b->target + " <- " + b->source);
-      if (const auto* k = std::get_if<MaskStep>(&m)) order.push_back("mask " + k->target);
-    }
-    std::vector<std::string> want{"bind /h <- " + home};
-    if (std::string(mode) == "rw") want.push_back("bind /h/session <- " + home + "/session");
-    want.push_back("bind /h/session/default/x <- " + home + "/session/default");
-    want.push_back("mask /h/session/review");
-    want.push_back("mask /h/session/old");
-    CHECK(order == want);
-    if (std::string(mode) == "rw") {
-      const auto pin = binds(*p)[1];
-      CHECK_FALSE(pin.attrs.rdonly);
-      CHECK(pin.attrs.nosuid);
-      CHECK(pin.line == 1);
-    }
+    CHECK(order_of(*p) == std::vector<std::string>{
+                              "bind /h <- " + home,
+                              "mask /h/session default:as-shown:required index:ro:required old:ro",
+                              "bind /h/session/default/x <- " + home + "/session/default",
+                          });
+    CHECK(p->home_sessions_shown);
   }
+  // A shared session: the home's session/ shows index and what may be read.
+  po.session_space = "proj";
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy",
+                                         "allow coder_t session:old read\nallow coder_t shared:proj write\n");
+  s.mounts = *ctx::mountspec::parse("coder.d/mount", home + "\t/h\trw\tbind\n");
+  auto shared = plan_of(s, user(), po);
+  REQUIRE(shared);
+  CHECK(order_of(*shared) == std::vector<std::string>{"bind /h <- " + home, "mask /h/session index:ro old:ro"});
+  po.session_space.clear();
+  // Above the home (a plan without the view, which would replace it): pins.
+  s.mounts = *ctx::mountspec::parse("coder.d/mount", "/srv/ctx/home/1000/agent\t/a\trw\tbind,nosuid,nodev\n");
+  auto above = plan_of(s, user(), po);
+  REQUIRE(above);
+  CHECK(order_of(*above) == std::vector<std::string>{
+                                "bind /a <- /srv/ctx/home/1000/agent",
+                                "bind /a/coder <- " + home,
+                                "mask /a/coder/session default:as-shown:required index:ro:required old:ro",
+                            });
+  const auto pin = binds(*above)[1];
+  CHECK(pin.pin);
+  CHECK_FALSE(pin.attrs.rdonly);
+  CHECK(pin.attrs.nosuid);
+  CHECK(pin.line == 1);
+  s.mounts = *ctx::mountspec::parse("coder.d/mount", "/srv/ctx/home/1000/agent\t/a\tro\tbind\n");
+  auto above_ro = plan_of(s, user(), po);
+  REQUIRE(above_ro);
+  CHECK(binds(*above_ro).size() == 1);
+  // A source or a root inside a session the policy hides is refused.
+  s.mounts =
+      *ctx::mountspec::parse("coder.d/mount", "/tmp\t/t\tro\tbind\n" + home + "/session/review/x\t/r\tro\tbind\n");
+  auto inside = plan_of(s, user(), po);
+  REQUIRE_FALSE(inside);
+  CHECK(inside.error().code == EACCES);
+  CHECK(inside.error().msg == "coder.d/mount:2: " + home +
+                                  "/session/review/x: EACCES: lies in the agent's session review, which its policy "
+                                  "hides; add 'allow coder_t session:review read' or show another directory");
+  s.mounts = *ctx::mountspec::parse("coder.d/mount", home + "/session/old\t/r\tro\tbind\n" + home +
+                                                         "/session/default/y\t/d\trw\tbind\n" + home +
+                                                         "/session/index\t/i\tro\tbind\n");
+  CHECK(plan_of(s, user(), po));
+  s.mounts = *ctx::mountspec::parse("coder.d/mount", "/usr\t/usr\tro\trbind\n");
+  s.root = home + "/session/review/root";
+  auto root_inside = plan_of(s, user(), po);
+  REQUIRE_FALSE(root_inside);
+  CHECK(root_inside.error().msg.find("coder.d/root: " + home +
+                                     "/session/review/root: EACCES: lies in the agent's "
+                                     "session review") == 0);
+  s.root = home + "/session";
+  auto root_sessions = plan_of(s, user(), po);
+  REQUIRE_FALSE(root_sessions);
+  CHECK(root_sessions.error().code == EACCES);
+  // A root at the home lists its sessions too.
+  s.root = home;
+  auto root_home = plan_of(s, user(), po);
+  REQUIRE(root_home);
+  CHECK(order_of(*root_home) == std::vector<std::string>{
+                                    "mask /session default:as-shown:required index:ro:required old:ro",
+                                    "bind /usr <- /usr",
+                                });
 }
 
-// With the agent view a bind of the home stays a bind, and so do its
-// pins; a rw bind of the CTX root becomes the view (read-only, its own
-// sessions filtered by the view's rules), and no pin brings a rw bind of
-// the home back over it.
-TEST_CASE("with the agent view, pins stay with a bind of the home and go with a bind the view replaces", "[unit]") {
+// With the agent view a bind of the home stays a bind, and so does its
+// list of sessions; a rw bind of the CTX root becomes the view
+// (read-only, its own sessions filtered by the view's rules), and neither
+// a pin nor a list brings a bind of the home back over it.
+TEST_CASE(
+    "with the agent view, the list of sessions stays with a bind of the home and goes with a bind the view "
+    "replaces",
+    "[unit]") {
   AgentSpec s = coder();
   const std::string home = "/srv/ctx/home/1000/agent/coder";
   PlanOptions po;
@@ -543,17 +632,21 @@ TEST_CASE("with the agent view, pins stay with a bind of the home and go with a 
   REQUIRE(homed);
   std::vector<std::string> targets;
   for (const auto& b : binds(*homed)) targets.push_back(b.target);
-  CHECK(targets == std::vector<std::string>{"/h", "/h/session"});
-  CHECK(masks(*homed).size() == 1);
-  s.mounts = *ctx::mountspec::parse("coder.d/mount", "/srv/ctx\t/ctx\trw\trbind,nosuid,nodev\n");
-  auto whole = plan_of(s, user(), po);
-  REQUIRE(whole);
-  for (const auto& b : binds(*whole)) {
-    INFO(b.target);
-    CHECK_FALSE(ctx::path_is_at_or_under(b.target, "/ctx"));
+  CHECK(targets == std::vector<std::string>{"/h"});
+  REQUIRE(masks(*homed).size() == 1);
+  CHECK(masks(*homed)[0].target == "/h/session");
+  for (const char* above : {"/srv/ctx\t/ctx", "/srv/ctx/home/1000/agent\t/ctx/home/1000/agent"}) {
+    INFO(above);
+    s.mounts = *ctx::mountspec::parse("coder.d/mount", std::string(above) + "\trw\trbind,nosuid,nodev\n");
+    auto whole = plan_of(s, user(), po);
+    REQUIRE(whole);
+    for (const auto& b : binds(*whole)) {
+      INFO(b.target);
+      CHECK_FALSE(ctx::path_is_at_or_under(b.target, "/ctx"));
+    }
+    CHECK(masks(*whole).empty());
+    CHECK(of_kind<ViewStep>(*whole).size() >= 1);
   }
-  CHECK(masks(*whole).empty());
-  CHECK(of_kind<ViewStep>(*whole).size() >= 1);
 }
 
 TEST_CASE("ctx tool's tiers: the planned CTX_PATH, where the plan shows the CTX tree, with the mount's noexec",
@@ -647,13 +740,15 @@ TEST_CASE("the agent view takes the place of every bind of the durable CTX tree"
   // In the plan's order (targets parents first). A gated part bound at its
   // own place adds nothing (home/1000/tool is gone); with a flag it is
   // that part of the view with the flag; the agent's own home and a space
-  // stay binds, the tier the space brings is the view's; a bind above the
-  // CTX root keeps the rest and gets the view at the root's place; no
-  // mask is needed for the space without read.
+  // stay binds (the home with the list of its sessions), the tier the
+  // space brings is the view's; a bind above the CTX root keeps the rest
+  // and gets the view at the root's place; no mask is needed for the
+  // space without read, nor a list of sessions where the view shows them.
   CHECK(got == std::vector<std::string>{
                    "view /agents agent noexec",
                    "view /ctx ",
                    "bind /ctx/home/1000/agent/coder /srv/ctx/home/1000/agent/coder",
+                   "mask /ctx/home/1000/agent/coder/session  noexec",
                    "view /ctx/home/1000/model home/1000/model noexec",
                    "bind /host /srv",
                    "view /host/ctx ",
