@@ -309,18 +309,47 @@ class AgentSessions {
     return m;
   }
 
-  // A source (or the root) below the session directory lies in a session
-  // the list shows; `where` names the file (and line) it comes from.
-  Result<void> check_inside(const std::string& source, const std::string& where) const {
+  // A source (or the root) below the session directory lies in an entry
+  // the list shows, and only in the launch's own session may it be
+  // written (`rw`: a rw line, or the root); `where` names the file (and
+  // line) it comes from.
+  Result<void> check_inside(const std::string& source, bool rw, const std::string& where) const {
     if (!path_is_at_or_under(source, dir_) || source == dir_) return {};
     const std::string_view rest = path_suffix(source, dir_);
     const std::string name(rest.substr(0, rest.find('/')));
-    if (name == "index" || (opts_.session_space.empty() && name == opts_.session) || readable(name)) return {};
-    return fail(Error{
-        EACCES,
-        where + ": " + source + ": EACCES: lies in the agent's session " + name + ", which its policy hides; add " +
-            policy::missing_rule(subject_, policy::Class::session, name, "read") + " or show another directory",
-        "session_policy"});
+    if (opts_.session_space.empty() && name == opts_.session) return {};
+    if (name != "index" && !readable(name))
+      return fail(Error{
+          EACCES,
+          where + ": " + source + ": EACCES: lies in the agent's session " + name + ", which its policy hides; add " +
+              policy::missing_rule(subject_, policy::Class::session, name, "read") + " or show another directory",
+          "session_policy"});
+    if (rw)
+      return fail(
+          Error{EACCES,
+                where + ": " + source + ": EACCES: lies in " +
+                    (name == "index" ? std::string("the index of the agent's sessions, which the launcher writes")
+                                     : "the agent's session " + name + ", which its policy lets it read") +
+                    ", shown read-only; " +
+                    (where.find(".d/root") != std::string::npos ? "put the root elsewhere (it is written)"
+                                                                : "make the line ro"),
+                "session_policy"});
+    return {};
+  }
+
+  // A line of the table whose target lies in a list of the agent's
+  // sessions (`list`) names an entry the list shows: the list is
+  // read-only, and no mount point can be made beside what it keeps.
+  static Result<void> check_target(const MaskStep& list, const BindStep& b, const std::string& file) {
+    if (!path_is_at_or_under(b.target, list.target) || b.target == list.target) return {};
+    const std::string_view rest = path_suffix(b.target, list.target);
+    const std::string name(rest.substr(0, rest.find('/')));
+    if (std::any_of(list.keep.begin(), list.keep.end(), [&](const MaskKeep& k) { return k.name == name; })) return {};
+    std::string shown;
+    for (const auto& k : list.keep) shown += (shown.empty() ? "" : ", ") + k.name;
+    return fail(Error{EACCES, file + ":" + std::to_string(b.line) + ": target " + b.target + ": EACCES: lies in " +
+                                  list.target + ", the list of the agent's sessions, which shows only " + shown +
+                                  " and is read-only; put the target elsewhere"});
   }
 
  private:
@@ -397,7 +426,7 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
       session_lists[i] = sessions.list(target);
       pin_above(b, target, pins[i]);
     } else if (b.line > 0) {
-      CTX_TRY(sessions.check_inside(b.source, file + ":" + std::to_string(b.line)));
+      CTX_TRY(sessions.check_inside(b.source, !b.attrs.rdonly, file + ":" + std::to_string(b.line)));
     }
   }
   if (!opts.handoff_dir.empty()) add_handoff(spec, opts.handoff_dir, binds);
@@ -424,10 +453,15 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
                                     "policy hides; put the root in the agent's home or in one of its sessions"});
     root_sessions = sessions.list(path_join("/", path_suffix(sessions.dir(), spec.root)));
   } else {
-    CTX_TRY(sessions.check_inside(spec.root, spec.name + ".d/root"));
+    CTX_TRY(sessions.check_inside(spec.root, true, spec.name + ".d/root"));
   }
-  plan.home_sessions_shown = root_sessions.has_value() || std::any_of(session_lists.begin(), session_lists.end(),
-                                                                      [](const auto& l) { return l.has_value(); });
+  // The table's targets below a list.
+  for (std::size_t i = 0; i < binds.size(); ++i) {
+    if (binds[i].line == 0) continue;
+    if (root_sessions) CTX_TRY(AgentSessions::check_target(*root_sessions, binds[i], file));
+    for (std::size_t j = 0; j < i; ++j)
+      if (session_lists[j]) CTX_TRY(AgentSessions::check_target(*session_lists[j], binds[i], file));
+  }
   plan.mounts.push_back(std::move(root));
   if (root_sessions) plan.mounts.push_back(std::move(*root_sessions));
   pins.resize(binds.size());  // the handoff's binds came after the masks
@@ -675,6 +709,8 @@ std::string session_dir_rel(std::uint32_t owner, const std::string& name, const 
   return "shared/" + space + "/agent/" + name + "/session";
 }
 
+std::string home_session(const LaunchPlan& plan) { return plan.session_space.empty() ? plan.session : ""; }
+
 bool terminal_env_value_ok(std::string_view value) {
   if (value.empty() || value.size() > 128) return false;
   for (char c : value)
@@ -748,6 +784,11 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   // The agent view where the table shows the CTX tree, then what every
   // sandbox gets: the mount plan is complete here.
   if (opts.view) plan_view(spec, opts, plan);
+  // What the view left of the lists of the home's sessions.
+  plan.home_sessions_shown = std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const MountStep& m) {
+    const auto* k = std::get_if<MaskStep>(&m);
+    return k != nullptr && !k->keep.empty();
+  });
   if (opts.view && opts.static_view)
     for (auto& m : plan.mounts)
       if (auto* v = std::get_if<ViewStep>(&m)) v->built = mountspec::static_build(v->attrs);

@@ -247,6 +247,12 @@ Result<void> check_session_space(const agentdir::AgentSpec& spec, const std::str
 /// home/<owner>/agent/<name>/session, or shared/<space>/agent/<name>/session.
 std::string session_dir_rel(std::uint32_t owner, const std::string& name, const std::string& space);
 
+/// The launch's session when it lives in the agent's home; "" for a
+/// shared one (--session-space), whose home holds no session of this
+/// launch: what the agent view and the list of the home's sessions show
+/// as the agent's own there.
+std::string home_session(const LaunchPlan& plan);
+
 /// Whether the plan's agent view is served over FUSE (a view step without
 /// `built`), and whether it is built at launch (one with).
 bool serves_view(const LaunchPlan& plan);

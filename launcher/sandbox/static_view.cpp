@@ -47,7 +47,7 @@ access::Viewer runtime_viewer(const LaunchPlan& plan) {
   v.owner = plan.owner;
   v.user_tier = plan.tier_user.has_value();
   v.ancestors = plan.ancestor_types;
-  v.session = plan.session;
+  v.session = home_session(plan);
   v.uid = plan.ids.host_uid;
   v.gid = plan.ids.host_gid;
   v.groups = plan.ids.host_groups;

@@ -37,7 +37,7 @@ namespace {
   o.owner = plan.owner;
   o.user_tier = plan.tier_user.has_value();
   o.ancestors = plan.ancestor_types;
-  o.session = plan.session;
+  o.session = home_session(plan);
   o.uid = ids.host_uid;
   o.gid = ids.host_gid;
   o.groups = ids.host_groups;

@@ -391,6 +391,15 @@ TEST_CASE("session policy: the agent view hides another session without session:
   INFO(shown.out << shown.err);
   CHECK(shown.exit_code == 0);
   CHECK(shown.out == "a\nb\nindex\nsecret\n" + dir + "/b\nrunning\nby-cwd\nend\n");
+  // A shared session named b is not the home's b: the view shows the
+  // home's sessions as others then (found by the list's attack review).
+  t.mkdir("ctx/shared/proj");
+  t.agent("coder", {{"mount", mounts}, {"policy", sessions + "allow coder_t shared:proj write\n"}});
+  RunResult shared = launch({"--session-space", "proj", "--session", "b", "coder", "--", "/bin/sh", "-c",
+                             "ls " + dir + "; cat " + dir + "/b/messages.jsonl 2>/dev/null; echo end"});
+  INFO(shared.out << shared.err);
+  CHECK(shared.exit_code == 0);
+  CHECK(shared.out == "index\nend\n");
 }
 
 // docs/abi.md, "Shared sessions": --session-space P keeps the session in

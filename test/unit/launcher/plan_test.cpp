@@ -593,6 +593,27 @@ TEST_CASE("a bind of the home lists its sessions; a rw bind above it pins the di
                                                          "/session/default/y\t/d\trw\tbind\n" + home +
                                                          "/session/index\t/i\tro\tbind\n");
   CHECK(plan_of(s, user(), po));
+  // Only the launch's own session may be written: a readable one and the
+  // index are shown read-only, and a rw line there is refused.
+  for (const std::string entry : {"old", "index"}) {
+    INFO(entry);
+    s.mounts = *ctx::mountspec::parse("coder.d/mount", home + "/session/" + entry + "\t/r\trw\tbind\n");
+    auto rw = plan_of(s, user(), po);
+    REQUIRE_FALSE(rw);
+    CHECK(rw.error().code == EACCES);
+    CHECK(rw.error().msg.find("coder.d/mount:1: " + home + "/session/" + entry + ": EACCES: lies in ") == 0);
+    CHECK(rw.error().msg.find("shown read-only; make the line ro") != std::string::npos);
+  }
+  // A target the list of sessions does not keep: refused at plan time
+  // (the list is read-only, so no mount point could be made there).
+  s.mounts = *ctx::mountspec::parse("coder.d/mount", home +
+                                                         "\t/h\trw\tbind\n/tmp\t/h/session/notes\tro\tbind\n"
+                                                         "/tmp\t/h/session/default/notes\tro\tbind\n");
+  auto beside = plan_of(s, user(), po);
+  REQUIRE_FALSE(beside);
+  CHECK(beside.error().msg ==
+        "coder.d/mount:2: target /h/session/notes: EACCES: lies in /h/session, the list of the agent's sessions, "
+        "which shows only default, index, old and is read-only; put the target elsewhere");
   s.mounts = *ctx::mountspec::parse("coder.d/mount", "/usr\t/usr\tro\trbind\n");
   s.root = home + "/session/review/root";
   auto root_inside = plan_of(s, user(), po);
@@ -600,6 +621,12 @@ TEST_CASE("a bind of the home lists its sessions; a rw bind above it pins the di
   CHECK(root_inside.error().msg.find("coder.d/root: " + home +
                                      "/session/review/root: EACCES: lies in the agent's "
                                      "session review") == 0);
+  s.root = home + "/session/old/root";
+  auto root_readable = plan_of(s, user(), po);
+  REQUIRE_FALSE(root_readable);
+  CHECK(root_readable.error().msg.find("put the root elsewhere (it is written)") != std::string::npos);
+  s.root = home + "/session/default/root";
+  CHECK(plan_of(s, user(), po));
   s.root = home + "/session";
   auto root_sessions = plan_of(s, user(), po);
   REQUIRE_FALSE(root_sessions);
@@ -646,7 +673,11 @@ TEST_CASE(
     }
     CHECK(masks(*whole).empty());
     CHECK(of_kind<ViewStep>(*whole).size() >= 1);
+    // No list is left: a shared session's launch makes no session/ in
+    // the home for one.
+    CHECK_FALSE(whole->home_sessions_shown);
   }
+  CHECK(homed->home_sessions_shown);
 }
 
 TEST_CASE("ctx tool's tiers: the planned CTX_PATH, where the plan shows the CTX tree, with the mount's noexec",
