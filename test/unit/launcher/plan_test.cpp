@@ -514,6 +514,22 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
         "minimal /dev, /run/ctx, /handoff); remove the line");
 }
 
+// The binds and masks of a plan in order, a mask with what it keeps
+// ("name:ro", "name:as-shown", ":required").
+std::vector<std::string> order_of(const ctx::launcher::LaunchPlan& p) {
+  std::vector<std::string> order;
+  for (const auto& m : p.mounts) {
+    if (const auto* b = std::get_if<BindStep>(&m)) order.push_back("bind " + b->target + " <- " + b->source);
+    if (const auto* k = std::get_if<MaskStep>(&m)) {
+      std::string kept;
+      for (const auto& e : k->keep)
+        kept += " " + e.name + (e.rw ? ":as-shown" : ":ro") + (e.required ? ":required" : "");
+      order.push_back("mask " + k->target + kept);
+    }
+  }
+  return order;
+}
+
 // docs/abi-policy.md, "session": wherever a bind shows the agent's own
 // session/, a list covers it right after that bind (before any bind
 // below it): the launch's session as the bind shows it, index and the
@@ -527,19 +543,6 @@ TEST_CASE("a bind of the home lists its sessions; a rw bind above it pins the di
   po.session = "default";
   po.sessions = {"default", "review", "old", "index"};
   s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:old read\n");
-  auto order_of = [](const ctx::launcher::LaunchPlan& p) {
-    std::vector<std::string> order;
-    for (const auto& m : p.mounts) {
-      if (const auto* b = std::get_if<BindStep>(&m)) order.push_back("bind " + b->target + " <- " + b->source);
-      if (const auto* k = std::get_if<MaskStep>(&m)) {
-        std::string kept;
-        for (const auto& e : k->keep)
-          kept += " " + e.name + (e.rw ? ":as-shown" : ":ro") + (e.required ? ":required" : "");
-        order.push_back("mask " + k->target + kept);
-      }
-    }
-    return order;
-  };
   for (const char* mode : {"rw", "ro"}) {
     INFO(mode);
     s.mounts = *ctx::mountspec::parse("coder.d/mount", home + "\t/h\t" + mode + "\tbind,nosuid,nodev\n" + home +
@@ -580,6 +583,20 @@ TEST_CASE("a bind of the home lists its sessions; a rw bind above it pins the di
   auto above_ro = plan_of(s, user(), po);
   REQUIRE(above_ro);
   CHECK(binds(*above_ro).size() == 1);
+}
+
+// docs/abi-policy.md, "session": what would reach past the list of the
+// agent's sessions is refused at plan time, with the fix: a source or a
+// root in a session the list does not show, a rw line or a root in one it
+// shows read-only, a target beside what it keeps, a root at session/;
+// a root at the home itself gets the list.
+TEST_CASE("a line or a root that would reach past the list of the agent's sessions is refused", "[unit]") {
+  AgentSpec s = coder();
+  const std::string home = "/srv/ctx/home/1000/agent/coder";
+  PlanOptions po;
+  po.session = "default";
+  po.sessions = {"default", "review", "old", "index"};
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:old read\n");
   // A source or a root inside a session the policy hides is refused.
   s.mounts =
       *ctx::mountspec::parse("coder.d/mount", "/tmp\t/t\tro\tbind\n" + home + "/session/review/x\t/r\tro\tbind\n");
