@@ -179,6 +179,17 @@ TEST_CASE("session policy: another session is hidden in the sandbox without sess
   RunResult shown = t.launch({"coder", "--", "/bin/sh", "-c", "cat /home/coder/session/review/messages.jsonl"}, m.as);
   INFO(shown.err);
   CHECK(shown.out == "secret\n");
+  // Under iso uid as well: the runtime runs as a uid delegated to the
+  // owner (2000001 lies in the range scripts/setup delegates to the test
+  // user), and the list is made the same way.
+  t.agent("coder", {{"mount", mounts}, {"iso", "uid\n"}, {"uid", "2000001\n"}, {"gid", "2000002\n"}});
+  RunResult iso = t.launch(
+      {"coder", "--", "/bin/sh", "-c", "id -u; ls /home/coder/session; cat /home/coder/session/review/messages.jsonl"},
+      m.as);
+  INFO(iso.out << iso.err);
+  CHECK(iso.exit_code != 0);  // cat: the session is not there
+  CHECK(iso.out == "2000001\ndefault\nindex\n");
+  CHECK(iso.err.find("/home/coder/session/review/messages.jsonl: No such file or directory") != std::string::npos);
 }
 
 // A mask is a mount over a directory, and a mount moves with a directory
