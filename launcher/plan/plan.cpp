@@ -172,8 +172,8 @@ MaskStep mask(std::string target, std::string why) {
 
 // A mask is a mount over one directory, and mounts move with their
 // directory: in a rw bind the agent could rename a directory above a mask
-// (its home's session/) and find what the mask hid under the new name at
-// its next launch, whose masks are planned from the old names. Every
+// (an ancestor's session/, the list of its own sessions) and find what
+// the mask hid under the new name at its next launch. Every
 // directory between the bind's root (a mount point already) and the mask
 // becomes a mount point too, which the kernel refuses to rename or remove
 // (EBUSY). Their targets, parents first, added to `pins` once each.
@@ -311,9 +311,10 @@ class AgentSessions {
 
   // A source (or the root) below the session directory lies in an entry
   // the list shows, and only in the launch's own session may it be
-  // written (`rw`: a rw line, or the root); `where` names the file (and
-  // line) it comes from.
-  Result<void> check_inside(const std::string& source, bool rw, const std::string& where) const {
+  // written. `where` names the file (and line) it comes from; `written`
+  // is the fix when it would be written there (a rw line, the root), ""
+  // when it is not.
+  Result<void> check_inside(const std::string& source, std::string_view written, const std::string& where) const {
     if (!path_is_at_or_under(source, dir_) || source == dir_) return {};
     const std::string_view rest = path_suffix(source, dir_);
     const std::string name(rest.substr(0, rest.find('/')));
@@ -324,15 +325,13 @@ class AgentSessions {
           where + ": " + source + ": EACCES: lies in the agent's session " + name + ", which its policy hides; add " +
               policy::missing_rule(subject_, policy::Class::session, name, "read") + " or show another directory",
           "session_policy"});
-    if (rw)
+    if (!written.empty())
       return fail(
           Error{EACCES,
                 where + ": " + source + ": EACCES: lies in " +
                     (name == "index" ? std::string("the index of the agent's sessions, which the launcher writes")
                                      : "the agent's session " + name + ", which its policy lets it read") +
-                    ", shown read-only; " +
-                    (where.find(".d/root") != std::string::npos ? "put the root elsewhere (it is written)"
-                                                                : "make the line ro"),
+                    ", shown read-only; " + std::string(written),
                 "session_policy"});
     return {};
   }
@@ -426,7 +425,8 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
       session_lists[i] = sessions.list(target);
       pin_above(b, target, pins[i]);
     } else if (b.line > 0) {
-      CTX_TRY(sessions.check_inside(b.source, !b.attrs.rdonly, file + ":" + std::to_string(b.line)));
+      CTX_TRY(sessions.check_inside(b.source, b.attrs.rdonly ? "" : "make the line ro",
+                                    file + ":" + std::to_string(b.line)));
     }
   }
   if (!opts.handoff_dir.empty()) add_handoff(spec, opts.handoff_dir, binds);
@@ -453,7 +453,7 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
                                     "policy hides; put the root in the agent's home or in one of its sessions"});
     root_sessions = sessions.list(path_join("/", path_suffix(sessions.dir(), spec.root)));
   } else {
-    CTX_TRY(sessions.check_inside(spec.root, true, spec.name + ".d/root"));
+    CTX_TRY(sessions.check_inside(spec.root, "put the root elsewhere (it is written)", spec.name + ".d/root"));
   }
   // The table's targets below a list.
   for (std::size_t i = 0; i < binds.size(); ++i) {
@@ -467,12 +467,12 @@ Result<void> plan_mounts(const AgentSpec& spec, const PlanOptions& opts, LaunchP
   pins.resize(binds.size());  // the handoff's binds came after the masks
   session_lists.resize(binds.size());
   for (std::size_t i = 0; i < binds.size(); ++i) {
-    const BindStep b = binds[i];
+    std::vector<BindStep> pinned;
+    for (const auto& target : pins[i]) pinned.push_back(pin(binds[i], target));
     plan.mounts.push_back(std::move(binds[i]));
-    for (const auto& target : pins[i]) plan.mounts.push_back(pin(b, target));
+    for (auto& p : pinned) plan.mounts.push_back(std::move(p));
     if (session_lists[i]) plan.mounts.push_back(std::move(*session_lists[i]));
   }
-
   for (auto& m : masks) plan.mounts.push_back(std::move(m));
   return {};
 }

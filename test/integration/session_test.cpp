@@ -194,9 +194,9 @@ TEST_CASE("session policy: another session is hidden in the sandbox without sess
 
 // A mask is a mount over a directory, and a mount moves with a directory
 // above it that is renamed: the agent moved session/ to s2 and read the
-// other session there at its next launch, whose masks are planned from
-// session/ (docs/security.md). Each directory between a rw bind's root
-// and a mask is a mount point of its own now, which cannot be renamed.
+// other session there at its next launch, whose masks were planned from
+// session/ (docs/security.md). session/ is the list of its sessions now,
+// a mount point, which cannot be renamed.
 TEST_CASE("session policy: an agent cannot carry a hidden session away by renaming the directory above it",
           "[root][userns]") {
   auto m = ctx::test::launch_mode();

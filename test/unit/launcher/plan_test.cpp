@@ -514,6 +514,21 @@ TEST_CASE("an owned child: handoff binds, ancestors' sessions masked, binds tied
         "minimal /dev, /run/ctx, /handoff); remove the line");
 }
 
+// Coder's sessions for the tests of the list: default (the launch's),
+// review, old, and the index; its policy reads old.
+const std::string kCoderHome = "/srv/ctx/home/1000/agent/coder";
+AgentSpec reading_old() {
+  AgentSpec s = coder();
+  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:old read\n");
+  return s;
+}
+PlanOptions sessions_of_coder() {
+  PlanOptions po;
+  po.session = "default";
+  po.sessions = {"default", "review", "old", "index"};
+  return po;
+}
+
 // The binds and masks of a plan in order, a mask with what it keeps
 // ("name:ro", "name:as-shown", ":required").
 std::vector<std::string> order_of(const ctx::launcher::LaunchPlan& p) {
@@ -537,12 +552,9 @@ std::vector<std::string> order_of(const ctx::launcher::LaunchPlan& p) {
 // the directories between the bind's root and the list are pinned
 // (docs/security.md, "Sessions an agent moves away").
 TEST_CASE("a bind of the home lists its sessions; a rw bind above it pins the directories between", "[unit]") {
-  AgentSpec s = coder();
-  const std::string home = "/srv/ctx/home/1000/agent/coder";
-  PlanOptions po;
-  po.session = "default";
-  po.sessions = {"default", "review", "old", "index"};
-  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:old read\n");
+  AgentSpec s = reading_old();
+  const std::string home = kCoderHome;
+  PlanOptions po = sessions_of_coder();
   for (const char* mode : {"rw", "ro"}) {
     INFO(mode);
     s.mounts = *ctx::mountspec::parse("coder.d/mount", home + "\t/h\t" + mode + "\tbind,nosuid,nodev\n" + home +
@@ -591,12 +603,9 @@ TEST_CASE("a bind of the home lists its sessions; a rw bind above it pins the di
 // shows read-only, a target beside what it keeps, a root at session/;
 // a root at the home itself gets the list.
 TEST_CASE("a line or a root that would reach past the list of the agent's sessions is refused", "[unit]") {
-  AgentSpec s = coder();
-  const std::string home = "/srv/ctx/home/1000/agent/coder";
-  PlanOptions po;
-  po.session = "default";
-  po.sessions = {"default", "review", "old", "index"};
-  s.policy = *ctx::policy::Policy::parse("coder.d/policy", "allow coder_t session:old read\n");
+  AgentSpec s = reading_old();
+  const std::string home = kCoderHome;
+  PlanOptions po = sessions_of_coder();
   // A source or a root inside a session the policy hides is refused.
   s.mounts =
       *ctx::mountspec::parse("coder.d/mount", "/tmp\t/t\tro\tbind\n" + home + "/session/review/x\t/r\tro\tbind\n");
