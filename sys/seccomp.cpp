@@ -118,7 +118,7 @@ const std::vector<SeccompRule>& seccomp_rules() {
   return rules;
 }
 
-Result<std::string> build_seccomp_program() {
+Result<std::string> build_seccomp_program(SeccompLayout layout) {
   std::unique_ptr<void, FilterFree> ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return fail(Error{ENOMEM, "seccomp: seccomp_init: ENOMEM"});
   // Only the native architecture is in the filter: a call made through
@@ -126,6 +126,15 @@ Result<std::string> build_seccomp_program() {
   // rule can be bypassed through a second syscall table.
   if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(EPERM)); rc != 0)
     return fail(seccomp_error("bad architecture action", rc));
+  // A binary tree over the syscall numbers: a call's rules are a few
+  // comparisons away instead of at the end of a chain of every listed
+  // call. The kernel runs the program over every syscall number when it
+  // loads it (the cache of calls whose answer is always the same), and
+  // again at each call that has an argument rule (ioctl, clone): 45 us
+  // to load against 61 for the chain (bench/seccomp).
+  if (layout == SeccompLayout::tree)
+    if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2); rc != 0)
+      return fail(seccomp_error("binary tree", rc));
   for (const auto& r : seccomp_rules()) {
     int nr = seccomp_syscall_resolve_name(r.syscall);
     if (nr == __NR_SCMP_ERROR || nr < 0) continue;  // not a call of this architecture

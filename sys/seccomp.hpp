@@ -38,12 +38,17 @@ struct SeccompRule {
 /// The deny-list, in the order it is documented.
 const std::vector<SeccompRule>& seccomp_rules();
 
+/// How the program finds a call's rules: a binary tree over the syscall
+/// numbers (what a launch loads), or libseccomp's default linear chain
+/// (only bench/seccomp's reference). Both refuse and allow the same calls.
+enum class SeccompLayout { tree, linear };
+
 /// The filter as a BPF program (struct sock_filter array, as bytes),
 /// built by libseccomp: default allow; the rules above; every other
 /// architecture than the native one (i386, x32 on x86_64): EPERM. A
 /// syscall this libseccomp does not know on this architecture is skipped:
 /// it cannot be called by that name here.
-Result<std::string> build_seccomp_program();
+Result<std::string> build_seccomp_program(SeccompLayout layout = SeccompLayout::tree);
 
 /// The program build_seccomp_program() makes, built into the binary when
 /// it was compiled (sys/seccomp_gen.cpp), so a launch only loads it; a
