@@ -784,11 +784,6 @@ Result<LaunchPlan> make_plan(const AgentSpec& spec, const Caller& caller, const 
   // The agent view where the table shows the CTX tree, then what every
   // sandbox gets: the mount plan is complete here.
   if (opts.view) plan_view(spec, opts, plan);
-  // What the view left of the lists of the home's sessions.
-  plan.home_sessions_shown = std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const MountStep& m) {
-    const auto* k = std::get_if<MaskStep>(&m);
-    return k != nullptr && !k->keep.empty();
-  });
   if (opts.view && opts.static_view)
     for (auto& m : plan.mounts)
       if (auto* v = std::get_if<ViewStep>(&m)) v->built = mountspec::static_build(v->attrs);
@@ -820,5 +815,12 @@ bool has_view(const LaunchPlan& plan, bool built) {
 
 bool serves_view(const LaunchPlan& plan) { return has_view(plan, false); }
 bool builds_view(const LaunchPlan& plan) { return has_view(plan, true); }
+
+bool lists_home_sessions(const LaunchPlan& plan) {
+  return std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const MountStep& m) {
+    const auto* k = std::get_if<MaskStep>(&m);
+    return k != nullptr && !k->keep.empty();
+  });
+}
 
 }  // namespace ctx::launcher

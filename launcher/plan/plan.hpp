@@ -109,11 +109,6 @@ struct LaunchPlan {
   /// sessions"); empty for a home session.
   std::string session_space;
   std::string ctx_root;  ///< host path of the CTX root
-  /// A bind or the root shows the agent home's session/ (through the
-  /// list of its sessions: plan.cpp, AgentSessions), which a shared
-  /// session's launch then makes when it is missing, so that the list
-  /// has a directory to cover.
-  bool home_sessions_shown = false;
   std::uint32_t owner = 0;
   /// A user agent's tier (its owner's uid), none for a system agent
   /// (agentdir/tier.hpp): where its .d/, socket and entry are.
@@ -257,6 +252,13 @@ std::string home_session(const LaunchPlan& plan);
 /// `built`), and whether it is built at launch (one with).
 bool serves_view(const LaunchPlan& plan);
 bool builds_view(const LaunchPlan& plan);
+
+/// Whether a bind or the root shows the agent home's session/, through
+/// the list of its sessions (a mask that keeps entries: plan.cpp,
+/// AgentSessions) the agent view left in the plan. A shared session's
+/// launch then makes that session/ when it is missing, so that the list
+/// has a directory to cover.
+bool lists_home_sessions(const LaunchPlan& plan);
 
 /// Makes the plan, or fails with the reason a person can act on: EPERM for
 /// an iso profile the caller cannot have, EACCES for a shared space the

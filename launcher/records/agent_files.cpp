@@ -147,7 +147,7 @@ Result<void> AgentFiles::begin_session() {
   // sessions there over it (plan.cpp, AgentSessions): a home without one
   // gets it, so that the agent cannot make one and fill it for a later
   // launch.
-  if (shared && plan_.home_sessions_shown) {
+  if (shared && lists_home_sessions(plan_)) {
     const std::string home_sessions = plan_.ctx_root + "/home/" + sessions_rel(plan_.owner, plan_.name);
     auto homes = sys::open(sys::at_cwd, plan_.ctx_root + "/home", sys::Open::directory | sys::Open::no_follow);
     if (!homes) return refuse(homes.error(), plan_.ctx_root + "/home");

@@ -566,7 +566,7 @@ TEST_CASE("a bind of the home lists its sessions; a rw bind above it pins the di
                               "mask /h/session default:as-shown:required index:ro:required old:ro",
                               "bind /h/session/default/x <- " + home + "/session/default",
                           });
-    CHECK(p->home_sessions_shown);
+    CHECK(lists_home_sessions(*p));
   }
   // A shared session: the home's session/ shows index and what may be read.
   po.session_space = "proj";
@@ -701,9 +701,9 @@ TEST_CASE(
     CHECK(of_kind<ViewStep>(*whole).size() >= 1);
     // No list is left: a shared session's launch makes no session/ in
     // the home for one.
-    CHECK_FALSE(whole->home_sessions_shown);
+    CHECK_FALSE(lists_home_sessions(*whole));
   }
-  CHECK(homed->home_sessions_shown);
+  CHECK(lists_home_sessions(*homed));
 }
 
 TEST_CASE("ctx tool's tiers: the planned CTX_PATH, where the plan shows the CTX tree, with the mount's noexec",
