@@ -109,18 +109,20 @@ Result<void> replace_if_changed(int dirfd, const std::string& name, const std::s
 
 }  // namespace
 
-Result<void> AgentFiles::begin_session() {
+Error AgentFiles::session_refusal(const Error& e, const std::string& path) {
+  if (e.code == EACCES)
+    return refusal(e, path,
+                   " (the session's files are made with the rights of the agent's owner, uid " +
+                       std::to_string(plan_.owner) + ", who may not write there; the agent was not started)");
+  return refusal(e, path, " (the session's files could not be made; the agent was not started)");
+}
+
+Result<void> AgentFiles::open_session_tree() {
   const bool shared = !plan_.session_space.empty();
   const auto [base_rel, agent_rel] = session_tree();
   const std::string base_path = plan_.ctx_root + "/" + base_rel;
   const std::string agent_path = base_path + "/" + agent_rel;
-  auto refuse = [&](const Error& e, const std::string& path) -> Result<void> {
-    if (e.code == EACCES)
-      return fail(refusal(e, path,
-                          " (the session's files are made with the rights of the agent's owner, uid " +
-                              std::to_string(plan_.owner) + ", who may not write there; the agent was not started)"));
-    return fail(refusal(e, path, " (the session's files could not be made; the agent was not started)"));
-  };
+  auto refuse = [&](const Error& e, const std::string& path) -> Result<void> { return fail(session_refusal(e, path)); };
   auto base = sys::open(sys::at_cwd, base_path, sys::Open::directory | sys::Open::no_follow);
   if (!base) return refuse(base.error(), base_path);
   if (shared) {
@@ -137,11 +139,10 @@ Result<void> AgentFiles::begin_session() {
   const std::string by_cwd = "session/index/by-cwd";
   std::vector<std::string> dirs{by_cwd};
   if (!shared) dirs.insert(dirs.begin(), {"data", "cache", "log"});
-  UniqueFd index;  // kept for the by-cwd entry below
   for (const auto& d : dirs) {
     auto r = sys::open_or_make_dirs(base->get(), agent_rel + "/" + d, 0755, rights());
     if (!r) return refuse(r.error(), agent_path + "/" + d);
-    if (d == by_cwd) index = std::move(*r);
+    if (d == by_cwd) by_cwd_ = std::move(*r);  // for the by-cwd entry (begin_session)
   }
   // A shared session's launch that shows the home's session/ lists the
   // sessions there over it (plan.cpp, AgentSessions): a home without one
@@ -161,6 +162,15 @@ Result<void> AgentFiles::begin_session() {
   if (auto r = sys::fault_at("supervisor.session"); !r) return refuse(r.error(), sdir);
   if (auto c = sys::open_or_make_dirs(session_.get(), "context", 0755, rights()); !c)
     return refuse(c.error(), sdir + "/context");
+  return {};
+}
+
+Result<void> AgentFiles::begin_session() {
+  const bool shared = !plan_.session_space.empty();
+  const std::string sdir = own_session_path();
+  auto refuse = [&](const Error& e, const std::string& path) -> Result<void> { return fail(session_refusal(e, path)); };
+  if (!session_.valid() || !by_cwd_.valid())
+    return fail(Error{EINVAL, sdir + ": EINVAL: the session's directories were not opened"});
   const std::string now = timestamp_now() + "\n";
   auto created = sys::stat_at(session_.get(), "created_at");
   if (!created) return refuse(created.error(), sdir + "/created_at");
@@ -180,15 +190,17 @@ Result<void> AgentFiles::begin_session() {
       return refuse(r.error(), sdir + "/" + name);
   // The by-cwd index: the session last launched in this cwd.
   if (auto entry = cwd_index_name(plan_.cwd)) {
-    const std::string idir = agent_path + "/" + by_cwd;
-    if (auto r = replace_if_changed(index.get(), *entry, plan_.session + "\n", rights()); !r)
+    const auto [base_rel, agent_rel] = session_tree();
+    const std::string idir = plan_.ctx_root + "/" + base_rel + "/" + agent_rel + "/session/index/by-cwd";
+    if (auto r = replace_if_changed(by_cwd_.get(), *entry, plan_.session + "\n", rights()); !r)
       return refuse(r.error(), idir + "/" + *entry);
   }
+  by_cwd_.reset();
   return {};
 }
 
 void AgentFiles::end_session(const std::string& state) {
-  if (!open_session()) return;
+  if (!session_begun_ || !open_session()) return;
   const std::string sdir = own_session_path();
   warn(session_file("state", state + "\n", Write::spare), sdir + "/state", Kind::replaced);
   warn(session_file("updated_at", timestamp_now() + "\n", Write::spare), sdir + "/updated_at", Kind::replaced);

@@ -64,17 +64,31 @@ class AgentFiles : public RecordSink {
   /// launch to refuse with; the files keep their previous content then.
   Result<void> start(pid_t supervisor);
 
-  /// The session's start (docs/abi.md, "Sessions"), before any start
-  /// record: makes the agent home's data/, cache/ and log/, the session
-  /// directory with context/, and writes created_at (a new session only),
-  /// updated_at, cwd, meta.json, state `running` and the by-cwd index
-  /// entry, each replaced atomically, never through a symlink. The first
-  /// failure, naming the file (with what to do for ENOSPC and EDQUOT),
-  /// for the launch to refuse with.
+  /// The session's directories (docs/abi.md, "Sessions"), before the
+  /// sandbox exists (a bind of the agent's home shows them from its
+  /// start): the agent home's data/, cache/ and log/, session/index/by-cwd
+  /// and the session directory with context/, made when missing, never
+  /// through a symlink. The first failure, naming the directory, for the
+  /// launch to refuse with.
+  Result<void> open_session_tree();
+
+  /// The session's start files, after open_session_tree and before any
+  /// start record: created_at (a new session only), updated_at, state
+  /// `running`, cwd, meta.json and the by-cwd index entry, each replaced
+  /// atomically, never through a symlink. The first failure, naming the
+  /// file (with what to do for ENOSPC and EDQUOT), for the launch to
+  /// refuse with; written while the sandbox sets itself up, before its
+  /// runtime may start.
   Result<void> begin_session();
 
+  /// The session's start files are written (begin_session, here or in
+  /// the supervisor whose watchdog this is): end_session writes from now on.
+  void session_begun() { session_begun_ = true; }
+
   /// The session's end: `state` (done, failed, stopped, cancelled) and
-  /// updated_at; best effort like status.
+  /// updated_at; best effort like status. Nothing for a session that did
+  /// not begin (a launch refused before its session's files): it is left
+  /// as it was.
   void end_session(const std::string& state);
 
   /// Replaces the instance's status (and the primary's <name>.d/status)
@@ -120,6 +134,9 @@ class AgentFiles : public RecordSink {
   /// written with: the owner's file-system ids in a root launch
   /// (owner_rights). The .d records (status, pid, log) are the caller's.
   sys::MakeAs rights() const;
+  /// A session's directory or file that could not be made: the refusal,
+  /// with the owner's rights named for EACCES.
+  Error session_refusal(const Error& e, const std::string& path);
   /// The refusal of a shared space the owner may not write (with the
   /// rights above), said before anything is made: EACCES, naming the
   /// space, its path and what to do.
@@ -151,6 +168,8 @@ class AgentFiles : public RecordSink {
   int idir_;
   bool primary_;
   UniqueFd session_;
+  UniqueFd by_cwd_;  ///< session/index/by-cwd, from open_session_tree to begin_session
+  bool session_begun_ = false;
   UniqueFd events_;  ///< the session's events.jsonl, once an event was written
   std::uint64_t log_size_ = kUnknownLogSize;
   std::set<std::pair<std::string, int>> warned_;  ///< (path, errno) already said

@@ -122,6 +122,7 @@ class Supervisor : private ControlHost {
   std::optional<int> start_sandbox();
   Result<void> read_namespaces(const sys::Child& sandbox);
   Result<void> write_start_records();
+  void log_start_notes();
   std::optional<int> finish_setup();
   void report_started();
   void start_children();
@@ -174,6 +175,10 @@ class Supervisor : private ControlHost {
   std::optional<ControlServer> children_;  ///< serves the control socket with the two gates above
   std::optional<PtyRelay> relay_;
   std::optional<ViewProcess> view_;
+  // Said in the log once the session's files are written (place()).
+  std::vector<Event> start_logs_;
+  std::optional<std::string> without_cgroup_;  ///< why there is no cgroup, for the warning
+  bool session_refused_ = false;               ///< begin_session failed: nothing recorded
 
   AgentState state_ = AgentState::start;
   int exit_code_ = kExitLaunchFailed;
@@ -189,6 +194,7 @@ int Supervisor::failed(Error e) {
 }
 
 int Supervisor::fail_launch(const Error& e) {
+  log_start_notes();
   files_->status(AgentState::dead);
   files_->log({"agent.error", "", EventStatus::error, {{"code", errno_name(e.code)}, {"error", e.msg}}});
   files_->event({"agent.stop", "", EventStatus::error, {{"exit_status", kExitLaunchFailed}, {"error", e.msg}}});
@@ -216,16 +222,10 @@ std::optional<int> Supervisor::open_agent() {
   ddir_ = std::move(*ddir);
   if (auto code = take_locks()) return code;
   files_.emplace(plan_, ddir_.get(), idir_.get(), primary_);
-  // The session's files before any record: a launch that cannot make
-  // them is refused and leaves status, pid and log as they were.
-  if (auto r = files_->begin_session(); !r) return failed(r.error());
+  // The session's directories before the sandbox, which may show them;
+  // its files come after the clone (write_start_records).
+  if (auto r = files_->open_session_tree(); !r) return failed(r.error());
   if (auto f = sys::fault_at("supervisor.open_agent"); !f) return fail_launch(f.error());
-  // What the previous supervisor of this instance left: the primary's is
-  // <name>.d/status, an extra instance's its own.
-  auto prev = sys::read_small_file(primary_ ? ddir_.get() : idir_.get(), "status", 64);
-  if (prev && *prev && (*prev)->data != "dead\n")
-    files_->log(
-        {"agent.reap", "", EventStatus::ok, {{"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}}});
   return std::nullopt;
 }
 
@@ -288,7 +288,8 @@ std::optional<int> Supervisor::place() {
   auto pl = cgroup::Placement::create(po, why_not, reaped);
   if (!pl) return fail_launch(pl.error());
   if (reaped)
-    files_->log({"agent.reap", "", EventStatus::ok, {{"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}}});
+    start_logs_.push_back(
+        {"agent.reap", "", EventStatus::ok, {{"cgroup", (*pl) ? (*pl)->agent_dir() : std::string()}}});
   if (*pl) {
     placement_ = std::move(**pl);
     auto [bytes, fds] = placement_->handover();
@@ -301,10 +302,8 @@ std::optional<int> Supervisor::place() {
   if (opts_.require_cgroup || limits)
     return fail_launch(Error{EOPNOTSUPP, std::string(limits ? "limits" : "--require-cgroup") +
                                              ": EOPNOTSUPP: no writable cgroup v2: " + why_not});
-  files_->log({"agent.cgroup", "", EventStatus::unavailable, {{"reason", why_not}}});
-  // An owned child's parent has said it already (its cgroup is the
-  // parent's subtree, so both lack one); the child's .d/log keeps it.
-  if (opts_.owned_by == 0) warn_once_without_cgroup(opts_.marker_dir, why_not);
+  start_logs_.push_back({"agent.cgroup", "", EventStatus::unavailable, {{"reason", why_not}}});
+  without_cgroup_ = why_not;
   if (auto f = sys::fault_at("supervisor.place"); !f) return fail_launch(f.error());
   return std::nullopt;
 }
@@ -362,7 +361,8 @@ std::optional<int> Supervisor::start_sandbox() {
     return {};
   };
   auto s = launcher::start_sandbox(plan_, how);
-  if (!s) return fail_launch(s.error());
+  // A session that could not begin is left as it was, and so are the records.
+  if (!s) return session_refused_ ? failed(s.error()) : fail_launch(s.error());
   t_exec_ = sys::now_us();
   t_clone_ = s->clone_us;
   child_ = std::move(s->child);
@@ -388,10 +388,39 @@ Result<void> Supervisor::read_namespaces(const sys::Child& sandbox) {
   return {};
 }
 
+// What place() found (a reaped cgroup, none writable), said once the
+// session's files are written or the launch fails.
+void Supervisor::log_start_notes() {
+  for (const Event& e : start_logs_) files_->log(e);
+  start_logs_.clear();
+  // An owned child's parent has said it already (its cgroup is the
+  // parent's subtree, so both lack one); the child's .d/log keeps it.
+  if (without_cgroup_ && opts_.owned_by == 0) warn_once_without_cgroup(opts_.marker_dir, *without_cgroup_);
+  without_cgroup_.reset();
+}
+
 // The start records are written while the sandbox sets itself up on the
 // other CPU: they cost as much as the namespace setup, and nothing reads
 // the runtime's notifications before they are done.
 Result<void> Supervisor::write_start_records() {
+  // The session's files before any record: a launch that cannot write
+  // them is refused (its runtime never starts) and leaves status, pid and
+  // log as they were.
+  if (auto r = files_->begin_session(); !r) {
+    session_refused_ = true;
+    return r;
+  }
+  // From here on a supervisor's end (or its watchdog's) ends the session.
+  files_->session_begun();
+  if (auto r = sys::send_message(watchdog_->socket(), "s", {}); !r)
+    return fail(r.error().with_context("telling the watchdog"));
+  // What the previous supervisor of this instance left: the primary's is
+  // <name>.d/status, an extra instance's its own.
+  auto prev = sys::read_small_file(primary_ ? ddir_.get() : idir_.get(), "status", 64);
+  if (prev && *prev && (*prev)->data != "dead\n")
+    files_->log(
+        {"agent.reap", "", EventStatus::ok, {{"previous_status", (*prev)->data.substr(0, (*prev)->data.find('\n'))}}});
+  log_start_notes();
   // Without status and pid nothing can see or stop the agent: refused
   // (docs/launcher.md, "Full disks").
   CTX_TRY(files_->start(::getpid()));

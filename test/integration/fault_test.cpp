@@ -95,6 +95,13 @@ bool documented_exit(const ctx::sys::FaultPoint& p, const std::string& action, i
   return code == 125;
 }
 
+// The supervisor's points before the session's start files.
+bool before_session_start(const ctx::sys::FaultPoint& p) {
+  static const std::set<std::string_view> before{"supervisor.open_agent", "supervisor.watchdog", "supervisor.place",
+                                                 "supervisor.listen",     "supervisor.clone",    "supervisor.id_maps"};
+  return before.count(p.name) == 1;
+}
+
 std::vector<std::string> actions(const ctx::sys::FaultPoint& p) {
   if (p.can_fail) return {"fail", "kill"};
   return {"kill"};
@@ -190,12 +197,18 @@ TEST_CASE("a fault at every step of a launch: documented exit, dead with the err
       t.agent("a", {{"mount", t.base_mounts() + t.root() + "/shared\t/ctx/shared\tro\trbind,nosuid,nodev\n"},
                     {"policy", "allow a_t shared:open read\n"}});
       REQUIRE(launch(t, m, {"a", "--", "/probe"}, "").exit_code == 0);
+      const std::string state = "home/" + std::to_string(m.owner.uid) + "/agent/a/session/default/state";
       int walked = 0;
       for (const auto& p : ctx::sys::fault_points()) {
         if (!p.needs.empty() && p.needs != "masks") continue;
         for (const std::string& action : actions(p)) {
           INFO(p.name << ":" << action);
           std::string log_before = file(t, "agent/a.d/log");
+          // A session's end is written only once its start files are
+          // (supervisor.records comes right after them): before that the
+          // session is left as it was, by the supervisor and its watchdog.
+          const bool begun = !before_session_start(p);
+          t.write("ctx/" + state, "done\n");
           RunResult r = launch(t, m, {"a", "--", "/probe"}, std::string(p.name) + ":" + action);
           INFO("exit " << r.exit_code << ", stderr: " << r.err);
           CHECK(documented_exit(p, action, r.exit_code));
@@ -203,6 +216,7 @@ TEST_CASE("a fault at every step of a launch: documented exit, dead with the err
           CHECK(leftovers(t, {"a"}).empty());
           CHECK(file(t, "agent/a.d/status") == "dead\n");
           check_log(t, "a", p, action, log_before);
+          CHECK(file(t, state) == (begun ? "failed\n" : "done\n"));
           RunResult next = launch(t, m, {"a", "--", "/probe"}, "");
           CHECK(next.exit_code == 0);
           ++walked;

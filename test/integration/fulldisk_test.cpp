@@ -225,6 +225,7 @@ TEST_CASE("full disk: a launch that cannot write its session or status is refuse
   RunResult first = disk.launch({"coder", "--", "/probe", "ids"});
   INFO(first.err << first.warnings);
   REQUIRE(first.exit_code == 0);
+  REQUIRE(!first.out.empty());  // the runtime's ids: what a refused launch must not print
   // The next line appended to either file would be cut at a page boundary.
   pad_to_page_end(disk.path("agent/coder.d/log"));
   pad_to_page_end(disk.path(events_rel(t)));
@@ -241,6 +242,8 @@ TEST_CASE("full disk: a launch that cannot write its session or status is refuse
   RunResult full = disk.launch({"coder", "--", "/probe", "ids"});
   INFO(full.out << full.err << full.warnings);
   CHECK(full.exit_code == 125);
+  // The sandbox was made beside the session's files, but its runtime never ran.
+  CHECK(full.out.empty());
   // The session's files come first (docs/launcher.md, "Full disks").
   CHECK(full.err == "ctx-agent-run: " + t.root() + "/" + session_rel(t, "updated_at") +
                         ": ENOSPC: no space left on device; free space on its file system and "
