@@ -199,6 +199,14 @@ Result<void> AgentFiles::begin_session() {
   return {};
 }
 
+bool AgentFiles::session_running() {
+  if (!open_session()) return false;
+  auto scope = sys::FsIdScope::enter(rights());
+  if (!scope) return false;
+  auto state = sys::read_small_file(session_.get(), "state", 64);
+  return state && *state && (*state)->data == "running\n";
+}
+
 void AgentFiles::end_session(const std::string& state) {
   if (!session_begun_ || !open_session()) return;
   const std::string sdir = own_session_path();

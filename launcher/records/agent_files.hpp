@@ -85,6 +85,13 @@ class AgentFiles : public RecordSink {
   /// the supervisor whose watchdog this is): end_session writes from now on.
   void session_begun() { session_begun_ = true; }
 
+  /// Whether the session's `state` says `running`, read with the owner's
+  /// rights and never through a symlink: the watchdog's sign that its
+  /// supervisor began the session (a `running` left by a machine that
+  /// stopped is no longer true either). A runtime may write its own
+  /// session's files: one that replaced `state` keeps what it wrote.
+  bool session_running();
+
   /// The session's end: `state` (done, failed, stopped, cancelled) and
   /// updated_at; best effort like status. Nothing for a session that did
   /// not begin (a launch refused before its session's files): it is left

@@ -410,10 +410,9 @@ Result<void> Supervisor::write_start_records() {
     session_refused_ = true;
     return r;
   }
-  // From here on a supervisor's end (or its watchdog's) ends the session.
+  // From here on the supervisor's end ends the session (its watchdog's
+  // too: it finds `state` running).
   files_->session_begun();
-  if (auto r = sys::send_message(watchdog_->socket(), "s", {}); !r)
-    return fail(r.error().with_context("telling the watchdog"));
   // What the previous supervisor of this instance left: the primary's is
   // <name>.d/status, an extra instance's its own.
   auto prev = sys::read_small_file(primary_ ? ddir_.get() : idir_.get(), "status", 64);

@@ -62,10 +62,8 @@ int clean_up(const WatchdogJob& job, std::vector<sys::RecordedMessage> messages)
   std::vector<UniqueFd> children;
   std::optional<cgroup::Placement> placement;
   TerminalKeeper terminal;
-  bool session_begun = false;
   for (auto& m : messages) {
     if (terminal.take(m.bytes, m.fds)) continue;
-    if (m.bytes == "s") session_begun = true;
     if (m.bytes == "p" && m.fds.size() == 1) children.push_back(std::move(m.fds[0]));
     if (!m.bytes.empty() && m.bytes[0] == 'g')
       if (auto p = cgroup::Placement::adopt(std::string_view(m.bytes).substr(1), std::move(m.fds)))
@@ -73,7 +71,10 @@ int clean_up(const WatchdogJob& job, std::vector<sys::RecordedMessage> messages)
   }
   terminal.restore();
   AgentFiles files(job.plan, job.ddir, job.idir, job.primary);
-  if (session_begun) files.session_begun();
+  // The session began if the supervisor got as far as its `state`
+  // (written before any record it cannot start without); one that was
+  // not begun is left as it was.
+  if (files.session_running()) files.session_begun();
   files.status(AgentState::stopping);
   wait_pidfds(children, job.grace_ms + kChildRecordsMs);
   if (placement) {

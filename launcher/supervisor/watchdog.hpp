@@ -9,8 +9,7 @@
 // that a supervisor killed at any later step of a launch leaves nothing
 // behind. It keeps the instance's locks (the shared open files of
 // <name>.d and of its instance directory) while it cleans. Messages: "c"
-// (done), "s" (the session's start files are written: its end is the
-// watchdog's to write too), "p" + a child's pidfd, "g" + a cgroup handover
+// (done), "p" + a child's pidfd, "g" + a cgroup handover
 // (cgroup::Placement::handover), and the caller's terminal while the relay
 // has it raw (TerminalKeeper), put back first of all.
 //
