@@ -118,8 +118,16 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
 
 // The runtime process: fds, signals, LISTEN_PID, exec. PATH lookup uses the
 // sandbox's PATH, never the launcher's.
+// The timings a runtime's process leaves for the init to send once it has
+// executed the runtime (run_sandbox): in the init's memory, which that
+// process shares until its exec.
+struct Handover {
+  Reporter timings{-1};
+  bool left = false;
+};
+
 [[noreturn]] void exec_runtime(const LaunchPlan& plan, const SandboxIo& io, Reporter rep, const Terminal& term,
-                               const std::string& model_url) {
+                               const std::string& model_url, Handover& handover) {
   rep.enter(Step::exec);
   // An interactive launch: the sandbox's pty in place of the caller's
   // terminal, and a process group of its own, made the pty's foreground
@@ -156,7 +164,11 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
   // (docs/seccomp.md). Both hold for everything the runtime starts.
   if (auto r = sys::landlock_scope_ipc(); !r) die(err, r.error().with_context("Landlock"));
   if (auto r = sys::load_seccomp_program(sys::builtin_seccomp_program()); !r) die(err, r.error());
-  err.flush();
+  // The timings are the init's to send after the exec: sent from here they
+  // would wake the supervisor, which, on a busy machine, takes this
+  // process's CPU until the next tick (docs/performance.md, "Under load").
+  handover.timings = err;
+  handover.left = true;
   std::vector<std::string> env = plan.env;
   env.push_back("LISTEN_PID=" + std::to_string(::getpid()));
   // A port the kernel picked is known only now.
@@ -181,6 +193,7 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
     Error e = sys::exec(c, plan.argv, env);
     if (e.code != ENOENT || last.code == ENOENT) last = e;
   }
+  handover.left = false;  // not executed: die() below sends them with the error
   int code = last.code == ENOENT || last.code == ENOTDIR ? kExitNotFound : kExitNotExecutable;
   // ENOENT for a file that is there: its #! interpreter or its loader is
   // missing, or its #! line ends in CR. Say which; and that a name is in
@@ -418,7 +431,10 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
     Reporter& rep;
     const Terminal& term;
     const std::string& model_url;
-  } runtime{plan, io, rep, term, model_url};
+    Handover& handover;
+  };
+  Handover handover;
+  Runtime runtime{plan, io, rep, term, model_url, handover};
   // Pid 1 ignores them anyway; the runtime's process starts with them
   // blocked (exec_runtime).
   if (term.peer.valid())
@@ -427,8 +443,9 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
       [](void* p) {
         auto* r = static_cast<Runtime*>(p);
         try {
-          exec_runtime(r->plan, r->io, r->rep, r->term, r->model_url);
+          exec_runtime(r->plan, r->io, r->rep, r->term, r->model_url, r->handover);
         } catch (const std::exception& e) {
+          r->handover.left = false;
           Reporter own = r->rep;  // the init's is not this process's to change
           die(own, Error{ENOMEM, std::string("the runtime's process: ") + e.what()});
         }
@@ -436,6 +453,11 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
       &runtime);
   if (!pid) die(rep, pid.error());
 
+  // The runtime's timings, which its process left here before its exec.
+  if (handover.left) {
+    handover.timings.set_fd(io.channel);
+    handover.timings.flush();
+  }
   // The init: the runtime's exec closes its copy of the channel; ours is
   // closed now so that the supervisor sees EOF exactly then. The pty's
   // peer is the runtime's alone after the runtime's group is in front, so
