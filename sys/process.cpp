@@ -95,18 +95,6 @@ Result<pid_t> fork_process() {
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kShareForSpawn = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr bool kShareForSpawn = false;
-#else
-constexpr bool kShareForSpawn = true;
-#endif
-#else
-constexpr bool kShareForSpawn = true;
-#endif
-
 // The child's stack: what an exec's preparation and its error report
 // need, above a guard page that stops an overflow before the caller's
 // memory.
@@ -134,7 +122,7 @@ int spawn_main(void* p) noexcept {
 }  // namespace
 
 Result<pid_t> spawn_sharing_memory(void (*body)(void*), void* arg) {
-  if constexpr (!kShareForSpawn) {
+  if constexpr (!kSpawnSharesMemory) {
     pid_t pid = ::fork();
     if (pid < 0) return CTX_FAIL_ERRNO("fork");
     if (pid == 0) {

@@ -74,8 +74,21 @@ Result<pid_t> fork_process();
 /// memory itself (dumpable, transparent huge pages, oom_score_adj's mm)
 /// would change the caller's too, and must not be set. Returns the
 /// child's pid once it has executed or exited. A plain fork where the
-/// memory cannot be shared safely (sanitizer builds).
+/// memory cannot be shared safely (sanitizer builds: kSpawnSharesMemory
+/// false), which returns at once and keeps the child's changes its own.
 Result<pid_t> spawn_sharing_memory(void (*body)(void*), void* arg);
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSpawnSharesMemory = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+inline constexpr bool kSpawnSharesMemory = false;
+#else
+inline constexpr bool kSpawnSharesMemory = true;
+#endif
+#else
+inline constexpr bool kSpawnSharesMemory = true;
+#endif
 
 /// Waits for a pid and returns the raw wait status.
 Result<int> wait_pid(pid_t pid);

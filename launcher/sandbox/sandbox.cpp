@@ -167,8 +167,12 @@ struct Handover {
   // The timings are the init's to send after the exec: sent from here they
   // would wake the supervisor, which, on a busy machine, takes this
   // process's CPU until the next tick (docs/performance.md, "Under load").
-  handover.timings = err;
-  handover.left = true;
+  if constexpr (sys::kSpawnSharesMemory) {
+    handover.timings = err;
+    handover.left = true;
+  } else {
+    err.flush();  // a forked child's memory is its own (sanitizer builds)
+  }
   std::vector<std::string> env = plan.env;
   env.push_back("LISTEN_PID=" + std::to_string(::getpid()));
   // A port the kernel picked is known only now.
@@ -448,6 +452,10 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
           r->handover.left = false;
           Reporter own = r->rep;  // the init's is not this process's to change
           die(own, Error{ENOMEM, std::string("the runtime's process: ") + e.what()});
+        } catch (...) {
+          r->handover.left = false;
+          Reporter own = r->rep;
+          die(own, Error{EIO, "EIO: the runtime's process ended on an unknown exception"});
         }
       },
       &runtime);
