@@ -179,10 +179,8 @@ Result<void> AgentFiles::begin_session() {
             {"owner", plan_.owner},
             {"space", shared ? "shared:" + plan_.session_space : std::string("home")},
             {"written_by", "ctx-agent-run"}};
-  std::vector<std::pair<std::string, std::string>> files{{"updated_at", now}, {"state", "running\n"}};
-  if (!*created) files.insert(files.begin(), {"created_at", now});
-  for (const auto& [name, content] : files)
-    if (auto r = session_file(name, content, Write::new_file); !r) return refuse(r.error(), sdir + "/" + name);
+  if (!*created)
+    if (auto r = session_file("created_at", now, Write::new_file); !r) return refuse(r.error(), sdir + "/created_at");
   const std::pair<const char*, std::string> steady[] = {{"cwd", plan_.cwd + "\n"},
                                                         {"meta.json", meta.dump(-1, ' ', true) + "\n"}};
   for (const auto& [name, content] : steady)
@@ -196,14 +194,25 @@ Result<void> AgentFiles::begin_session() {
       return refuse(r.error(), idir + "/" + *entry);
   }
   by_cwd_.reset();
+  // `state` last: a launch refused before it leaves the session's state
+  // as it was, and its watchdog takes `running` as the sign that the
+  // session began (session_running).
+  for (const auto& [name, content] : {std::pair<const char*, std::string>{"updated_at", now}, {"state", "running\n"}})
+    if (auto r = session_file(name, content, Write::new_file); !r) return refuse(r.error(), sdir + "/" + name);
   return {};
 }
 
 bool AgentFiles::session_running() {
-  if (!open_session()) return false;
+  // Opened as open_session does, but never made: a missing one did not begin.
+  const auto [base_rel, agent_rel] = session_tree();
   auto scope = sys::FsIdScope::enter(rights());
   if (!scope) return false;
-  auto state = sys::read_small_file(session_.get(), "state", 64);
+  auto base = sys::open(sys::at_cwd, plan_.ctx_root + "/" + base_rel, sys::Open::directory | sys::Open::no_follow);
+  if (!base) return false;
+  auto dir = sys::open(base->get(), agent_rel + "/session/" + plan_.session,
+                       sys::Open::directory | sys::Open::beneath | sys::Open::no_symlinks);
+  if (!dir) return false;
+  auto state = sys::read_small_file(dir->get(), "state", 64);
   return state && *state && (*state)->data == "running\n";
 }
 
@@ -266,7 +275,8 @@ void AgentFiles::log(const Event& e) {
 }
 
 void AgentFiles::event(const Event& e) {
-  if (!open_session()) return;
+  // A session that did not begin is left as it was: the event is in the log.
+  if (!session_begun_ || !open_session()) return;
   const std::string path = own_session_path() + "/events.jsonl";
   // Opened once: one write(2) per event afterwards (nothing else renames
   // or replaces a session's events.jsonl).

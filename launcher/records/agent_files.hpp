@@ -112,7 +112,8 @@ class AgentFiles : public RecordSink {
   void log(const Event& e) override;
 
   /// Appends the event, stamped, to the session's events.jsonl, making the
-  /// session directory when it is missing.
+  /// session directory when it is missing; nothing for a session that did
+  /// not begin (session_begun), whose events stay in the log only.
   void event(const Event& e) override;
 
   /// An event in another agent's session stream (the parent's, for

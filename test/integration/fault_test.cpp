@@ -197,7 +197,8 @@ TEST_CASE("a fault at every step of a launch: documented exit, dead with the err
       t.agent("a", {{"mount", t.base_mounts() + t.root() + "/shared\t/ctx/shared\tro\trbind,nosuid,nodev\n"},
                     {"policy", "allow a_t shared:open read\n"}});
       REQUIRE(launch(t, m, {"a", "--", "/probe"}, "").exit_code == 0);
-      const std::string state = "home/" + std::to_string(m.owner.uid) + "/agent/a/session/default/state";
+      const std::string session = "home/" + std::to_string(m.owner.uid) + "/agent/a/session/default/";
+      const std::string state = session + "state", events = session + "events.jsonl";
       int walked = 0;
       for (const auto& p : ctx::sys::fault_points()) {
         if (!p.needs.empty() && p.needs != "masks") continue;
@@ -209,6 +210,7 @@ TEST_CASE("a fault at every step of a launch: documented exit, dead with the err
           // session is left as it was, by the supervisor and its watchdog.
           const bool begun = !before_session_start(p);
           t.write("ctx/" + state, "done\n");
+          const std::string events_before = file(t, events);
           RunResult r = launch(t, m, {"a", "--", "/probe"}, std::string(p.name) + ":" + action);
           INFO("exit " << r.exit_code << ", stderr: " << r.err);
           CHECK(documented_exit(p, action, r.exit_code));
@@ -217,6 +219,7 @@ TEST_CASE("a fault at every step of a launch: documented exit, dead with the err
           CHECK(file(t, "agent/a.d/status") == "dead\n");
           check_log(t, "a", p, action, log_before);
           CHECK(file(t, state) == (begun ? "failed\n" : "done\n"));
+          if (!begun) CHECK(file(t, events) == events_before);  // the error is in the log only
           RunResult next = launch(t, m, {"a", "--", "/probe"}, "");
           CHECK(next.exit_code == 0);
           ++walked;
