@@ -369,6 +369,54 @@ void map_itself(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep) {
   rep.send({Record::Kind::namespaces, rep.current(), 0, 0, encode_namespaces(ns)}, {});
 }
 
+// The runtime's process (exec_runtime), started once the init's setup is
+// done; returns its pid once it has executed the runtime (or ended), after
+// sending the timings it left here.
+pid_t spawn_runtime(const LaunchPlan& plan, const SandboxIo& io, Reporter& rep, const Terminal& term,
+                    const std::string& model_url) {
+  // The runtime's process shares this one's memory until its exec (this
+  // process waits meanwhile): nothing of the launcher's memory is copied
+  // for a process that replaces it at once.
+  struct Runtime {
+    const LaunchPlan& plan;
+    const SandboxIo& io;
+    Reporter& rep;
+    const Terminal& term;
+    const std::string& model_url;
+    Handover& handover;
+  };
+  Handover handover;
+  Runtime runtime{plan, io, rep, term, model_url, handover};
+  // Pid 1 ignores them anyway; the runtime's process starts with them
+  // blocked (exec_runtime).
+  if (term.peer.valid())
+    if (auto r = sys::block_signals({SIGTSTP, SIGTTIN, SIGTTOU}); !r) die(rep, r.error());
+  auto pid = sys::spawn_sharing_memory(
+      [](void* p) {
+        auto* r = static_cast<Runtime*>(p);
+        try {
+          exec_runtime(r->plan, r->io, r->rep, r->term, r->model_url, r->handover);
+        } catch (const std::exception& e) {
+          r->handover.left = false;
+          Reporter own = r->rep;  // the init's is not this process's to change
+          die(own, Error{ENOMEM, std::string("the runtime's process: ") + e.what()});
+        } catch (...) {
+          r->handover.left = false;
+          Reporter own = r->rep;
+          die(own, Error{EIO, "EIO: the runtime's process ended on an unknown exception"});
+        }
+      },
+      &runtime);
+  if (!pid) die(rep, pid.error());
+
+  // The runtime's timings, which its process left here before its exec.
+  if (handover.left) {
+    handover.timings.set_fd(io.channel);
+    handover.timings.flush();
+  }
+  return *pid;
+}
+
 }  // namespace
 
 void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
@@ -426,46 +474,7 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
                                std::to_string(static_cast<unsigned char>(records)) +
                                " where its start records' byte belongs"});
   if (auto f = sys::fault_at("sandbox.fork"); !f) die(rep, f.error());
-  // The runtime's process shares this one's memory until its exec (this
-  // process waits meanwhile): nothing of the launcher's memory is copied
-  // for a process that replaces it at once.
-  struct Runtime {
-    const LaunchPlan& plan;
-    const SandboxIo& io;
-    Reporter& rep;
-    const Terminal& term;
-    const std::string& model_url;
-    Handover& handover;
-  };
-  Handover handover;
-  Runtime runtime{plan, io, rep, term, model_url, handover};
-  // Pid 1 ignores them anyway; the runtime's process starts with them
-  // blocked (exec_runtime).
-  if (term.peer.valid())
-    if (auto r = sys::block_signals({SIGTSTP, SIGTTIN, SIGTTOU}); !r) die(rep, r.error());
-  auto pid = sys::spawn_sharing_memory(
-      [](void* p) {
-        auto* r = static_cast<Runtime*>(p);
-        try {
-          exec_runtime(r->plan, r->io, r->rep, r->term, r->model_url, r->handover);
-        } catch (const std::exception& e) {
-          r->handover.left = false;
-          Reporter own = r->rep;  // the init's is not this process's to change
-          die(own, Error{ENOMEM, std::string("the runtime's process: ") + e.what()});
-        } catch (...) {
-          r->handover.left = false;
-          Reporter own = r->rep;
-          die(own, Error{EIO, "EIO: the runtime's process ended on an unknown exception"});
-        }
-      },
-      &runtime);
-  if (!pid) die(rep, pid.error());
-
-  // The runtime's timings, which its process left here before its exec.
-  if (handover.left) {
-    handover.timings.set_fd(io.channel);
-    handover.timings.flush();
-  }
+  const pid_t pid = spawn_runtime(plan, io, rep, term, model_url);
   // The init: the runtime's exec closes its copy of the channel; ours is
   // closed now so that the supervisor sees EOF exactly then. The pty's
   // peer is the runtime's alone after the runtime's group is in front, so
@@ -474,11 +483,11 @@ void run_sandbox(const LaunchPlan& plan, const SandboxIo& io) {
   sys::close_fd(io.listen_fd);
   (void)sys::fault_at("sandbox.init");
   if (term.peer.valid()) {
-    (void)sys::set_process_group(*pid, *pid);
-    (void)sys::set_foreground(term.peer.get(), *pid);
+    (void)sys::set_process_group(pid, pid);
+    (void)sys::set_foreground(term.peer.get(), pid);
     term.peer.reset();
   }
-  be_init(*pid, sigfd->get(), io.lifeline, plan.terminal, std::move(pending));
+  be_init(pid, sigfd->get(), io.lifeline, plan.terminal, std::move(pending));
 }
 
 }  // namespace ctx::launcher
