@@ -73,8 +73,9 @@ class AgentFiles : public RecordSink {
   Result<void> open_session_tree();
 
   /// The session's start files, after open_session_tree and before any
-  /// start record: created_at (a new session only), updated_at, state
-  /// `running`, cwd, meta.json and the by-cwd index entry, each replaced
+  /// start record, in this order: created_at (a new session only), cwd,
+  /// meta.json, the by-cwd index entry, updated_at and last state
+  /// `running` (the sign that the session began), each replaced
   /// atomically, never through a symlink. The first failure, naming the
   /// file (with what to do for ENOSPC and EDQUOT), for the launch to
   /// refuse with; written while the sandbox sets itself up, before its
